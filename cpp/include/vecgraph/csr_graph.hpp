@@ -1,0 +1,62 @@
+// Immutable CSR adjacency (out and in) over dense node ids.
+//
+// For node u, out-edges are entries [out_offsets[u], out_offsets[u+1]) of the parallel arrays
+// out_neighbors / out_edges / out_rels / out_weights; in-edges likewise with in_*.
+// Within one node the entries are ordered by (weight descending, edge id ascending): that is
+// the order in which traversal expands them, so "the first max_fanout allowed edges" is a
+// prefix walk. Built from an edge list in O(V + E) by counting sort on the endpoint, plus a
+// stable per-node sort by weight that is skipped where a node's weights are already ordered
+// (all equal, the common case).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "vecgraph/types.hpp"
+
+namespace vecgraph {
+
+/// Columns of the edge list a CSR is built from (edge id = position).
+struct EdgeColumns {
+    const node_id_t* src = nullptr;
+    const node_id_t* dst = nullptr;
+    const rel_id_t* rel = nullptr;
+    const float* weight = nullptr;
+    std::size_t count = 0;
+};
+
+/// One direction's adjacency.
+struct Adjacency {
+    std::vector<std::uint32_t> offsets;  // count_nodes + 1
+    std::vector<node_id_t> neighbors;
+    std::vector<edge_id_t> edges;
+    std::vector<rel_id_t> rels;
+    std::vector<float> weights;
+
+    std::size_t degree(node_id_t u) const noexcept {
+        return u + 1 < offsets.size() ? offsets[u + 1] - offsets[u] : 0;
+    }
+    std::size_t memory_bytes() const noexcept;
+};
+
+class CsrGraph {
+  public:
+    CsrGraph() = default;
+    /// Builds out- and in-adjacency for nodes [0, count_nodes); every endpoint must be < count_nodes.
+    static CsrGraph build(std::size_t count_nodes, const EdgeColumns& edges);
+
+    std::size_t count_nodes() const noexcept { return count_nodes_; }
+    std::size_t count_edges() const noexcept { return count_edges_; }
+    const Adjacency& out() const noexcept { return out_; }
+    const Adjacency& in() const noexcept { return in_; }
+    std::size_t memory_bytes() const noexcept { return out_.memory_bytes() + in_.memory_bytes(); }
+
+  private:
+    std::size_t count_nodes_ = 0;
+    std::size_t count_edges_ = 0;
+    Adjacency out_;
+    Adjacency in_;
+};
+
+}  // namespace vecgraph

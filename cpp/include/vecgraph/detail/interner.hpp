@@ -1,0 +1,39 @@
+// String interning for labels, tenants and relation types: a dense id per distinct string.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace vecgraph::detail {
+
+class Interner {
+  public:
+    /// The id of `name`, adding it if new.
+    std::uint32_t intern(std::string_view name) {
+        auto it = ids_.find(std::string(name));
+        if (it != ids_.end()) return it->second;
+        auto id = static_cast<std::uint32_t>(names_.size());
+        names_.emplace_back(name);
+        ids_.emplace(names_.back(), id);
+        return id;
+    }
+    /// The id of `name`, or false if it was never interned.
+    bool find(std::string_view name, std::uint32_t* id) const {
+        auto it = ids_.find(std::string(name));
+        if (it == ids_.end()) return false;
+        *id = it->second;
+        return true;
+    }
+    const std::string& name(std::uint32_t id) const { return names_[id]; }
+    std::size_t size() const noexcept { return names_.size(); }
+    const std::vector<std::string>& names() const noexcept { return names_; }
+
+  private:
+    std::unordered_map<std::string, std::uint32_t> ids_;
+    std::vector<std::string> names_;
+};
+
+}  // namespace vecgraph::detail

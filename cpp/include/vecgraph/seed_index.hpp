@@ -1,0 +1,60 @@
+// Seed index: USearch's HNSW graph (`index_gt`) over node vectors.
+//
+// USearch stores only the graph and the keys; distances are computed by our own metric over
+// the int8 VectorStore, so vectors are held once. Keys are node ids. The node filter is
+// passed to USearch's predicate-filtered search, so filtered-out nodes are still used for
+// navigation but never returned (Malkov & Yashunin, "Efficient and robust approximate nearest
+// neighbor search using Hierarchical Navigable Small World graphs", TPAMI 2018).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "vecgraph/node_filter.hpp"
+#include "vecgraph/status.hpp"
+#include "vecgraph/types.hpp"
+#include "vecgraph/vector_store.hpp"
+
+namespace vecgraph {
+
+struct HnswParams {
+    std::size_t connectivity = 16;       // M: links per node on upper levels (2M on the base level)
+    std::size_t expansion_add = 128;     // efConstruction
+    std::size_t expansion_search = 64;   // ef at query time (raised to the number of seeds wanted)
+};
+
+struct ScoredNode {
+    node_id_t node;
+    float score;
+};
+
+class SeedIndex {
+  public:
+    /// `count_contexts`: how many threads may search or add at once (context slots 0..n-1).
+    SeedIndex(const VectorStore& store, HnswParams params, std::size_t count_contexts);
+    ~SeedIndex();
+    SeedIndex(const SeedIndex&) = delete;
+    SeedIndex& operator=(const SeedIndex&) = delete;
+
+    const HnswParams& params() const noexcept { return params_; }
+    std::size_t size() const noexcept;
+    std::size_t memory_bytes() const noexcept;
+
+    /// Indexes store rows [first, first + count) as nodes of the same ids, on up to
+    /// `threads` threads. Not safe concurrently with search (the caller excludes readers).
+    Status add_range(node_id_t first, std::size_t count, std::size_t threads);
+
+    /// Up to `wanted` nodes admitted by `filter` (nullptr: all), best first by (score desc, id asc).
+    /// `context` is a slot leased from a pool of `count_contexts`; `expansion` 0 means the default.
+    void search(const QuantizedVector& query, std::size_t wanted, std::size_t expansion, const NodeFilter* filter,
+                const NodeColumns& columns, std::size_t context, std::vector<ScoredNode>& out) const;
+
+  private:
+    struct Impl;
+    const VectorStore& store_;
+    HnswParams params_;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vecgraph

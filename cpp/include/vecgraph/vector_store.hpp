@@ -1,0 +1,91 @@
+// int8 vector store: one row of `dim` int8 codes and one float32 scale per vector.
+//
+// Quantization (symmetric, per vector):
+//   cos: x is first divided by its L2 norm (computed in double);
+//   scale = max_i |x_i| / 127   (float32),   code_i = clamp(rint(x_i * (127 / max_i |x_i|)), -127, 127)
+// so codes span [-127, 127]; nothing wraps, and the dequantized vector is code * scale.
+// An all-zero vector has scale 0 and all-zero codes (rejected under cos, which needs a norm).
+//
+// Scores are computed from the exact int32 dot product of codes, in float32:
+//   cos, ip: score = float(dot) * (scale_q * scale_v)
+//   l2:      score = -((sq_norm_q + sq_norm_v) - 2 * float(dot) * (scale_q * scale_v))
+// where sq_norm = float(sum code_i^2) * scale * scale, the squared norm of the dequantized vector.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "vecgraph/status.hpp"
+#include "vecgraph/types.hpp"
+
+namespace vecgraph {
+
+/// A quantized vector that is not (or not yet) in a store: a query, or a row being added.
+struct QuantizedVector {
+    std::vector<std::int8_t> codes;
+    float scale = 0.f;
+    float sq_norm = 0.f;
+};
+
+/// Checks a float vector for NaN/inf and (under cos) a zero norm. `what` names it in messages.
+Status validate_vector(const float* x, std::size_t dim, Metric metric, const char* what, std::size_t row);
+
+/// Quantizes one validated float vector into `codes` (dim bytes); returns scale and sq_norm.
+void quantize_vector(const float* x, std::size_t dim, Metric metric, std::int8_t* codes, float* scale,
+                     float* sq_norm) noexcept;
+
+/// Score of a query against a stored row, from their exact int32 dot product (see header comment).
+inline float score_from_dot(Metric metric, std::int32_t dot, float scale_q, float sq_norm_q, float scale_v,
+                            float sq_norm_v) noexcept {
+    float product = static_cast<float>(dot) * (scale_q * scale_v);
+    if (metric == Metric::l2) return -((sq_norm_q + sq_norm_v) - 2.f * product);
+    return product;
+}
+
+class VectorStore {
+  public:
+    VectorStore(std::size_t dim, Metric metric) : dim_(dim), metric_(metric) {}
+
+    std::size_t dim() const noexcept { return dim_; }
+    Metric metric() const noexcept { return metric_; }
+    std::size_t size() const noexcept { return scales_.size(); }
+    std::size_t stride_bytes() const noexcept { return dim_; }
+
+    const std::int8_t* codes_data() const noexcept { return codes_.data(); }
+    const std::int8_t* codes(std::size_t row) const noexcept { return codes_.data() + row * dim_; }
+    float scale(std::size_t row) const noexcept { return scales_[row]; }
+    float sq_norm(std::size_t row) const noexcept { return sq_norms_[row]; }
+
+    /// Validates every row of a row-major (count, dim) float32 batch; changes nothing.
+    Status validate(const float* rows, std::size_t count, const char* what) const;
+
+    /// Appends a validated batch, quantizing it with up to `threads` threads.
+    void append(const float* rows, std::size_t count, std::size_t threads);
+
+    /// Quantizes a query (validate it first).
+    QuantizedVector quantize(const float* x) const;
+
+    /// Quantizes a query into `out`, reusing its buffer.
+    void quantize_into(const float* x, QuantizedVector& out) const;
+
+    /// Dequantized row: codes * scale.
+    void dequantize(std::size_t row, float* out) const noexcept;
+
+    /// Score of `query` against one stored row.
+    float score(const QuantizedVector& query, std::size_t row) const noexcept;
+
+    void reserve(std::size_t count);
+    std::size_t memory_bytes() const noexcept {
+        return codes_.capacity() + (scales_.capacity() + sq_norms_.capacity()) * sizeof(float);
+    }
+
+  private:
+    std::size_t dim_;
+    Metric metric_;
+    std::vector<std::int8_t> codes_;
+    std::vector<float> scales_;
+    std::vector<float> sq_norms_;
+};
+
+}  // namespace vecgraph

@@ -1,0 +1,406 @@
+// The engine facade (engine.hpp).
+#include "vecgraph/engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+
+#include "vecgraph/simd/kernels.hpp"
+
+namespace vecgraph {
+
+namespace {
+
+constexpr std::size_t count_context_slots = 16;
+constexpr std::size_t max_dim = 65536;  // keeps every int32 dot product exact
+
+std::size_t default_threads(std::size_t threads) {
+    if (threads) return threads;
+    return std::max<std::size_t>(1, std::thread::hardware_concurrency());
+}
+
+const std::string& empty_string() {
+    static const std::string empty;
+    return empty;
+}
+
+}  // namespace
+
+Engine::Engine(const EngineConfig& config)
+    : config_(config),
+      node_vectors_(config.dim, config.metric),
+      edge_vectors_(config.dim, config.metric),
+      contexts_(count_context_slots),
+      scratch_(count_context_slots) {
+    config_.threads = default_threads(config.threads);
+    seed_index_ = std::make_unique<SeedIndex>(node_vectors_, config_.hnsw, count_context_slots);
+}
+
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
+    if (config.dim == 0 || config.dim > max_dim)
+        return Status::invalid_argument("dim must be in [1, " + std::to_string(max_dim) + "], got " +
+                                        std::to_string(config.dim));
+    if (config.hnsw.connectivity < 2 || config.hnsw.connectivity > 1024)
+        return Status::invalid_argument("connectivity must be in [2, 1024], got " +
+                                        std::to_string(config.hnsw.connectivity));
+    if (config.hnsw.expansion_add < 1 || config.hnsw.expansion_search < 1)
+        return Status::invalid_argument("expansion_add and expansion_search must be >= 1");
+    return std::unique_ptr<Engine>(new Engine(config));
+}
+
+std::size_t Engine::count_nodes() const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    return node_keys_.size();
+}
+
+std::size_t Engine::count_edges() const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    return edge_src_.size();
+}
+
+Status Engine::add_nodes(const NodeBatch& batch) {
+    if (batch.count == 0) return Status::OK();
+    if (!batch.keys || !batch.vectors) return Status::invalid_argument("add_nodes needs keys and vectors");
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    std::size_t first = node_keys_.size();
+    if (batch.count > max_count_nodes - first)
+        return Status::invalid_argument("a graph holds at most " + std::to_string(max_count_nodes) + " nodes");
+    // Check everything before changing anything.
+    std::unordered_set<std::string_view> batch_keys;
+    batch_keys.reserve(batch.count);
+    for (std::size_t i = 0; i < batch.count; ++i) {
+        const std::string& key = batch.keys[i];
+        if (key_to_node_.count(key))
+            return Status::already_exists("key " + display_key(key) + " (row " + std::to_string(i) +
+                                          ") is already in the graph; keys must be unique");
+        if (!batch_keys.insert(key).second)
+            return Status::already_exists("key " + display_key(key) + " appears twice in the batch (row " +
+                                          std::to_string(i) + "); keys must be unique");
+    }
+    VG_RETURN_IF_ERROR(node_vectors_.validate(batch.vectors, batch.count, "vectors"));
+
+    // Apply.
+    std::size_t total = first + batch.count;
+    key_to_node_.reserve(total);
+    node_keys_.reserve(total);
+    node_labels_.reserve(total);
+    node_tenants_.reserve(total);
+    node_ts_.reserve(total);
+    node_texts_.reserve(total);
+    node_props_.reserve(total);
+    for (std::size_t i = 0; i < batch.count; ++i) {
+        auto node = static_cast<node_id_t>(first + i);
+        auto inserted = key_to_node_.emplace(batch.keys[i], node).first;
+        node_keys_.push_back(&inserted->first);
+        node_labels_.push_back(labels_.intern(batch.labels ? batch.labels[i] : empty_string()));
+        node_tenants_.push_back(tenants_.intern(batch.tenants ? batch.tenants[i] : empty_string()));
+        node_ts_.push_back(batch.ts ? batch.ts[i] : 0);
+        node_texts_.push_back(batch.texts ? batch.texts[i] : empty_string());
+        node_props_.push_back(batch.props ? batch.props[i] : empty_string());
+    }
+    node_vectors_.append(batch.vectors, batch.count, config_.threads);
+    Status status = seed_index_->add_range(static_cast<node_id_t>(first), batch.count, config_.threads);
+    if (!status.ok()) return status;
+    return Status::OK();
+}
+
+Status Engine::add_edges(const EdgeBatch& batch) {
+    if (batch.count == 0) return Status::OK();
+    if (!batch.src || !batch.dst) return Status::invalid_argument("add_edges needs src and dst keys");
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    std::size_t first = edge_src_.size();
+    if (batch.count > max_count_nodes - first)
+        return Status::invalid_argument("a graph holds at most " + std::to_string(max_count_nodes) + " edges");
+    std::vector<node_id_t> src(batch.count), dst(batch.count);
+    for (std::size_t i = 0; i < batch.count; ++i) {
+        auto s = key_to_node_.find(batch.src[i]);
+        if (s == key_to_node_.end())
+            return Status::not_found("edge row " + std::to_string(i) + ": src key " + display_key(batch.src[i]) +
+                                     " is not a node of the graph; add the node first");
+        auto d = key_to_node_.find(batch.dst[i]);
+        if (d == key_to_node_.end())
+            return Status::not_found("edge row " + std::to_string(i) + ": dst key " + display_key(batch.dst[i]) +
+                                     " is not a node of the graph; add the node first");
+        src[i] = s->second;
+        dst[i] = d->second;
+        if (batch.weights && !std::isfinite(batch.weights[i]))
+            return Status::invalid_argument("edge row " + std::to_string(i) + ": weight is " +
+                                            std::to_string(batch.weights[i]) + "; weights must be finite");
+    }
+    if (batch.vectors) VG_RETURN_IF_ERROR(edge_vectors_.validate(batch.vectors, batch.count, "edge vectors"));
+
+    std::size_t total = first + batch.count;
+    edge_src_.insert(edge_src_.end(), src.begin(), src.end());
+    edge_dst_.insert(edge_dst_.end(), dst.begin(), dst.end());
+    edge_rels_.reserve(total);
+    edge_weights_.reserve(total);
+    edge_ts_.reserve(total);
+    edge_texts_.reserve(total);
+    edge_props_.reserve(total);
+    edge_vector_rows_.reserve(total);
+    std::size_t first_vector_row = edge_vectors_.size();
+    for (std::size_t i = 0; i < batch.count; ++i) {
+        edge_rels_.push_back(rels_.intern(batch.rels ? batch.rels[i] : empty_string()));
+        edge_weights_.push_back(batch.weights ? batch.weights[i] : 1.f);
+        edge_ts_.push_back(batch.ts ? batch.ts[i] : 0);
+        edge_texts_.push_back(batch.texts ? batch.texts[i] : empty_string());
+        edge_props_.push_back(batch.props ? batch.props[i] : empty_string());
+        edge_vector_rows_.push_back(batch.vectors ? static_cast<std::uint32_t>(first_vector_row + i) : invalid_id);
+    }
+    if (batch.vectors) edge_vectors_.append(batch.vectors, batch.count, config_.threads);
+    csr_dirty_.store(true, std::memory_order_release);
+    return Status::OK();
+}
+
+void Engine::refresh_csr() const {
+    if (!csr_dirty_.load(std::memory_order_acquire)) return;
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    if (!csr_dirty_.load(std::memory_order_relaxed)) return;
+    EdgeColumns columns{edge_src_.data(), edge_dst_.data(), edge_rels_.data(), edge_weights_.data(), edge_src_.size()};
+    csr_ = CsrGraph::build(node_keys_.size(), columns);
+    csr_dirty_.store(false, std::memory_order_release);
+}
+
+Status Engine::validate(const SearchRequest& r) const {
+    auto positive = [](const char* name, std::int64_t value) {
+        return value >= 1 ? Status::OK()
+                          : Status::invalid_argument(std::string(name) + " must be >= 1, got " + std::to_string(value));
+    };
+    VG_RETURN_IF_ERROR(positive("k", r.k));
+    VG_RETURN_IF_ERROR(positive("seeds", r.seeds));
+    VG_RETURN_IF_ERROR(positive("max_visited", r.max_visited));
+    VG_RETURN_IF_ERROR(positive("max_fanout", r.max_fanout));
+    if (r.hops < 0) return Status::invalid_argument("hops must be >= 0, got " + std::to_string(r.hops));
+    if (r.ef < 0) return Status::invalid_argument("ef must be >= 0 (0: the graph's default), got " + std::to_string(r.ef));
+    if (!std::isfinite(r.hop_decay) || r.hop_decay <= 0.f)
+        return Status::invalid_argument("hop_decay must be a finite number > 0, got " + std::to_string(r.hop_decay));
+    if (r.ts_min > r.ts_max)
+        return Status::invalid_argument("ts_min (" + std::to_string(r.ts_min) + ") is after ts_max (" +
+                                        std::to_string(r.ts_max) + ")");
+    return Status::OK();
+}
+
+Result<SearchResult> Engine::search(const float* query, std::size_t dim, const SearchRequest& request) const {
+    if (dim != config_.dim)
+        return Status::dimension_mismatch("query has dim " + std::to_string(dim) + ", graph has dim " +
+                                          std::to_string(config_.dim));
+    VG_RETURN_IF_ERROR(validate(request));
+    VG_RETURN_IF_ERROR(validate_vector(query, dim, config_.metric, "query", 0));
+    refresh_csr();
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    detail::ContextPool::Lease lease(contexts_);
+    SearchResult result;
+    VG_RETURN_IF_ERROR(search_locked(query, request, lease.slot(), result));
+    return result;
+}
+
+Result<std::vector<SearchResult>> Engine::search_batch(const float* queries, std::size_t count, std::size_t dim,
+                                                       const SearchRequest& request, std::size_t threads) const {
+    if (dim != config_.dim)
+        return Status::dimension_mismatch("queries have dim " + std::to_string(dim) + ", graph has dim " +
+                                          std::to_string(config_.dim));
+    VG_RETURN_IF_ERROR(validate(request));
+    for (std::size_t i = 0; i < count; ++i)
+        VG_RETURN_IF_ERROR(validate_vector(queries + i * dim, dim, config_.metric, "queries", i));
+    refresh_csr();
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    std::vector<SearchResult> results(count);
+    threads = std::max<std::size_t>(1, std::min({default_threads(threads), count, count_context_slots}));
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+        detail::ContextPool::Lease lease(contexts_);
+        for (std::size_t i; (i = next.fetch_add(1)) < count;)
+            (void)search_locked(queries + i * dim, request, lease.slot(), results[i]);  // validated above
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& thread : pool) thread.join();
+    return results;
+}
+
+Status Engine::search_locked(const float* query, const SearchRequest& request, std::size_t slot,
+                             SearchResult& result) const {
+    TraversalScratch& scratch = scratch_[slot];
+    std::size_t count = node_keys_.size();
+    scratch.begin(count);
+    result = SearchResult{};
+    result.path_offsets.push_back(0);
+    if (count == 0) return Status::OK();
+
+    // Filters: names the graph has never seen match nothing.
+    NodeFilter& filter = scratch.filter;
+    filter.reset();
+    std::vector<std::uint32_t> ids;
+    if (request.filter_labels) {
+        for (const auto& name : request.labels) {
+            std::uint32_t id;
+            if (labels_.find(name, &id)) ids.push_back(id);
+        }
+        filter.set_labels(ids, labels_.size());
+        ids.clear();
+    }
+    if (request.filter_tenants) {
+        for (const auto& name : request.tenants) {
+            std::uint32_t id;
+            if (tenants_.find(name, &id)) ids.push_back(id);
+        }
+        filter.set_tenants(ids, tenants_.size());
+        ids.clear();
+    }
+    if (request.ts_min != INT64_MIN || request.ts_max != INT64_MAX) filter.set_ts_range(request.ts_min, request.ts_max);
+    const NodeColumns columns{node_labels_.data(), node_tenants_.data(), node_ts_.data()};
+    const NodeFilter* active_filter = filter.active() ? &filter : nullptr;
+
+    // Seeds.
+    node_vectors_.quantize_into(query, scratch.query);
+    auto wanted_seeds = static_cast<std::size_t>(request.seeds);
+    if (request.exact) {
+        exact_seeds(scratch.query, wanted_seeds, active_filter, columns, scratch);
+    } else {
+        seed_index_->search(scratch.query, wanted_seeds, static_cast<std::size_t>(request.ef), active_filter, columns,
+                            slot, scratch.seeds);
+    }
+    result.count_seeds = scratch.seeds.size();
+
+    // Expansion and scoring.
+    TraversalParams params;
+    params.k = static_cast<std::size_t>(request.k);
+    params.hops = static_cast<std::size_t>(request.hops);
+    params.max_visited = static_cast<std::size_t>(request.max_visited);
+    params.max_fanout = static_cast<std::size_t>(request.max_fanout);
+    params.direction = request.direction;
+    params.hop_decay = request.hop_decay;
+    if (request.filter_rels) {
+        scratch.rel_ok.assign(rels_.size(), 0);
+        for (const auto& name : request.rels) {
+            std::uint32_t id;
+            if (rels_.find(name, &id)) scratch.rel_ok[id] = 1;
+        }
+        params.rel_ok = &scratch.rel_ok;
+    }
+    traverse_and_score(csr_, node_vectors_, columns, active_filter, params, scratch, result.hits);
+    result.count_visited = scratch.visited.size();
+    std::vector<edge_id_t> path;
+    for (const Hit& hit : result.hits) {
+        path_to(scratch, hit.node, edge_src_.data(), edge_dst_.data(), path);
+        result.path_edges.insert(result.path_edges.end(), path.begin(), path.end());
+        result.path_offsets.push_back(static_cast<std::uint32_t>(result.path_edges.size()));
+    }
+    return Status::OK();
+}
+
+void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const NodeFilter* filter,
+                         const NodeColumns& columns, TraversalScratch& scratch) const {
+    std::size_t count = node_keys_.size();
+    scratch.visited.clear();  // borrowed as a candidate list; begin() already reset it for this query
+    for (std::size_t node = 0; node < count; ++node)
+        if (!filter || filter->admits(columns, static_cast<node_id_t>(node)))
+            scratch.visited.push_back(static_cast<node_id_t>(node));
+    std::size_t candidates = scratch.visited.size();
+    scratch.dots.resize(candidates);
+    scratch.scores.resize(candidates);
+    simd::active().dot_rows_i8(query.codes.data(), node_vectors_.codes_data(), node_vectors_.stride_bytes(),
+                               scratch.visited.data(), candidates, config_.dim, scratch.dots.data());
+    for (std::size_t i = 0; i < candidates; ++i) {
+        node_id_t node = scratch.visited[i];
+        scratch.scores[i] = score_from_dot(config_.metric, scratch.dots[i], query.scale, query.sq_norm,
+                                           node_vectors_.scale(node), node_vectors_.sq_norm(node));
+    }
+    select_top_k(scratch.visited.data(), scratch.scores.data(), candidates, wanted, scratch.order);
+    scratch.seeds.clear();
+    for (std::uint32_t i : scratch.order) scratch.seeds.push_back({scratch.visited[i], scratch.scores[i]});
+    scratch.visited.clear();
+}
+
+Result<node_id_t> Engine::find(std::string_view key) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto it = key_to_node_.find(std::string(key));
+    if (it == key_to_node_.end()) return Status::not_found("key " + display_key(key) + " is not in the graph");
+    return it->second;
+}
+
+std::string_view Engine::key(node_id_t node) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    return *node_keys_[node];
+}
+
+NodeRecord Engine::node(node_id_t node) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    NodeRecord record;
+    record.key = *node_keys_[node];
+    record.label = labels_.name(node_labels_[node]);
+    record.tenant = tenants_.name(node_tenants_[node]);
+    record.ts = node_ts_[node];
+    record.text = node_texts_[node];
+    record.props = node_props_[node];
+    record.vector.resize(config_.dim);
+    node_vectors_.dequantize(node, record.vector.data());
+    return record;
+}
+
+void Engine::node_codes(node_id_t node, std::int8_t* codes, float* scale) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    std::copy(node_vectors_.codes(node), node_vectors_.codes(node) + config_.dim, codes);
+    *scale = node_vectors_.scale(node);
+}
+
+EdgeRecord Engine::edge_locked(edge_id_t edge) const {
+    return {edge, edge_src_[edge], edge_dst_[edge], rels_.name(edge_rels_[edge]), edge_weights_[edge], edge_ts_[edge]};
+}
+
+EdgeRecord Engine::edge(edge_id_t edge) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    return edge_locked(edge);
+}
+
+std::vector<EdgeRecord> Engine::neighbors(node_id_t node, Direction direction, bool filter_rels,
+                                          const std::vector<std::string>& rels) const {
+    refresh_csr();
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    std::vector<std::uint8_t> rel_ok;
+    if (filter_rels) {
+        rel_ok.assign(rels_.size(), 0);
+        for (const auto& name : rels) {
+            std::uint32_t id;
+            if (rels_.find(name, &id)) rel_ok[id] = 1;
+        }
+    }
+    // The same walk as traversal, with no fanout limit, collecting instead of visiting.
+    std::vector<EdgeRecord> found;
+    if (node >= csr_.count_nodes()) return found;
+    TraversalParams params;
+    params.direction = direction;
+    params.max_fanout = SIZE_MAX;
+    params.rel_ok = filter_rels ? &rel_ok : nullptr;
+    for_each_allowed_edge(csr_, node, params, [&](node_id_t, edge_id_t edge) {
+        found.push_back(edge_locked(edge));
+        return true;
+    });
+    return found;
+}
+
+EngineStats Engine::stats() const {
+    refresh_csr();
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    EngineStats s{};
+    s.count_nodes = node_keys_.size();
+    s.count_edges = edge_src_.size();
+    s.count_edge_vectors = edge_vectors_.size();
+    s.count_labels = labels_.size();
+    s.count_tenants = tenants_.size();
+    s.count_rels = rels_.size();
+    s.vector_bytes = node_vectors_.memory_bytes() + edge_vectors_.memory_bytes();
+    s.csr_bytes = csr_.memory_bytes();
+    s.hnsw_bytes = seed_index_->memory_bytes();
+    std::size_t key_bytes = key_to_node_.bucket_count() * sizeof(void*) + node_keys_.capacity() * sizeof(void*);
+    for (const auto& entry : key_to_node_) key_bytes += sizeof(entry) + 2 * sizeof(void*) + entry.first.capacity();
+    s.key_bytes = key_bytes;
+    return s;
+}
+
+}  // namespace vecgraph

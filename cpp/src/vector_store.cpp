@@ -1,0 +1,119 @@
+// int8 vector store: validation, quantization and scoring (format in vector_store.hpp).
+#include "vecgraph/vector_store.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <thread>
+
+#include "vecgraph/simd/kernels.hpp"
+
+namespace vecgraph {
+
+Status validate_vector(const float* x, std::size_t dim, Metric metric, const char* what, std::size_t row) {
+    double sum_squares = 0.0;
+    for (std::size_t i = 0; i < dim; ++i) {
+        if (!std::isfinite(x[i])) {
+            return Status::invalid_argument(std::string(what) + " row " + std::to_string(row) + " has " +
+                                            (std::isnan(x[i]) ? "NaN" : "inf") + " at position " +
+                                            std::to_string(i) + "; every value must be finite");
+        }
+        sum_squares += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    }
+    if (metric == Metric::cos && sum_squares == 0.0) {
+        return Status::invalid_argument(std::string(what) + " row " + std::to_string(row) +
+                                        " is all zeros; metric 'cos' needs a non-zero vector");
+    }
+    if (!std::isfinite(sum_squares)) {
+        return Status::invalid_argument(std::string(what) + " row " + std::to_string(row) +
+                                        " has a norm that overflows double");
+    }
+    return Status::OK();
+}
+
+void quantize_vector(const float* x, std::size_t dim, Metric metric, std::int8_t* codes, float* scale,
+                     float* sq_norm) noexcept {
+    double norm = 1.0;
+    if (metric == Metric::cos) {
+        double sum_squares = 0.0;
+        for (std::size_t i = 0; i < dim; ++i) sum_squares += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+        norm = std::sqrt(sum_squares);
+    }
+    float max_abs = 0.f;
+    for (std::size_t i = 0; i < dim; ++i) {
+        float value = static_cast<float>(static_cast<double>(x[i]) / norm);
+        max_abs = std::max(max_abs, std::fabs(value));
+    }
+    if (max_abs == 0.f) {
+        std::fill(codes, codes + dim, std::int8_t{0});
+        *scale = 0.f;
+        *sq_norm = 0.f;
+        return;
+    }
+    float inverse = 127.f / max_abs;
+    std::int64_t sum_codes_squared = 0;
+    for (std::size_t i = 0; i < dim; ++i) {
+        float value = static_cast<float>(static_cast<double>(x[i]) / norm);
+        float rounded = std::nearbyint(value * inverse);
+        rounded = std::min(127.f, std::max(-127.f, rounded));
+        codes[i] = static_cast<std::int8_t>(rounded);
+        sum_codes_squared += static_cast<std::int64_t>(codes[i]) * codes[i];
+    }
+    *scale = max_abs / 127.f;
+    *sq_norm = static_cast<float>(sum_codes_squared) * *scale * *scale;
+}
+
+Status VectorStore::validate(const float* rows, std::size_t count, const char* what) const {
+    for (std::size_t r = 0; r < count; ++r) VG_RETURN_IF_ERROR(validate_vector(rows + r * dim_, dim_, metric_, what, r));
+    return Status::OK();
+}
+
+void VectorStore::reserve(std::size_t count) {
+    codes_.reserve(count * dim_);
+    scales_.reserve(count);
+    sq_norms_.reserve(count);
+}
+
+void VectorStore::append(const float* rows, std::size_t count, std::size_t threads) {
+    std::size_t first = size();
+    if (codes_.capacity() < (first + count) * dim_) reserve(std::max(first + count, first + first / 2));
+    codes_.resize((first + count) * dim_);
+    scales_.resize(first + count);
+    sq_norms_.resize(first + count);
+    auto work = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t r = begin; r < end; ++r)
+            quantize_vector(rows + r * dim_, dim_, metric_, codes_.data() + (first + r) * dim_, &scales_[first + r],
+                            &sq_norms_[first + r]);
+    };
+    threads = std::max<std::size_t>(1, std::min(threads, count / 4096));
+    if (threads == 1) return work(0, count);
+    std::vector<std::thread> pool;
+    std::size_t chunk = (count + threads - 1) / threads;
+    for (std::size_t t = 0; t < threads; ++t)
+        pool.emplace_back(work, std::min(count, t * chunk), std::min(count, (t + 1) * chunk));
+    for (auto& thread : pool) thread.join();
+}
+
+QuantizedVector VectorStore::quantize(const float* x) const {
+    QuantizedVector q;
+    quantize_into(x, q);
+    return q;
+}
+
+void VectorStore::quantize_into(const float* x, QuantizedVector& out) const {
+    out.codes.resize(dim_);
+    quantize_vector(x, dim_, metric_, out.codes.data(), &out.scale, &out.sq_norm);
+}
+
+void VectorStore::dequantize(std::size_t row, float* out) const noexcept {
+    const std::int8_t* c = codes(row);
+    float s = scales_[row];
+    for (std::size_t i = 0; i < dim_; ++i) out[i] = static_cast<float>(c[i]) * s;
+}
+
+float VectorStore::score(const QuantizedVector& query, std::size_t row) const noexcept {
+    std::int32_t dot = simd::dot_i8(query.codes.data(), codes(row), dim_);
+    return score_from_dot(metric_, dot, query.scale, query.sq_norm, scales_[row], sq_norms_[row]);
+}
+
+}  // namespace vecgraph

@@ -1,0 +1,61 @@
+"""vecgraph: an embedded graph-vector engine for retrieval in agent loops.
+
+One import, one call: find seed nodes by vector similarity (HNSW), walk their typed
+neighbourhood, rescore everything reached with int8 SIMD kernels, and return the best nodes
+with the paths that reached them.
+
+>>> import numpy as np, vecgraph as vg
+>>> g = vg.Graph(dim=4)
+>>> g.add_nodes(["a", "b"], np.eye(4, dtype=np.float32)[:2])
+>>> g.add_edges(["a"], ["b"], rels=["knows"])
+>>> g.search(np.array([1, 0, 0, 0], np.float32), k=2).keys
+['a', 'b']
+"""
+
+from __future__ import annotations
+
+from . import _core
+from .errors import (
+    CorruptionError,
+    DimensionMismatchError,
+    DuplicateKeyError,
+    Error,
+    InvalidArgumentError,
+    NotFoundError,
+    ReadOnlyError,
+    StorageError,
+)
+from .graph import Graph, Hit, SearchResult, quantize
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Graph",
+    "Hit",
+    "SearchResult",
+    "quantize",
+    "active_isa",
+    "available_isas",
+    "Error",
+    "InvalidArgumentError",
+    "DimensionMismatchError",
+    "DuplicateKeyError",
+    "NotFoundError",
+    "CorruptionError",
+    "StorageError",
+    "ReadOnlyError",
+]
+
+
+def active_isa() -> str:
+    """Name of the int8 kernel set in use: ``"avx512_vnni"``, ``"avx512"``, ``"avx2"``, ``"neon"`` or ``"serial"``.
+
+    Chosen once at import from what the CPU supports; the environment variable
+    ``VECGRAPH_FORCE_ISA`` (set before import) overrides it.
+    """
+    return _core.active_isa()
+
+
+def available_isas() -> list[str]:
+    """Kernel sets this build has and this CPU can run, ``"serial"`` first."""
+    return list(_core.available_isas())

@@ -1,0 +1,54 @@
+"""Exceptions raised by vecgraph.
+
+Every exception derives from :class:`vecgraph.Error`; the ones that correspond to a builtin
+also derive from it (``DimensionMismatchError`` is a ``ValueError``, ``NotFoundError`` a
+``KeyError``), so ``except ValueError`` keeps working in code that does not know vecgraph.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Error",
+    "InvalidArgumentError",
+    "DimensionMismatchError",
+    "DuplicateKeyError",
+    "NotFoundError",
+    "CorruptionError",
+    "StorageError",
+    "ReadOnlyError",
+]
+
+
+class Error(Exception):
+    """Base class of every vecgraph error."""
+
+
+class InvalidArgumentError(Error, ValueError):
+    """A value outside its domain: ``k <= 0``, NaN in a vector, an unknown direction, ..."""
+
+
+class DimensionMismatchError(Error, ValueError):
+    """A vector whose length is not the graph's ``dim``."""
+
+
+class DuplicateKeyError(Error, ValueError):
+    """A key that is already in the graph, or appears twice in one batch."""
+
+
+class NotFoundError(Error, KeyError):
+    """A key that is not in the graph."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class CorruptionError(Error):
+    """Damaged data on disk (checksum mismatch, truncated file, wrong format)."""
+
+
+class StorageError(Error, OSError):
+    """The operating system refused a file operation."""
+
+
+class ReadOnlyError(Error):
+    """A write to a graph that cannot take writes."""

@@ -1,0 +1,509 @@
+"""The :class:`Graph` facade: typed, documented access to the C++ core."""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple, Optional, Union
+
+import numpy as np
+
+from . import _core
+from .errors import InvalidArgumentError
+
+Key = Union[str, int]
+
+__all__ = ["Graph", "SearchResult", "Hit", "Edge", "quantize"]
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+class Edge(NamedTuple):
+    """A directed edge as stored: ``src --rel--> dst`` with its weight."""
+
+    src: Key
+    rel: str
+    dst: Key
+    weight: float
+
+
+class Hit(NamedTuple):
+    """One search result: the node's key, its score, its hop distance from the nearest seed
+    that reached it (0 for a seed), and the edges walked from that seed to it."""
+
+    key: Key
+    score: float
+    hop: int
+    path: list[Edge]
+
+
+class SearchResult:
+    """The result of one :meth:`Graph.search`, best first.
+
+    Attributes:
+        keys: list of node keys, length n (n <= k; fewer when fewer nodes were reached).
+        scores: float32 array of shape (n,): similarity to the query (cos: cosine of the int8
+            vectors; ip: inner product; l2: minus the squared distance), times
+            ``hop_decay ** hop``; higher is better.
+        hops: int32 array of shape (n,): hop distance from the seed that reached the node.
+        paths: list of n lists of :class:`Edge`, from the seed to the node (empty for a seed);
+            built on first access.
+        count_seeds: how many seeds the seed search returned.
+        count_visited: how many nodes the expansion visited and scored.
+    """
+
+    __slots__ = ("keys", "scores", "hops", "count_seeds", "count_visited", "_offsets", "_edges", "_engine", "_paths")
+
+    def __init__(self, raw: tuple, engine: _core.Engine) -> None:
+        (self.keys, self.scores, self.hops, self._offsets, self._edges, self.count_seeds, self.count_visited) = raw
+        self._engine = engine
+        self._paths: Optional[list[list[Edge]]] = None
+
+    @property
+    def paths(self) -> list[list[Edge]]:
+        if self._paths is None:
+            edges = [Edge(*e) for e in self._engine.edges(self._edges)] if len(self._edges) else []
+            offsets = self._offsets
+            self._paths = [edges[offsets[i] : offsets[i + 1]] for i in range(len(self.keys))]
+        return self._paths
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, i: int) -> Hit:
+        n = len(self.keys)
+        if not -n <= i < n:
+            raise IndexError(f"result index {i} out of range for {n} results")
+        i %= n
+        return Hit(self.keys[i], float(self.scores[i]), int(self.hops[i]), self.paths[i])
+
+    def __iter__(self) -> Iterator[Hit]:
+        for i in range(len(self.keys)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k!r}: {s:.4f}" for k, s in zip(self.keys[:5], self.scores[:5]))
+        more = ", ..." if len(self.keys) > 5 else ""
+        return f"SearchResult({len(self.keys)} hits: {{{shown}{more}}}, visited={self.count_visited})"
+
+
+def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
+    """``values`` as a C-contiguous float32 array of rank ``ndim``, or a clear error."""
+    array = np.asarray(values)
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        raise TypeError(f"{name} must be a numeric array, got dtype {array.dtype}")
+    if np.issubdtype(array.dtype, np.complexfloating):
+        raise TypeError(f"{name} must be real-valued, got dtype {array.dtype}")
+    if array.ndim != ndim:
+        want = "(dim,)" if ndim == 1 else "(n, dim)"
+        raise ValueError(f"{name} must have shape {want}, got shape {array.shape}")
+    with np.errstate(over="ignore"):  # values beyond float32 become inf, which the core rejects by name
+        return np.ascontiguousarray(array, dtype=np.float32)
+
+
+def _keys(values: Any, name: str) -> Sequence:
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of keys, not a single {type(values).__name__}; wrap it in a list")
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1:
+            raise ValueError(f"{name} must be 1-dimensional, got shape {values.shape}")
+        return values.tolist()
+    if not isinstance(values, Sequence):
+        values = list(values)
+    return values
+
+
+def _strings(values: Any, name: str, count: int) -> Optional[list]:
+    """None, one str for every row, or a sequence of ``count`` str / None."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        return [values] * count
+    values = list(values)
+    if len(values) != count:
+        raise ValueError(f"{name} has {len(values)} items, expected {count} (one per row)")
+    return values
+
+
+def _int64s(values: Any, name: str, count: int) -> Optional[np.ndarray]:
+    if values is None:
+        return None
+    if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
+        return np.full(count, int(values), dtype=np.int64)
+    array = np.asarray(values)
+    if array.shape != (count,):
+        raise ValueError(f"{name} must have shape ({count},), got {array.shape}")
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"{name} must be integers (microseconds since the epoch), got dtype {array.dtype}")
+    return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def _props(values: Any, count: int) -> Optional[list]:
+    if values is None:
+        return None
+    values = list(values)
+    if len(values) != count:
+        raise ValueError(f"props has {len(values)} items, expected {count} (one per row)")
+    out = []
+    for row, value in enumerate(values):
+        if value is None:
+            out.append("")
+            continue
+        if not isinstance(value, dict):
+            raise TypeError(f"props row {row} must be a dict or None, got {type(value).__name__}")
+        try:
+            out.append(json.dumps(value, ensure_ascii=False, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(f"props row {row} is not JSON-serializable: {exc}") from None
+    return out
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+
+
+def _names(values: Any, name: str) -> Optional[list]:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        return [values]
+    return list(values)
+
+
+def quantize(vectors: Any, metric: str = "cos") -> tuple[np.ndarray, np.ndarray]:
+    """Quantize float vectors to int8 exactly as a graph stores them.
+
+    Args:
+        vectors: (n, dim) array-like of real numbers.
+        metric: "cos" (rows are L2-normalised first), "ip" or "l2".
+
+    Returns:
+        ``(codes, scales)``: int8 array (n, dim) and float32 array (n,), with
+        ``vector ≈ codes * scale``; ``scale = max|x| / 127`` per row and
+        ``code = round(x / scale)`` (round half to even), so codes lie in [-127, 127].
+
+    Raises:
+        InvalidArgumentError: NaN or inf anywhere, or an all-zero row under "cos".
+    """
+    return _core.quantize(_float_array(vectors, "vectors", 2), metric)
+
+
+class Graph:
+    """An in-memory graph of nodes with vectors, typed directed edges, and graph-guided search.
+
+    Args:
+        dim: vector length (1 to 65536).
+        metric: "cos" (cosine; vectors are normalised), "ip" (inner product) or "l2"
+            (squared Euclidean distance, scored as its negative).
+        connectivity: HNSW M, links per node (2M on the base level). Default 16.
+        expansion_add: HNSW efConstruction. Default 128.
+        expansion_search: HNSW ef at query time (raised to ``seeds`` when smaller). Default 64.
+        threads: threads for bulk work (quantization, HNSW inserts); default: all cores.
+
+    Vectors are stored once, as int8 codes with a float32 scale per vector (see
+    :func:`quantize`); the HNSW index (Malkov & Yashunin, TPAMI 2018, via USearch) computes its
+    distances over those codes. Searches may run from many threads at once; a write waits for
+    running searches and blocks new ones while it applies.
+
+    Raises:
+        InvalidArgumentError: dim, metric or an HNSW parameter out of range.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        metric: str = "cos",
+        *,
+        connectivity: int = 16,
+        expansion_add: int = 128,
+        expansion_search: int = 64,
+        threads: Optional[int] = None,
+    ) -> None:
+        dim = _count(dim, "dim")
+        if dim < 1:
+            raise InvalidArgumentError(f"dim must be >= 1, got {dim}")
+        for name, value in (("connectivity", connectivity), ("expansion_add", expansion_add),
+                            ("expansion_search", expansion_search)):
+            if _count(value, name) < 1:
+                raise InvalidArgumentError(f"{name} must be >= 1, got {value}")
+        threads = (os.cpu_count() or 1) if threads is None else _count(threads, "threads")
+        if threads < 1:
+            raise InvalidArgumentError(f"threads must be >= 1, got {threads}")
+        self._engine = _core.Engine(dim, metric, connectivity, expansion_add, expansion_search, threads)
+
+    # ---------------------------------------------------------------- properties
+
+    @property
+    def dim(self) -> int:
+        """Vector length."""
+        return self._engine.dim
+
+    @property
+    def metric(self) -> str:
+        """"cos", "ip" or "l2"."""
+        return self._engine.metric
+
+    def __len__(self) -> int:
+        """Number of nodes."""
+        return self._engine.count_nodes()
+
+    @property
+    def count_edges(self) -> int:
+        """Number of edges."""
+        return self._engine.count_edges()
+
+    def __contains__(self, key: object) -> bool:
+        return self._engine.contains(key)
+
+    def __repr__(self) -> str:
+        return f"Graph(dim={self.dim}, metric={self.metric!r}, nodes={len(self)}, edges={self.count_edges})"
+
+    # ---------------------------------------------------------------- writes
+
+    def add_nodes(
+        self,
+        keys: Sequence[Key],
+        vectors: Any,
+        *,
+        labels: Union[str, Sequence[str], None] = None,
+        texts: Optional[Sequence[str]] = None,
+        tenants: Union[str, Sequence[str], None] = None,
+        ts: Union[int, Sequence[int], np.ndarray, None] = None,
+        props: Optional[Sequence[Optional[dict]]] = None,
+    ) -> None:
+        """Add a batch of nodes. All or nothing: on any error the graph is unchanged.
+
+        Args:
+            keys: n unique keys, each a str (kept byte for byte: NFC and NFD spellings are
+                different keys) or an int in the int64 range.
+            vectors: (n, dim) array-like of real numbers, converted to float32.
+            labels: one label for all rows, or n labels (default "").
+            texts: n texts (default "").
+            tenants: one tenant for all rows, or n tenants (default "").
+            ts: one timestamp or n timestamps, int64 microseconds since the epoch (default 0).
+            props: n JSON-serializable dicts or None.
+
+        Raises:
+            DimensionMismatchError: vectors of the wrong length.
+            DuplicateKeyError: a key already in the graph or repeated in the batch.
+            InvalidArgumentError: NaN or inf in a vector, an all-zero vector under "cos",
+                props that are not JSON.
+            TypeError / ValueError: keys, columns or arrays of the wrong type or length.
+        """
+        keys = _keys(keys, "keys")
+        n = len(keys)
+        matrix = _float_array(vectors, "vectors", 2)
+        if matrix.shape[0] != n:
+            raise ValueError(f"vectors has {matrix.shape[0]} rows, keys has {n}")
+        self._engine.add_nodes(
+            keys,
+            matrix,
+            _strings(labels, "labels", n),
+            _strings(tenants, "tenants", n),
+            _int64s(ts, "ts", n),
+            _strings(texts, "texts", n),
+            _props(props, n),
+        )
+
+    def add_edges(
+        self,
+        src: Sequence[Key],
+        dst: Sequence[Key],
+        *,
+        rels: Union[str, Sequence[str], None] = None,
+        weights: Any = None,
+        ts: Union[int, Sequence[int], np.ndarray, None] = None,
+        texts: Optional[Sequence[str]] = None,
+        props: Optional[Sequence[Optional[dict]]] = None,
+        vectors: Any = None,
+    ) -> None:
+        """Add a batch of directed edges ``src[i] --rels[i]--> dst[i]``. All or nothing.
+
+        Self-loops and parallel edges are allowed.
+
+        Args:
+            src, dst: n keys of nodes already in the graph.
+            rels: one relation type for all rows, or n of them (default "").
+            weights: n finite weights (default 1.0); a hub expands its heaviest edges first.
+            ts: one timestamp or n timestamps, int64 microseconds (default 0).
+            texts: n texts (default ""). props: n JSON-serializable dicts or None.
+            vectors: optional (n, dim) edge vectors, stored as int8 like node vectors.
+
+        Raises:
+            NotFoundError: an endpoint that is not a node.
+            InvalidArgumentError: a NaN or infinite weight, a bad edge vector.
+            DimensionMismatchError: edge vectors of the wrong length.
+        """
+        src = _keys(src, "src")
+        dst = _keys(dst, "dst")
+        n = len(src)
+        if len(dst) != n:
+            raise ValueError(f"src has {n} keys, dst has {len(dst)}")
+        weight_array = None
+        if weights is not None:
+            weight_array = _float_array(np.broadcast_to(np.asarray(weights), (n,)) if np.ndim(weights) == 0
+                                        else weights, "weights", 1)
+            if weight_array.shape[0] != n:
+                raise ValueError(f"weights has {weight_array.shape[0]} items, expected {n}")
+        vector_matrix = None if vectors is None else _float_array(vectors, "vectors", 2)
+        self._engine.add_edges(
+            src,
+            dst,
+            _strings(rels, "rels", n),
+            weight_array,
+            _int64s(ts, "ts", n),
+            _strings(texts, "texts", n),
+            _props(props, n),
+            vector_matrix,
+        )
+
+    # ---------------------------------------------------------------- search
+
+    def _search_args(self, k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
+                     ts_min, ts_max, hop_decay, exact, ef) -> tuple:
+        return (
+            _count(k, "k"),
+            _count(seeds, "seeds"),
+            _count(hops, "hops"),
+            _count(max_visited, "max_visited"),
+            _count(max_fanout, "max_fanout"),
+            direction,
+            _names(rels, "rels"),
+            _names(labels, "labels"),
+            _names(tenants, "tenants"),
+            _INT64_MIN if ts_min is None else _count(ts_min, "ts_min"),
+            _INT64_MAX if ts_max is None else _count(ts_max, "ts_max"),
+            float(hop_decay),
+            bool(exact),
+            0 if ef is None else _count(ef, "ef"),
+        )
+
+    def search(
+        self,
+        query: Any,
+        k: int = 10,
+        *,
+        seeds: int = 8,
+        hops: int = 2,
+        max_visited: int = 2000,
+        rels: Optional[Sequence[str]] = None,
+        direction: str = "both",
+        labels: Optional[Sequence[str]] = None,
+        tenants: Optional[Sequence[str]] = None,
+        ts_min: Optional[int] = None,
+        ts_max: Optional[int] = None,
+        max_fanout: int = 256,
+        hop_decay: float = 1.0,
+        exact: bool = False,
+        ef: Optional[int] = None,
+    ) -> SearchResult:
+        """Graph-guided vector search.
+
+        1. Seeds: the ``seeds`` nodes most similar to ``query`` that pass the filters, from
+           the HNSW index (``exact=True``: a brute-force scan).
+        2. Expansion: breadth-first from the seeds, best seed first, over edges whose rel is in
+           ``rels`` (None: any) in ``direction``, up to ``hops`` levels; each node is visited
+           once, through the first edge that reaches it; a node expands at most its first
+           ``max_fanout`` allowed edges by (weight desc, insertion order); expansion stops when
+           ``max_visited`` nodes (seeds included) are visited. The filters apply to every node
+           reached: a node they reject is neither scored nor walked through.
+        3. Scoring: every visited node is scored against the query with the int8 kernels,
+           times ``hop_decay ** hop``.
+        4. Result: the top ``k`` by score (ties: insertion order), never padded.
+
+        Args:
+            query: (dim,) array-like of real numbers.
+            k: results wanted (>= 1). seeds: seed nodes (>= 1). hops: levels (>= 0).
+            max_visited: cap on visited nodes (>= 1). max_fanout: cap on edges per node (>= 1).
+            rels: relation types to follow (None: all; unknown names match nothing).
+            direction: "out", "in" or "both".
+            labels, tenants: admit only nodes with these labels / tenants (None: all).
+            ts_min, ts_max: admit only nodes with ts in [ts_min, ts_max] (microseconds).
+            hop_decay: score multiplier per hop (> 0; 1.0: none).
+            exact: brute-force seeds instead of HNSW.
+            ef: HNSW expansion at search (None: the graph's expansion_search).
+
+        Returns:
+            SearchResult with keys, scores (float32), hops (int32) and paths, best first.
+
+        Raises:
+            DimensionMismatchError: query of the wrong length.
+            InvalidArgumentError: k, seeds, max_visited or max_fanout < 1, hops < 0, an unknown
+                direction, NaN/inf in the query, an all-zero query under "cos".
+        """
+        args = self._search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
+                                 ts_min, ts_max, hop_decay, exact, ef)
+        return SearchResult(self._engine.search(_float_array(query, "query", 1), *args), self._engine)
+
+    def search_batch(
+        self,
+        queries: Any,
+        k: int = 10,
+        *,
+        seeds: int = 8,
+        hops: int = 2,
+        max_visited: int = 2000,
+        rels: Optional[Sequence[str]] = None,
+        direction: str = "both",
+        labels: Optional[Sequence[str]] = None,
+        tenants: Optional[Sequence[str]] = None,
+        ts_min: Optional[int] = None,
+        ts_max: Optional[int] = None,
+        max_fanout: int = 256,
+        hop_decay: float = 1.0,
+        exact: bool = False,
+        ef: Optional[int] = None,
+        threads: Optional[int] = None,
+    ) -> list[SearchResult]:
+        """:meth:`search` for each row of an (n, dim) array of queries, on ``threads`` threads
+        (default: all cores), with the GIL released. Returns n results in query order.
+        Every query is checked before any runs; Ctrl-C stops between chunks of 1024 queries."""
+        args = self._search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
+                                 ts_min, ts_max, hop_decay, exact, ef)
+        threads = 0 if threads is None else _count(threads, "threads")
+        if threads < 0:
+            raise InvalidArgumentError(f"threads must be >= 1 (or None for all cores), got {threads}")
+        raw = self._engine.search_batch(_float_array(queries, "queries", 2), *args, threads)
+        return [SearchResult(r, self._engine) for r in raw]
+
+    # ---------------------------------------------------------------- reads
+
+    def neighbors(self, key: Key, rels: Optional[Sequence[str]] = None, direction: str = "out") -> list[Edge]:
+        """Edges at ``key`` in traversal order (weight desc, insertion order).
+
+        Args:
+            key: a node key. rels: relation types to keep (None: all).
+            direction: "out" (edges from key), "in" (edges to key) or "both".
+
+        Raises:
+            NotFoundError: key is not in the graph.
+        """
+        return [Edge(*e) for e in self._engine.neighbors(key, direction, _names(rels, "rels"))]
+
+    def get_node(self, key: Key) -> dict:
+        """A node's fields: key, label, tenant, ts, text, props (dict or None) and vector
+        (float32 (dim,), dequantized: codes * scale).
+
+        Raises:
+            NotFoundError: key is not in the graph.
+        """
+        node = self._engine.get_node(key)
+        node["props"] = json.loads(node["props"]) if node["props"] else None
+        return node
+
+    def quantized(self, keys: Sequence[Key]) -> tuple[np.ndarray, np.ndarray]:
+        """Stored int8 codes (n, dim) and float32 scales (n,) of the given nodes."""
+        return self._engine.node_codes(_keys(keys, "keys"))
+
+    def stats(self) -> dict:
+        """Counts (nodes, edges, labels, tenants, rels), configuration, the kernel ISA, and
+        memory held by each structure in bytes (vector_bytes, csr_bytes, hnsw_bytes, key_bytes)."""
+        return self._engine.stats()
