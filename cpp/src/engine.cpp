@@ -40,6 +40,16 @@ Engine::Engine(const EngineConfig& config)
 
 Engine::~Engine() = default;
 
+std::shared_lock<std::shared_mutex> Engine::read_lock() const {
+    { std::lock_guard<std::mutex> pass(turnstile_); }
+    return std::shared_lock<std::shared_mutex>(mutex_);
+}
+
+std::unique_lock<std::shared_mutex> Engine::write_lock() const {
+    std::lock_guard<std::mutex> hold(turnstile_);
+    return std::unique_lock<std::shared_mutex>(mutex_);
+}
+
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     if (config.dim == 0 || config.dim > max_dim)
         return Status::invalid_argument("dim must be in [1, " + std::to_string(max_dim) + "], got " +
@@ -53,19 +63,19 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
 }
 
 std::size_t Engine::count_nodes() const {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto lock = read_lock();
     return node_keys_.size();
 }
 
 std::size_t Engine::count_edges() const {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto lock = read_lock();
     return edge_src_.size();
 }
 
 Status Engine::add_nodes(const NodeBatch& batch) {
     if (batch.count == 0) return Status::OK();
     if (!batch.keys || !batch.vectors) return Status::invalid_argument("add_nodes needs keys and vectors");
-    std::unique_lock<std::shared_mutex> lock(mutex_);
+    auto lock = write_lock();
     std::size_t first = node_keys_.size();
     if (batch.count > max_count_nodes - first)
         return Status::invalid_argument("a graph holds at most " + std::to_string(max_count_nodes) + " nodes");
@@ -111,7 +121,7 @@ Status Engine::add_nodes(const NodeBatch& batch) {
 Status Engine::add_edges(const EdgeBatch& batch) {
     if (batch.count == 0) return Status::OK();
     if (!batch.src || !batch.dst) return Status::invalid_argument("add_edges needs src and dst keys");
-    std::unique_lock<std::shared_mutex> lock(mutex_);
+    auto lock = write_lock();
     std::size_t first = edge_src_.size();
     if (batch.count > max_count_nodes - first)
         return Status::invalid_argument("a graph holds at most " + std::to_string(max_count_nodes) + " edges");
@@ -158,7 +168,7 @@ Status Engine::add_edges(const EdgeBatch& batch) {
 
 void Engine::refresh_csr() const {
     if (!csr_dirty_.load(std::memory_order_acquire)) return;
-    std::unique_lock<std::shared_mutex> lock(mutex_);
+    auto lock = write_lock();
     if (!csr_dirty_.load(std::memory_order_relaxed)) return;
     EdgeColumns columns{edge_src_.data(), edge_dst_.data(), edge_rels_.data(), edge_weights_.data(), edge_src_.size()};
     csr_ = CsrGraph::build(node_keys_.size(), columns);
@@ -191,7 +201,7 @@ Result<SearchResult> Engine::search(const float* query, std::size_t dim, const S
     VG_RETURN_IF_ERROR(validate(request));
     VG_RETURN_IF_ERROR(validate_vector(query, dim, config_.metric, "query", 0));
     refresh_csr();
-    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto lock = read_lock();
     detail::ContextPool::Lease lease(contexts_);
     SearchResult result;
     VG_RETURN_IF_ERROR(search_locked(query, request, lease.slot(), result));
@@ -207,7 +217,7 @@ Result<std::vector<SearchResult>> Engine::search_batch(const float* queries, std
     for (std::size_t i = 0; i < count; ++i)
         VG_RETURN_IF_ERROR(validate_vector(queries + i * dim, dim, config_.metric, "queries", i));
     refresh_csr();
-    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto lock = read_lock();
     std::vector<SearchResult> results(count);
     threads = std::max<std::size_t>(1, std::min({default_threads(threads), count, count_context_slots}));
     std::atomic<std::size_t> next{0};
@@ -318,19 +328,19 @@ void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const
 }
 
 Result<node_id_t> Engine::find(std::string_view key) const {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto lock = read_lock();
     auto it = key_to_node_.find(std::string(key));
     if (it == key_to_node_.end()) return Status::not_found("key " + display_key(key) + " is not in the graph");
     return it->second;
 }
 
 std::string_view Engine::key(node_id_t node) const {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto lock = read_lock();
     return *node_keys_[node];
 }
 
 NodeRecord Engine::node(node_id_t node) const {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto lock = read_lock();
     NodeRecord record;
     record.key = *node_keys_[node];
     record.label = labels_.name(node_labels_[node]);
@@ -344,7 +354,7 @@ NodeRecord Engine::node(node_id_t node) const {
 }
 
 void Engine::node_codes(node_id_t node, std::int8_t* codes, float* scale) const {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto lock = read_lock();
     std::copy(node_vectors_.codes(node), node_vectors_.codes(node) + config_.dim, codes);
     *scale = node_vectors_.scale(node);
 }
@@ -354,14 +364,14 @@ EdgeRecord Engine::edge_locked(edge_id_t edge) const {
 }
 
 EdgeRecord Engine::edge(edge_id_t edge) const {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto lock = read_lock();
     return edge_locked(edge);
 }
 
 std::vector<EdgeRecord> Engine::neighbors(node_id_t node, Direction direction, bool filter_rels,
                                           const std::vector<std::string>& rels) const {
     refresh_csr();
-    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto lock = read_lock();
     std::vector<std::uint8_t> rel_ok;
     if (filter_rels) {
         rel_ok.assign(rels_.size(), 0);
@@ -386,7 +396,7 @@ std::vector<EdgeRecord> Engine::neighbors(node_id_t node, Direction direction, b
 
 EngineStats Engine::stats() const {
     refresh_csr();
-    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto lock = read_lock();
     EngineStats s{};
     s.count_nodes = node_keys_.size();
     s.count_edges = edge_src_.size();

@@ -68,8 +68,8 @@ inline int run_all() {
 
 #define CHECK_EQ(a, b)                                                                           \
     do {                                                                                         \
-        auto&& va_ = (a);                                                                        \
-        auto&& vb_ = (b);                                                                        \
+        const auto va_ = (a);                                                                      \
+        const auto vb_ = (b);                                                                      \
         if (!(va_ == vb_)) {                                                                     \
             std::ostringstream os_;                                                              \
             os_ << #a " == " #b " (" << va_ << " vs " << vb_ << ")";                             \

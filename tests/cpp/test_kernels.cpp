@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -335,7 +336,8 @@ TEST_CASE("scan_i8 of every ISA equals serial on consecutive rows") {
                         test_bytes_t base(table_size, placement);
                         fill(base.data(), table_size, values_t::random, rng);
                         fill(query.data(), dim, values_t::random, rng);
-                        std::string where = std::string(placement_name(placement)) + " stride=" + std::to_string(stride);
+                        std::string where =
+                            std::string(placement_name(placement)) + " stride=" + std::to_string(stride);
                         check_scan(*table, query.data(), base.data(), stride, count, dim, where);
                         fill(base.data(), table_size, values_t::extremes_mixed, rng);
                         fill(query.data(), dim, values_t::extremes_mixed, rng);

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -144,6 +145,8 @@ class Engine {
 
   private:
     explicit Engine(const EngineConfig& config);
+    std::shared_lock<std::shared_mutex> read_lock() const;
+    std::unique_lock<std::shared_mutex> write_lock() const;
     void refresh_csr() const;
     Status search_locked(const float* query, const SearchRequest& request, std::size_t slot,
                          SearchResult& result) const;
@@ -153,6 +156,9 @@ class Engine {
 
     EngineConfig config_;
     mutable std::shared_mutex mutex_;
+    // Turnstile: a writer holds it while it waits for mutex_, so a stream of searches cannot
+    // starve writes (glibc's rwlock prefers readers); a search passes through it before locking.
+    mutable std::mutex turnstile_;
 
     // Nodes.
     std::unordered_map<std::string, node_id_t> key_to_node_;

@@ -1,0 +1,257 @@
+// Engine: batches are all-or-nothing, search follows the documented rules on hand-made graphs,
+// filters apply to every node reached, and concurrent searches during writes stay consistent.
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "check.hpp"
+#include "vecgraph/engine.hpp"
+
+using namespace vecgraph;
+
+namespace {
+
+std::unique_ptr<Engine> make(std::size_t dim, Metric metric = Metric::cos) {
+    EngineConfig config;
+    config.dim = dim;
+    config.metric = metric;
+    auto created = Engine::create(config);
+    REQUIRE(created.ok());
+    return std::move(created).value();
+}
+
+std::vector<std::string> text_keys(std::initializer_list<const char*> names) {
+    std::vector<std::string> keys;
+    for (const char* name : names) keys.push_back(encode_text_key(name));
+    return keys;
+}
+
+std::vector<std::string> keys_of(const Engine& engine, const SearchResult& result) {
+    std::vector<std::string> keys;
+    for (const Hit& hit : result.hits) keys.push_back(std::string(engine.key(hit.node)).substr(1));
+    return keys;
+}
+
+// A path a -> b -> c -> d with one-hot-ish vectors; e is isolated.
+std::unique_ptr<Engine> chain() {
+    auto engine = make(4);
+    auto keys = text_keys({"a", "b", "c", "d", "e"});
+    std::vector<float> vectors = {1, 0, 0, 0, 0.9f, 0.1f, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+    std::vector<std::string> labels = {"x", "x", "y", "x", "x"};
+    NodeBatch nodes;
+    nodes.count = 5;
+    nodes.keys = keys.data();
+    nodes.vectors = vectors.data();
+    nodes.labels = labels.data();
+    REQUIRE(engine->add_nodes(nodes).ok());
+    auto src = text_keys({"a", "b", "c"});
+    auto dst = text_keys({"b", "c", "d"});
+    std::vector<std::string> rels = {"next", "next", "other"};
+    EdgeBatch edges;
+    edges.count = 3;
+    edges.src = src.data();
+    edges.dst = dst.data();
+    edges.rels = rels.data();
+    REQUIRE(engine->add_edges(edges).ok());
+    return engine;
+}
+
+}  // namespace
+
+TEST_CASE("expansion follows hops, direction, rels and max_visited") {
+    auto engine = chain();
+    std::vector<float> q = {1, 0, 0, 0};
+    SearchRequest request;
+    request.k = 10;
+    request.seeds = 1;
+    request.exact = true;
+    request.direction = Direction::out;
+    request.hops = 3;
+    auto result = engine->search(q.data(), 4, request);
+    REQUIRE(result.ok());
+    auto keys = keys_of(*engine, result.value());
+    REQUIRE(keys.size() == 4u);
+    CHECK_EQ(keys[0], "a");
+    CHECK_EQ(keys[1], "b");
+    CHECK_EQ(result.value().hits[3].hop, 3u);
+    // The path of d walks a->b, b->c, c->d.
+    const SearchResult& r = result.value();
+    std::size_t d_index = 0;
+    for (std::size_t i = 0; i < r.hits.size(); ++i)
+        if (keys[i] == "d") d_index = i;
+    CHECK_EQ(r.path_offsets[d_index + 1] - r.path_offsets[d_index], 3u);
+
+    request.direction = Direction::in;  // nothing points at a
+    CHECK_EQ(engine->search(q.data(), 4, request).value().hits.size(), 1u);
+
+    request.direction = Direction::both;
+    request.filter_rels = true;
+    request.rels = {"next"};  // c -> d is "other"
+    CHECK_EQ(engine->search(q.data(), 4, request).value().hits.size(), 3u);
+    request.rels = {"no such rel"};
+    CHECK_EQ(engine->search(q.data(), 4, request).value().hits.size(), 1u);
+
+    request.filter_rels = false;
+    request.max_visited = 2;
+    CHECK_EQ(engine->search(q.data(), 4, request).value().count_visited, 2u);
+    request.max_visited = 2000;
+    request.hops = 0;
+    request.seeds = 3;
+    CHECK_EQ(engine->search(q.data(), 4, request).value().hits.size(), 3u);
+}
+
+TEST_CASE("filters apply to every node reached: a rejected node is not walked through") {
+    auto engine = chain();
+    std::vector<float> q = {1, 0, 0, 0};
+    SearchRequest request;
+    request.seeds = 1;
+    request.exact = true;
+    request.hops = 3;
+    request.filter_labels = true;
+    request.labels = {"x"};  // c is "y": d is unreachable through it
+    auto result = engine->search(q.data(), 4, request);
+    REQUIRE(result.ok());
+    auto keys = keys_of(*engine, result.value());
+    CHECK_EQ(keys.size(), 2u);
+    request.labels = {"unknown"};
+    CHECK_EQ(engine->search(q.data(), 4, request).value().hits.size(), 0u);
+}
+
+TEST_CASE("rejected batches change nothing") {
+    auto engine = chain();
+    float nan = std::nanf("");
+    auto keys = text_keys({"f", "g"});
+    std::vector<float> vectors = {1, 1, 1, 1, 1, nan, 1, 1};
+    NodeBatch nodes;
+    nodes.count = 2;
+    nodes.keys = keys.data();
+    nodes.vectors = vectors.data();
+    CHECK(engine->add_nodes(nodes).code() == StatusCode::invalid_argument);
+    auto dup = text_keys({"f", "a"});
+    vectors[5] = 1;
+    nodes.keys = dup.data();
+    CHECK(engine->add_nodes(nodes).code() == StatusCode::already_exists);
+    auto twice = text_keys({"f", "f"});
+    nodes.keys = twice.data();
+    CHECK(engine->add_nodes(nodes).code() == StatusCode::already_exists);
+    CHECK_EQ(engine->count_nodes(), 5u);
+    CHECK(!engine->find(encode_text_key("f")).ok());
+
+    auto src = text_keys({"a", "zz"});
+    auto dst = text_keys({"e", "a"});
+    EdgeBatch edges;
+    edges.count = 2;
+    edges.src = src.data();
+    edges.dst = dst.data();
+    Status s = engine->add_edges(edges);
+    CHECK(s.code() == StatusCode::not_found);
+    CHECK(s.message().find("'zz'") != std::string::npos);
+    CHECK_EQ(engine->count_edges(), 3u);
+}
+
+TEST_CASE("request validation names the parameter and the value") {
+    auto engine = chain();
+    std::vector<float> q = {1, 0, 0, 0};
+    SearchRequest request;
+    request.k = 0;
+    Status s = engine->search(q.data(), 4, request).status();
+    CHECK(s.code() == StatusCode::invalid_argument);
+    CHECK(s.message() == "k must be >= 1, got 0");
+    request.k = 1;
+    request.hops = -1;
+    CHECK(engine->search(q.data(), 4, request).status().code() == StatusCode::invalid_argument);
+    request.hops = 1;
+    CHECK(engine->search(q.data(), 3, request).status().code() == StatusCode::dimension_mismatch);
+    std::vector<float> zero = {0, 0, 0, 0};
+    CHECK(engine->search(zero.data(), 4, request).status().code() == StatusCode::invalid_argument);
+}
+
+TEST_CASE("HNSW seeds equal exact seeds on a small graph") {
+    auto engine = make(16);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal;
+    std::size_t n = 500;
+    std::vector<std::string> keys;
+    std::vector<float> vectors(n * 16);
+    for (std::size_t i = 0; i < n; ++i) keys.push_back(encode_int_key(static_cast<std::int64_t>(i)));
+    for (auto& v : vectors) v = normal(rng);
+    NodeBatch nodes;
+    nodes.count = n;
+    nodes.keys = keys.data();
+    nodes.vectors = vectors.data();
+    REQUIRE(engine->add_nodes(nodes).ok());
+    SearchRequest request;
+    request.hops = 0;
+    request.k = 10;
+    request.seeds = 10;
+    request.ef = 500;
+    std::size_t same = 0;
+    for (int t = 0; t < 50; ++t) {
+        std::vector<float> q(16);
+        for (auto& v : q) v = normal(rng);
+        request.exact = false;
+        auto approx = engine->search(q.data(), 16, request).value();
+        request.exact = true;
+        auto exact = engine->search(q.data(), 16, request).value();
+        REQUIRE(approx.hits.size() == 10u);
+        for (std::size_t i = 0; i < 10; ++i) same += approx.hits[i].node == exact.hits[i].node;
+    }
+    CHECK_EQ(same, 500u);
+}
+
+TEST_CASE("searches from several threads while a writer adds nodes and edges") {
+    auto engine = make(8);
+    std::atomic<bool> done{false};
+    std::atomic<std::size_t> searches{0}, inconsistent{0};
+    auto reader = [&] {
+        std::mt19937 rng(11);
+        std::normal_distribution<float> normal;
+        SearchRequest request;
+        std::vector<float> q(8);
+        while (!done) {
+            for (auto& v : q) v = normal(rng);
+            auto result = engine->search(q.data(), 8, request);
+            if (!result.ok()) ++inconsistent;
+            else
+                for (const Hit& hit : result.value().hits)
+                    if (hit.node >= engine->count_nodes()) ++inconsistent;
+            ++searches;
+        }
+    };
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 4; ++t) readers.emplace_back(reader);
+    std::mt19937 rng(13);
+    std::normal_distribution<float> normal;
+    for (int batch = 0; batch < 50; ++batch) {
+        std::vector<std::string> keys;
+        std::vector<float> vectors(20 * 8);
+        for (int i = 0; i < 20; ++i) keys.push_back(encode_int_key(batch * 20 + i));
+        for (auto& v : vectors) v = normal(rng);
+        NodeBatch nodes;
+        nodes.count = 20;
+        nodes.keys = keys.data();
+        nodes.vectors = vectors.data();
+        REQUIRE(engine->add_nodes(nodes).ok());
+        std::vector<std::string> src, dst;
+        for (int i = 0; i < 20; ++i) {
+            src.push_back(encode_int_key(batch * 20 + i));
+            dst.push_back(encode_int_key((batch * 20 + i * 7) % ((batch + 1) * 20)));
+        }
+        EdgeBatch edges;
+        edges.count = 20;
+        edges.src = src.data();
+        edges.dst = dst.data();
+        REQUIRE(engine->add_edges(edges).ok());
+    }
+    done = true;
+    for (auto& thread : readers) thread.join();
+    CHECK_EQ(engine->count_nodes(), 1000u);
+    CHECK_EQ(engine->count_edges(), 1000u);
+    CHECK_EQ(inconsistent.load(), 0u);
+    CHECK(searches.load() > 0u);
+}
+
+TEST_MAIN()

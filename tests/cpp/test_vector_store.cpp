@@ -1,0 +1,90 @@
+// Quantization: saturation, symmetric scale, cosine normalisation, validation, scores.
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "check.hpp"
+#include "vecgraph/vector_store.hpp"
+
+using namespace vecgraph;
+
+TEST_CASE("codes span [-127, 127] and never wrap") {
+    std::vector<float> x = {1e30f, -1e30f, 0.f, 5e29f};
+    std::vector<std::int8_t> codes(4);
+    float scale, sq_norm;
+    quantize_vector(x.data(), 4, Metric::ip, codes.data(), &scale, &sq_norm);
+    CHECK_EQ(int(codes[0]), 127);
+    CHECK_EQ(int(codes[1]), -127);
+    CHECK_EQ(int(codes[2]), 0);
+    CHECK_EQ(int(codes[3]), 64);  // 63.5 rounds half to even
+    CHECK(std::fabs(scale - 1e30f / 127.f) <= 1e30f * 1e-6f);
+}
+
+TEST_CASE("cos normalises before quantizing; dequantized error is at most half a step") {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal;
+    for (std::size_t dim : {1u, 3u, 17u, 384u}) {
+        std::vector<float> x(dim);
+        for (auto& v : x) v = normal(rng) * 100.f;
+        VectorStore store(dim, Metric::cos);
+        REQUIRE(store.validate(x.data(), 1, "vectors").ok());
+        store.append(x.data(), 1, 1);
+        double norm = 0;
+        for (float v : x) norm += double(v) * v;
+        norm = std::sqrt(norm);
+        std::vector<float> back(dim);
+        store.dequantize(0, back.data());
+        for (std::size_t i = 0; i < dim; ++i)
+            CHECK(std::fabs(back[i] - float(x[i] / norm)) <= store.scale(0) * 0.5f + 1e-7f);
+    }
+}
+
+TEST_CASE("validation rejects NaN, inf and (cos) zero vectors, naming the row") {
+    float nan = std::numeric_limits<float>::quiet_NaN();
+    float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> rows = {1, 2, 3, 4, nan, 6};
+    VectorStore store(3, Metric::cos);
+    Status s = store.validate(rows.data(), 2, "vectors");
+    CHECK(s.code() == StatusCode::invalid_argument);
+    CHECK(s.message().find("row 1") != std::string::npos);
+    CHECK(s.message().find("NaN") != std::string::npos);
+    rows[4] = inf;
+    CHECK(store.validate(rows.data(), 2, "vectors").message().find("inf") != std::string::npos);
+    std::vector<float> zero = {0, 0, 0};
+    CHECK(store.validate(zero.data(), 1, "vectors").code() == StatusCode::invalid_argument);
+    VectorStore ip(3, Metric::ip);
+    CHECK(ip.validate(zero.data(), 1, "vectors").ok());
+    CHECK_EQ(store.size(), 0u);
+}
+
+TEST_CASE("scores follow the documented formulas") {
+    std::vector<float> a = {3, 4}, b = {4, 3};
+    for (Metric metric : {Metric::cos, Metric::ip, Metric::l2}) {
+        VectorStore store(2, metric);
+        store.append(b.data(), 1, 1);
+        QuantizedVector q = store.quantize(a.data());
+        float got = store.score(q, 0);
+        double want = metric == Metric::cos ? 24.0 / 25.0 : metric == Metric::ip ? 24.0 : -2.0;
+        CHECK(std::fabs(got - want) <= std::fabs(want) * 0.02 + 0.02);
+    }
+}
+
+TEST_CASE("parallel append equals serial append") {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal;
+    std::size_t dim = 33, n = 20000;
+    std::vector<float> rows(dim * n);
+    for (auto& v : rows) v = normal(rng);
+    VectorStore serial(dim, Metric::cos), parallel(dim, Metric::cos);
+    serial.append(rows.data(), n, 1);
+    parallel.append(rows.data(), n, 4);
+    bool same = true;
+    for (std::size_t r = 0; r < n && same; ++r) {
+        same = serial.scale(r) == parallel.scale(r);
+        for (std::size_t i = 0; i < dim; ++i) same = same && serial.codes(r)[i] == parallel.codes(r)[i];
+    }
+    CHECK(same);
+}
+
+TEST_MAIN()
