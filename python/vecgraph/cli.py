@@ -25,6 +25,21 @@ def _progress(total: int, desc: str, unit: str):
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=not sys.stderr.isatty())
 
 
+def _walk(hit) -> str:
+    """The path of a hit as walked from its seed: ``seed -rel-> a <-rel- hit`` (arrows as stored)."""
+    if not hit.path:
+        return "(seed)"
+    node, parts = hit.key, []
+    for edge in reversed(hit.path):
+        if edge.dst == node:
+            parts.append(f"-{edge.rel}-> {node!r}")
+            node = edge.src
+        else:
+            parts.append(f"<-{edge.rel}- {node!r}")
+            node = edge.dst
+    return " ".join([repr(node)] + parts[::-1])
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     print(f"vecgraph {__version__}")
     print(f"active ISA: {active_isa()}")
@@ -79,8 +94,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     res = g.search(qs[0], **params)
     print("  top 5 for the first query (key, score, hop, path from its seed):")
     for hit in list(res)[:5]:
-        path = " ".join(f"{e.src} -{e.rel}-> {e.dst}" for e in hit.path) or "(seed)"
-        print(f"    {hit.key!r:>10}  {hit.score:.4f}  hop {hit.hop}  {path}")
+        print(f"    {hit.key!r:>10}  {hit.score:.4f}  hop {hit.hop}  {_walk(hit)}")
     return 0
 
 
