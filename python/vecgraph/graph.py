@@ -92,6 +92,8 @@ class SearchResult:
 
 def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
     """``values`` as a C-contiguous float32 array of rank ``ndim``, or a clear error."""
+    if type(values) is np.ndarray and values.dtype == np.float32 and values.ndim == ndim and values.flags.c_contiguous:
+        return values  # the common case, kept cheap: this runs on every search
     array = np.asarray(values)
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
         raise TypeError(f"{name} must be a numeric array, got dtype {array.dtype}")
@@ -162,6 +164,8 @@ def _props(values: Any, count: int) -> Optional[list]:
 
 
 def _count(value: Any, name: str) -> int:
+    if type(value) is int:
+        return value
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an int, got bool")
     try:
