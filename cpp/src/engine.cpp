@@ -186,11 +186,20 @@ Status Engine::validate(const SearchRequest& r) const {
     VG_RETURN_IF_ERROR(positive("max_fanout", r.max_fanout));
     if (r.hops < 0) return Status::invalid_argument("hops must be >= 0, got " + std::to_string(r.hops));
     if (r.ef < 0) return Status::invalid_argument("ef must be >= 0 (0: the graph's default), got " + std::to_string(r.ef));
-    if (!std::isfinite(r.hop_decay) || r.hop_decay <= 0.f)
+    if (!std::isfinite(r.hop_decay) || r.hop_decay <= 0.0)
         return Status::invalid_argument("hop_decay must be a finite number > 0, got " + std::to_string(r.hop_decay));
     if (r.ts_min > r.ts_max)
         return Status::invalid_argument("ts_min (" + std::to_string(r.ts_min) + ") is after ts_max (" +
                                         std::to_string(r.ts_max) + ")");
+    return Status::OK();
+}
+
+Status Engine::validate_queries(const float* queries, std::size_t count, std::size_t dim) const {
+    if (dim != config_.dim)
+        return Status::dimension_mismatch("queries have dim " + std::to_string(dim) + ", graph has dim " +
+                                          std::to_string(config_.dim));
+    for (std::size_t i = 0; i < count; ++i)
+        VG_RETURN_IF_ERROR(validate_vector(queries + i * dim, dim, config_.metric, "queries", i));
     return Status::OK();
 }
 
@@ -214,8 +223,7 @@ Result<std::vector<SearchResult>> Engine::search_batch(const float* queries, std
         return Status::dimension_mismatch("queries have dim " + std::to_string(dim) + ", graph has dim " +
                                           std::to_string(config_.dim));
     VG_RETURN_IF_ERROR(validate(request));
-    for (std::size_t i = 0; i < count; ++i)
-        VG_RETURN_IF_ERROR(validate_vector(queries + i * dim, dim, config_.metric, "queries", i));
+    VG_RETURN_IF_ERROR(validate_queries(queries, count, dim));
     refresh_csr();
     auto lock = read_lock();
     std::vector<SearchResult> results(count);

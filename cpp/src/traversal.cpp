@@ -88,17 +88,17 @@ void traverse_and_score(const CsrGraph& graph, const VectorStore& store, const N
                                scratch.visited.data(), count, store.dim(), scratch.dots.data());
     const Metric metric = store.metric();
     const QuantizedVector& q = scratch.query;
-    float decay_pow[64];
-    bool decay = params.hop_decay != 1.f;
+    const bool decay = params.hop_decay != 1.0;
     if (decay) {
-        std::size_t levels = std::min<std::size_t>(params.hops, 63);
-        for (std::size_t h = 0; h <= levels; ++h)
-            decay_pow[h] = static_cast<float>(std::pow(static_cast<double>(params.hop_decay), static_cast<double>(h)));
+        std::size_t deepest = scratch.visited_hops.back();  // BFS order: the last visited is the deepest
+        scratch.decay_pow.resize(deepest + 1);
+        for (std::size_t h = 0; h <= deepest; ++h)
+            scratch.decay_pow[h] = static_cast<float>(std::pow(params.hop_decay, static_cast<double>(h)));
     }
     for (std::size_t i = 0; i < count; ++i) {
         node_id_t node = scratch.visited[i];
         float score = score_from_dot(metric, scratch.dots[i], q.scale, q.sq_norm, store.scale(node), store.sq_norm(node));
-        if (decay) score *= decay_pow[std::min<std::uint32_t>(scratch.visited_hops[i], 63)];
+        if (decay) score *= scratch.decay_pow[scratch.visited_hops[i]];
         scratch.scores[i] = score;
     }
     select_top_k(scratch.visited.data(), scratch.scores.data(), count, params.k, scratch.order);

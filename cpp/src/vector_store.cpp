@@ -10,6 +10,11 @@
 
 namespace vecgraph {
 
+namespace {
+// A quarter of FLT_MAX: q_sq_norm + v_sq_norm and 2 * dot * scales then stay below FLT_MAX.
+constexpr double max_sq_norm = 3.4028234663852886e38 / 4.0;
+}  // namespace
+
 Status validate_vector(const float* x, std::size_t dim, Metric metric, const char* what, std::size_t row) {
     double sum_squares = 0.0;
     for (std::size_t i = 0; i < dim; ++i) {
@@ -24,9 +29,13 @@ Status validate_vector(const float* x, std::size_t dim, Metric metric, const cha
         return Status::invalid_argument(std::string(what) + " row " + std::to_string(row) +
                                         " is all zeros; metric 'cos' needs a non-zero vector");
     }
-    if (!std::isfinite(sum_squares)) {
-        return Status::invalid_argument(std::string(what) + " row " + std::to_string(row) +
-                                        " has a norm that overflows double");
+    // Scores are computed in float32; under ip and l2 bound the squared norm so that no score
+    // can overflow to inf or become NaN (cos normalises, so any finite vector is fine).
+    if (metric != Metric::cos && !(sum_squares <= max_sq_norm)) {
+        return Status::invalid_argument(std::string(what) + " row " + std::to_string(row) + " has squared norm " +
+                                        std::to_string(sum_squares) + "; metric '" + metric_name(metric) +
+                                        "' needs at most " + std::to_string(max_sq_norm) +
+                                        " so that float32 scores stay finite (rescale the vectors)");
     }
     return Status::OK();
 }

@@ -111,7 +111,7 @@ void read_filter(const py::object& values, const char* name, bool* active, std::
 SearchRequest make_request(std::int64_t k, std::int64_t seeds, std::int64_t hops, std::int64_t max_visited,
                            std::int64_t max_fanout, const std::string& direction, const py::object& rels,
                            const py::object& labels, const py::object& tenants, std::int64_t ts_min,
-                           std::int64_t ts_max, float hop_decay, bool exact, std::int64_t ef) {
+                           std::int64_t ts_max, double hop_decay, bool exact, std::int64_t ef) {
     SearchRequest r;
     r.k = k;
     r.seeds = seeds;
@@ -249,7 +249,7 @@ class PyEngine {
     py::tuple search(const py::array& query, std::int64_t k, std::int64_t seeds, std::int64_t hops,
                      std::int64_t max_visited, std::int64_t max_fanout, const std::string& direction,
                      const py::object& rels, const py::object& labels, const py::object& tenants, std::int64_t ts_min,
-                     std::int64_t ts_max, float hop_decay, bool exact, std::int64_t ef) {
+                     std::int64_t ts_max, double hop_decay, bool exact, std::int64_t ef) {
         auto q = check_float_array(query, "query", 1, dim());
         SearchRequest request = make_request(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
                                              ts_min, ts_max, hop_decay, exact, ef);
@@ -264,12 +264,18 @@ class PyEngine {
     py::list search_batch(const py::array& queries, std::int64_t k, std::int64_t seeds, std::int64_t hops,
                           std::int64_t max_visited, std::int64_t max_fanout, const std::string& direction,
                           const py::object& rels, const py::object& labels, const py::object& tenants,
-                          std::int64_t ts_min, std::int64_t ts_max, float hop_decay, bool exact, std::int64_t ef,
+                          std::int64_t ts_min, std::int64_t ts_max, double hop_decay, bool exact, std::int64_t ef,
                           std::size_t threads) {
         auto q = check_float_array(queries, "queries", 2, dim());
         SearchRequest request = make_request(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
                                              ts_min, ts_max, hop_decay, exact, ef);
         auto count = static_cast<std::size_t>(q.shape(0));
+        Status valid;
+        {
+            py::gil_scoped_release release;
+            valid = engine_->validate_queries(q.data(), count, dim());
+        }
+        check(valid);
         py::list out;
         // Chunks, so that Ctrl-C is noticed between them.
         constexpr std::size_t chunk = 1024;
@@ -279,11 +285,6 @@ class PyEngine {
             {
                 py::gil_scoped_release release;
                 results = engine_->search_batch(q.data() + first * dim(), n, dim(), request, threads);
-            }
-            if (!results.ok() && results.status().code() == StatusCode::invalid_argument && first > 0) {
-                // Row numbers in messages are relative to the chunk; shift them into the batch.
-                raise_status(Status(results.status().code(),
-                                    results.status().message() + " (within queries[" + std::to_string(first) + ":])"));
             }
             for (const SearchResult& r : unwrap(std::move(results))) out.append(result_to_python(*engine_, r));
             if (PyErr_CheckSignals() != 0) throw py::error_already_set();
@@ -400,12 +401,12 @@ void bind_engine(py::module_& m) {
              py::arg("ts"), py::arg("texts"), py::arg("props"), py::arg("vectors"))
         .def("search", &PyEngine::search, py::arg("query"), py::arg("k"), py::arg("seeds"), py::arg("hops"),
              py::arg("max_visited"), py::arg("max_fanout"), py::arg("direction"), py::arg("rels"), py::arg("labels"),
-             py::arg("tenants"), py::arg("ts_min") = ts_lo, py::arg("ts_max") = ts_hi, py::arg("hop_decay") = 1.f,
+             py::arg("tenants"), py::arg("ts_min") = ts_lo, py::arg("ts_max") = ts_hi, py::arg("hop_decay") = 1.0,
              py::arg("exact") = false, py::arg("ef") = 0)
         .def("search_batch", &PyEngine::search_batch, py::arg("queries"), py::arg("k"), py::arg("seeds"),
              py::arg("hops"), py::arg("max_visited"), py::arg("max_fanout"), py::arg("direction"), py::arg("rels"),
              py::arg("labels"), py::arg("tenants"), py::arg("ts_min") = ts_lo, py::arg("ts_max") = ts_hi,
-             py::arg("hop_decay") = 1.f, py::arg("exact") = false, py::arg("ef") = 0, py::arg("threads") = 0)
+             py::arg("hop_decay") = 1.0, py::arg("exact") = false, py::arg("ef") = 0, py::arg("threads") = 0)
         .def("edges", &PyEngine::edges, py::arg("edge_ids"))
         .def("get_node", &PyEngine::get_node, py::arg("key"))
         .def("neighbors", &PyEngine::neighbors, py::arg("key"), py::arg("direction"), py::arg("rels"))

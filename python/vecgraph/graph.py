@@ -134,12 +134,17 @@ def _int64s(values: Any, name: str, count: int) -> Optional[np.ndarray]:
     if values is None:
         return None
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
-        return np.full(count, int(values), dtype=np.int64)
-    array = np.asarray(values)
+        return np.full(count, _count(values, name), dtype=np.int64)
+    try:
+        array = np.asarray(values)
+    except OverflowError:
+        raise ValueError(f"{name} holds an int outside the int64 range") from None
     if array.shape != (count,):
         raise ValueError(f"{name} must have shape ({count},), got {array.shape}")
-    if array.size and not np.issubdtype(array.dtype, np.integer):
+    if array.size and (array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer)):
         raise TypeError(f"{name} must be integers (microseconds since the epoch), got dtype {array.dtype}")
+    if array.size and array.dtype.kind == "u" and int(array.max()) > _INT64_MAX:
+        raise ValueError(f"{name} holds {int(array.max())}, outside the int64 range (max {_INT64_MAX})")
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
@@ -164,14 +169,18 @@ def _props(values: Any, count: int) -> Optional[list]:
 
 
 def _count(value: Any, name: str) -> int:
-    if type(value) is int:
+    """An int argument that must fit int64 (the core's integer type)."""
+    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
         return value
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an int, got bool")
     try:
-        return operator.index(value)
+        value = operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise InvalidArgumentError(f"{name} must fit int64, got {value}")
+    return value
 
 
 def _names(values: Any, name: str) -> Optional[list]:

@@ -75,7 +75,7 @@ struct SearchRequest {
     std::vector<std::string> tenants;
     std::int64_t ts_min = INT64_MIN;
     std::int64_t ts_max = INT64_MAX;
-    float hop_decay = 1.f;
+    double hop_decay = 1.0;
     bool exact = false;     // brute-force seeds instead of HNSW
     std::int64_t ef = 0;    // HNSW expansion at search; 0: the graph's default
 };
@@ -123,6 +123,8 @@ class Engine {
 
     /// Checks a request's parameters (not its vector).
     Status validate(const SearchRequest& request) const;
+    /// Checks `count` row-major queries of `dim` floats (finite; non-zero under cos).
+    Status validate_queries(const float* queries, std::size_t count, std::size_t dim) const;
     /// Graph-guided search for one query of `dim` floats.
     Result<SearchResult> search(const float* query, std::size_t dim, const SearchRequest& request) const;
     /// Searches `count` row-major queries on up to `threads` threads (0: all cores).

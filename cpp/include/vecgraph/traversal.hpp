@@ -35,7 +35,7 @@ struct TraversalParams {
     std::size_t max_fanout = 256;
     Direction direction = Direction::both;
     const std::vector<std::uint8_t>* rel_ok = nullptr;  // indexed by rel id; nullptr admits every rel
-    float hop_decay = 1.f;
+    double hop_decay = 1.0;  // score multiplier per hop: score * float(hop_decay ** hop)
 };
 
 struct Hit {
@@ -56,6 +56,7 @@ struct TraversalScratch {
     std::vector<std::int32_t> dots;
     std::vector<float> scores;
     std::vector<std::uint32_t> order;
+    std::vector<float> decay_pow;        // float(hop_decay ** hop) for hop = 0..deepest visited
     std::vector<ScoredNode> seeds;
     std::vector<std::uint8_t> rel_ok;
     NodeFilter filter;
