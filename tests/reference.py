@@ -220,8 +220,9 @@ def reference_search(model: Model, query: Any, k: int = 10, seeds: int = 8, hops
     scored = []
     for i in visited:
         score = F32(raw[i])
-        if hop_decay != 1.0:
-            score = F32(score * F32(hop_decay ** hop_of[i]))
+        if hop_decay != 1.0:  # decay moves every score down: multiply a positive one, divide a negative one
+            d = F32(hop_decay ** hop_of[i])
+            score = F32(score * d) if score >= 0 else F32(score / d)
         scored.append((score, i))
     scored.sort(key=lambda t: (-float(t[0]), t[1]))
     top = scored[:k]

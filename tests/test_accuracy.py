@@ -25,7 +25,7 @@ SEARCH = {"k": 10, "seeds": 8, "hops": 2, "max_visited": 2000}
 @pytest.fixture(scope="module")
 def setup():
     data = clustered_graph(N_NODES, dim=DIM, edges_per_node=5, seed=0)
-    graph = vg.Graph(DIM)  # default HNSW parameters: connectivity 16, expansion_add 128, expansion_search 64
+    graph = vg.Graph(DIM)  # default HNSW parameters: connectivity 16, expansion_add 128, expansion_search 128
     graph.add_nodes(data.keys, data.vectors)
     graph.add_edges(data.src, data.dst, rels=data.rels, weights=data.weights)
     qs = queries(data, COUNT_QUERIES, seed=1)
@@ -43,25 +43,15 @@ def hnsw_recall(setup, ef=None) -> float:
     return recall_at_10([graph.search(q, **SEARCH, ef=ef).keys for q in qs], exact)
 
 
-# Engine finding (see bench/README.md): with the default expansion_search=64 the 8 HNSW seeds
-# have recall ~0.95 on this clustered data, so recall@10 vs exact=True is ~0.96; ef=96 gives
-# ~0.98 and ef=128 ~0.99. The target stays asserted as an expected failure until the default
-# meets it (strict: an unexpected pass fails, so the marker gets removed then); the guard
-# below catches regressions of the default path meanwhile.
-@pytest.mark.xfail(strict=True, reason="default expansion_search=64 gives recall@10 ~0.96 < 0.98 (engine finding)")
 def test_hnsw_recall_vs_exact_default(setup):
     value = hnsw_recall(setup)
     assert value >= 0.98, f"recall@10 of the default HNSW path vs exact=True is {value:.3f}, below 0.98"
 
 
-def test_hnsw_recall_vs_exact_default_no_regression(setup):
-    value = hnsw_recall(setup)
-    assert value >= 0.94, f"recall@10 of the default HNSW path vs exact=True is {value:.3f}, below its 0.96 level"
-
-
-def test_hnsw_recall_vs_exact_ef128(setup):
-    value = hnsw_recall(setup, ef=128)
-    assert value >= 0.98, f"recall@10 with ef=128 vs exact=True is {value:.3f}, below 0.98"
+def test_hnsw_recall_vs_exact_ef64(setup):
+    """The cheaper beam stays usable: ~0.96 on this data (the default, ef=128, gives ~0.99)."""
+    value = hnsw_recall(setup, ef=64)
+    assert value >= 0.94, f"recall@10 with ef=64 vs exact=True is {value:.3f}, below 0.94"
 
 
 def test_int8_scoring_vs_float32_same_visited(setup):

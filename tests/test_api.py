@@ -411,10 +411,12 @@ def _decay_check(metric: str, decay: float, bit_exact: bool) -> None:
     for key, score, hop in zip(decayed.keys, decayed.scores, decayed.hops.tolist()):
         s, h = base[key]
         assert h == hop
-        np.testing.assert_allclose(score, float(s) * decay**hop, rtol=1e-6)
+        factor = decay**hop if s >= 0 else decay ** -hop  # a negative score is divided by the decay
+        np.testing.assert_allclose(score, float(s) * factor, rtol=1e-6)
         if hop == 0:
             assert score == s
-        want = np.float32(s * np.float32(decay**hop))  # hop_decay ** hop in double, then float32
+        d = np.float32(decay**hop)  # hop_decay ** hop in double, then float32
+        want = np.float32(s * d) if s >= 0 else np.float32(s / d)
         if bit_exact and score != want:
             mismatches.append((key, hop, float(s), float(score), float(want)))
     assert not mismatches, (f"hop_decay={decay}: score != float32(score_at_1.0 * float32({decay} ** hop)) for "
@@ -441,6 +443,19 @@ def test_hop_decay_power_is_computed_from_the_double_decay():
     """hop_decay ** hop of the Python float, as documented, not of hop_decay rounded to float32 first
     (engine bug: the binding narrows hop_decay to float32, so 0.8 ** 2 becomes float32(0.8) ** 2)."""
     _decay_check("ip", 0.8, bit_exact=True)
+
+
+def test_hop_decay_below_one_moves_farther_nodes_down_under_l2():
+    """l2 scores are negative: multiplying them by a decay < 1 would raise them; they are divided."""
+    g = vg.Graph(dim=2, metric="l2")
+    g.add_nodes(["seed", "hub", "far"], np.array([[5, 0], [100, 100], [10, 0]], np.float32))
+    g.add_edges(["seed"], ["far"])
+    plain = g.search(np.zeros(2, np.float32), k=2, seeds=1, exact=True)
+    decayed = g.search(np.zeros(2, np.float32), k=2, seeds=1, hop_decay=0.01, exact=True)
+    assert plain.keys == ["seed", "far"] and decayed.keys == ["seed", "far"]
+    far = decayed.keys.index("far")
+    assert decayed.scores[far] == np.float32(plain.scores[far] / np.float32(0.01))
+    assert decayed.scores[far] < plain.scores[far]
 
 
 @pytest.mark.parametrize("decay", [1e-50, 1e50])

@@ -15,6 +15,7 @@ namespace {
 
 constexpr std::size_t count_context_slots = 16;
 constexpr std::size_t max_dim = 65536;  // keeps every int32 dot product exact
+constexpr std::size_t max_expansion = 65536;  // HNSW beam widths (efConstruction, ef) beyond this only cost memory
 
 std::size_t default_threads(std::size_t threads) {
     if (threads) return threads;
@@ -57,8 +58,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     if (config.hnsw.connectivity < 2 || config.hnsw.connectivity > 1024)
         return Status::invalid_argument("connectivity must be in [2, 1024], got " +
                                         std::to_string(config.hnsw.connectivity));
-    if (config.hnsw.expansion_add < 1 || config.hnsw.expansion_search < 1)
-        return Status::invalid_argument("expansion_add and expansion_search must be >= 1");
+    for (auto [name, value] : {std::pair<const char*, std::size_t>{"expansion_add", config.hnsw.expansion_add},
+                               {"expansion_search", config.hnsw.expansion_search}})
+        if (value < 1 || value > max_expansion)
+            return Status::invalid_argument(std::string(name) + " must be in [1, " + std::to_string(max_expansion) +
+                                            "], got " + std::to_string(value));
     return std::unique_ptr<Engine>(new Engine(config));
 }
 

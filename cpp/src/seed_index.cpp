@@ -135,11 +135,13 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
     out.clear();
     const hnsw_t& index = impl_->index;
     if (wanted == 0 || index.size() == 0) return;
+    // USearch sizes its buffers by these: never more than the index holds.
+    wanted = std::min(wanted, index.size());
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
     prefetch_t prefetch{&store_, &impl_->slot_to_node};
     row_ref_t value{query.codes.data(), query.scale, query.sq_norm};
     us::index_search_config_t config;
-    config.expansion = std::max(expansion ? expansion : params_.expansion_search, wanted);
+    config.expansion = std::min(std::max(expansion ? expansion : params_.expansion_search, wanted), index.size());
     config.thread = context;
     auto collect = [&](auto&& result) {
         if (!result) {

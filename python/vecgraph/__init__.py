@@ -29,6 +29,23 @@ from .graph import Graph, Hit, SearchResult, quantize
 
 __version__ = "0.1.0"
 
+
+def _check_forced_isa() -> None:
+    import os
+    import warnings
+
+    forced = os.environ.get("VECGRAPH_FORCE_ISA")
+    if forced and forced != _core.active_isa():
+        warnings.warn(
+            f"VECGRAPH_FORCE_ISA={forced!r} is not available here (available: "
+            f"{', '.join(_core.available_isas())}); using {_core.active_isa()!r}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+_check_forced_isa()
+
 __all__ = [
     "Graph",
     "Hit",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import numbers
 import operator
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Optional, Union
 
 import numpy as np
@@ -19,6 +20,9 @@ __all__ = ["Graph", "SearchResult", "Hit", "Edge", "quantize"]
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
+_DIRECTIONS = ("out", "in", "both")
+_METRICS = ("cos", "ip", "l2")
+_MAX_THREADS = 1024
 
 
 class Edge(NamedTuple):
@@ -45,9 +49,10 @@ class SearchResult:
 
     Attributes:
         keys: list of node keys, length n (n <= k; fewer when fewer nodes were reached).
-        scores: float32 array of shape (n,): similarity to the query (cos: cosine of the int8
-            vectors; ip: inner product; l2: minus the squared distance), times
-            ``hop_decay ** hop``; higher is better.
+        scores: float32 array of shape (n,): similarity to the query computed from the int8
+            codes (cos: cosine, which quantization error can push slightly above 1; ip: inner
+            product; l2: minus the squared distance), decayed by d = ``hop_decay ** hop``
+            (times d for a score >= 0, divided by d for a negative one); higher is better.
         hops: int32 array of shape (n,): hop distance from the seed that reached the node.
         paths: list of n lists of :class:`Edge`, from the seed to the node (empty for a seed);
             built on first access.
@@ -73,7 +78,10 @@ class SearchResult:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def __getitem__(self, i: int) -> Hit:
+    def __getitem__(self, i: Union[int, slice]) -> Union[Hit, list[Hit]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self.keys)))]
+        i = _count(i, "index")
         n = len(self.keys)
         if not -n <= i < n:
             raise IndexError(f"result index {i} out of range for {n} results")
@@ -109,6 +117,9 @@ def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
 def _keys(values: Any, name: str) -> Sequence:
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of keys, not a single {type(values).__name__}; wrap it in a list")
+    if isinstance(values, (set, frozenset, dict)):
+        raise TypeError(f"{name} must be ordered (a list, tuple or array), got {type(values).__name__}: "
+                        "its order decides which row belongs to which key")
     if isinstance(values, np.ndarray):
         if values.ndim != 1:
             raise ValueError(f"{name} must be 1-dimensional, got shape {values.shape}")
@@ -124,6 +135,8 @@ def _strings(values: Any, name: str, count: int) -> Optional[list]:
         return None
     if isinstance(values, str):
         return [values] * count
+    if isinstance(values, (bytes, dict, set, frozenset)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a str or a list of {count} str, got {type(values).__name__}")
     values = list(values)
     if len(values) != count:
         raise ValueError(f"{name} has {len(values)} items, expected {count} (one per row)")
@@ -135,12 +148,17 @@ def _int64s(values: Any, name: str, count: int) -> Optional[np.ndarray]:
         return None
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
         return np.full(count, _count(values, name), dtype=np.int64)
+    if isinstance(values, (float, np.floating, str, bytes)):
+        raise TypeError(f"{name} must be an int or a list of {count} ints (microseconds since the epoch), "
+                        f"got {type(values).__name__}")
     try:
         array = np.asarray(values)
     except OverflowError:
         raise ValueError(f"{name} holds an int outside the int64 range") from None
     if array.shape != (count,):
         raise ValueError(f"{name} must have shape ({count},), got {array.shape}")
+    if array.dtype == object and all(isinstance(v, int) and not isinstance(v, bool) for v in array.tolist()):
+        raise ValueError(f"{name} holds an int outside the int64 range")
     if array.size and (array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer)):
         raise TypeError(f"{name} must be integers (microseconds since the epoch), got dtype {array.dtype}")
     if array.size and array.dtype.kind == "u" and int(array.max()) > _INT64_MAX:
@@ -151,6 +169,8 @@ def _int64s(values: Any, name: str, count: int) -> Optional[np.ndarray]:
 def _props(values: Any, count: int) -> Optional[list]:
     if values is None:
         return None
+    if isinstance(values, (dict, str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"props must be a list of {count} dicts (or None), one per row; got {type(values).__name__}")
     values = list(values)
     if len(values) != count:
         raise ValueError(f"props has {len(values)} items, expected {count} (one per row)")
@@ -184,11 +204,44 @@ def _count(value: Any, name: str) -> int:
 
 
 def _names(values: Any, name: str) -> Optional[list]:
+    """None (no filter), one str, or an iterable of str."""
     if values is None:
         return None
     if isinstance(values, str):
         return [values]
-    return list(values)
+    if isinstance(values, (bytes, dict)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a str or a list of str, got {type(values).__name__}")
+    values = list(values)
+    for row, value in enumerate(values):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must hold str, got {type(value).__name__} at position {row}")
+    return values
+
+
+def _choice(value: Any, name: str, allowed: tuple) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        options = ", ".join(map(repr, allowed[:-1])) + f" or {allowed[-1]!r}"
+        raise InvalidArgumentError(f"{name} must be {options}, got {value!r}")
+    return value
+
+
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    return bool(value)
+
+
+def _real(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def _threads(value: Any, name: str) -> int:
+    threads = _count(value, name)
+    if not 1 <= threads <= _MAX_THREADS:
+        raise InvalidArgumentError(f"{name} must be in [1, {_MAX_THREADS}] (or None for all cores), got {threads}")
+    return threads
 
 
 def quantize(vectors: Any, metric: str = "cos") -> tuple[np.ndarray, np.ndarray]:
@@ -206,7 +259,10 @@ def quantize(vectors: Any, metric: str = "cos") -> tuple[np.ndarray, np.ndarray]
     Raises:
         InvalidArgumentError: NaN or inf anywhere, or an all-zero row under "cos".
     """
-    return _core.quantize(_float_array(vectors, "vectors", 2), metric)
+    matrix = _float_array(vectors, "vectors", 2)
+    if matrix.shape[1] == 0:
+        raise ValueError("vectors must have at least one column, got shape " + str(matrix.shape))
+    return _core.quantize(matrix, _choice(metric, "metric", _METRICS))
 
 
 class Graph:
@@ -218,7 +274,9 @@ class Graph:
             (squared Euclidean distance, scored as its negative).
         connectivity: HNSW M, links per node (2M on the base level). Default 16.
         expansion_add: HNSW efConstruction. Default 128.
-        expansion_search: HNSW ef at query time (raised to ``seeds`` when smaller). Default 64.
+        expansion_search: HNSW ef at query time (raised to ``seeds`` when smaller). Default 128:
+            on clustered 384-d data it keeps recall@10 of the search >= 0.98 against exact seeds
+            (64 gives ~0.96 at about two thirds of the seed-search time).
         threads: threads for bulk work (quantization, HNSW inserts); default: all cores.
 
     Vectors are stored once, as int8 codes with a float32 scale per vector (see
@@ -237,7 +295,7 @@ class Graph:
         *,
         connectivity: int = 16,
         expansion_add: int = 128,
-        expansion_search: int = 64,
+        expansion_search: int = 128,
         threads: Optional[int] = None,
     ) -> None:
         dim = _count(dim, "dim")
@@ -247,10 +305,8 @@ class Graph:
                             ("expansion_search", expansion_search)):
             if _count(value, name) < 1:
                 raise InvalidArgumentError(f"{name} must be >= 1, got {value}")
-        threads = (os.cpu_count() or 1) if threads is None else _count(threads, "threads")
-        if threads < 1:
-            raise InvalidArgumentError(f"threads must be >= 1, got {threads}")
-        self._engine = _core.Engine(dim, metric, connectivity, expansion_add, expansion_search, threads)
+        threads = (os.cpu_count() or 1) if threads is None else _threads(threads, "threads")
+        self._engine = _core.Engine(dim, _choice(metric, "metric", _METRICS), connectivity, expansion_add, expansion_search, threads)
 
     # ---------------------------------------------------------------- properties
 
@@ -275,6 +331,14 @@ class Graph:
 
     def __contains__(self, key: object) -> bool:
         return self._engine.contains(key)
+
+    def __copy__(self):
+        raise TypeError("a Graph cannot be copied: it owns its C++ engine; build a new one and add the same data")
+
+    __deepcopy__ = __copy__
+
+    def __reduce__(self):
+        raise TypeError("a Graph cannot be pickled")
 
     def __repr__(self) -> str:
         return f"Graph(dim={self.dim}, metric={self.metric!r}, nodes={len(self)}, edges={self.count_edges})"
@@ -362,8 +426,11 @@ class Graph:
             raise ValueError(f"src has {n} keys, dst has {len(dst)}")
         weight_array = None
         if weights is not None:
-            weight_array = _float_array(np.broadcast_to(np.asarray(weights), (n,)) if np.ndim(weights) == 0
-                                        else weights, "weights", 1)
+            if np.ndim(weights) == 0:
+                weights = np.full(n, weights)
+            elif np.ndim(weights) != 1:
+                raise ValueError(f"weights must have shape ({n},), got {np.shape(weights)}")
+            weight_array = _float_array(weights, "weights", 1)
             if weight_array.shape[0] != n:
                 raise ValueError(f"weights has {weight_array.shape[0]} items, expected {n}")
         vector_matrix = None if vectors is None else _float_array(vectors, "vectors", 2)
@@ -388,14 +455,14 @@ class Graph:
             _count(hops, "hops"),
             _count(max_visited, "max_visited"),
             _count(max_fanout, "max_fanout"),
-            direction,
+            _choice(direction, "direction", _DIRECTIONS),
             _names(rels, "rels"),
             _names(labels, "labels"),
             _names(tenants, "tenants"),
             _INT64_MIN if ts_min is None else _count(ts_min, "ts_min"),
             _INT64_MAX if ts_max is None else _count(ts_max, "ts_max"),
-            float(hop_decay),
-            bool(exact),
+            _real(hop_decay, "hop_decay"),
+            _flag(exact, "exact"),
             0 if ef is None else _count(ef, "ef"),
         )
 
@@ -429,7 +496,8 @@ class Graph:
            ``max_visited`` nodes (seeds included) are visited. The filters apply to every node
            reached: a node they reject is neither scored nor walked through.
         3. Scoring: every visited node is scored against the query with the int8 kernels,
-           times ``hop_decay ** hop``.
+           decayed by d = ``hop_decay ** hop`` (score * d, or score / d when negative, so a
+           decay below 1 always moves farther nodes down).
         4. Result: the top ``k`` by score (ties: insertion order), never padded.
 
         Args:
@@ -481,9 +549,7 @@ class Graph:
         Every query is checked before any runs; Ctrl-C stops between chunks of 1024 queries."""
         args = self._search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
                                  ts_min, ts_max, hop_decay, exact, ef)
-        threads = 0 if threads is None else _count(threads, "threads")
-        if threads < 0:
-            raise InvalidArgumentError(f"threads must be >= 1 (or None for all cores), got {threads}")
+        threads = 0 if threads is None else _threads(threads, "threads")
         raw = self._engine.search_batch(_float_array(queries, "queries", 2), *args, threads)
         return [SearchResult(r, self._engine) for r in raw]
 
@@ -499,6 +565,7 @@ class Graph:
         Raises:
             NotFoundError: key is not in the graph.
         """
+        direction = _choice(direction, "direction", _DIRECTIONS)
         return [Edge(*e) for e in self._engine.neighbors(key, direction, _names(rels, "rels"))]
 
     def get_node(self, key: Key) -> dict:

@@ -9,7 +9,9 @@
 //  * A neighbour is visited the first time it is reached, if the node filter admits it; a node
 //    the filter rejects is neither scored nor expanded. Once max_visited nodes are visited,
 //    expansion stops.
-//  * Every visited node is scored against the query with the int8 kernels, times hop_decay^hop;
+//  * Every visited node is scored against the query with the int8 kernels, then decayed by
+//    d = float(hop_decay^hop): score * d when score >= 0, score / d when negative (so that a
+//    decay below 1 always moves a farther node down, also for l2's negative scores);
 //    the result is the top k by (score desc, node id asc), each with its hop and the edge
 //    through which it was first reached (its BFS-tree parent edge).
 // All buffers live in TraversalScratch, one per context slot: no allocation per query once
@@ -35,7 +37,7 @@ struct TraversalParams {
     std::size_t max_fanout = 256;
     Direction direction = Direction::both;
     const std::vector<std::uint8_t>* rel_ok = nullptr;  // indexed by rel id; nullptr admits every rel
-    double hop_decay = 1.0;  // score multiplier per hop: score * float(hop_decay ** hop)
+    double hop_decay = 1.0;  // per-hop decay d = float(hop_decay ** hop): score * d, or score / d if negative
 };
 
 struct Hit {
