@@ -5,6 +5,10 @@
 # decides), its sha256 is checked, and `include/usearch/` is extracted into the build
 # tree, where it is cached for later configures.
 #
+# `--no-build-isolation` runs the sdist's metadata step in this interpreter, which needs
+# setuptools, wheel, pybind11 and numpy (the Python build requirements); `--ignore-requires-python`
+# because only the headers are used, whatever the Python version the package itself supports.
+#
 # Offline builds: -DVECGRAPH_USEARCH_DIR=<folder> where <folder> holds `include/usearch/index.hpp`
 # (an extracted sdist or a git checkout) or `usearch/index.hpp`, or the sdist tarball itself.
 #
@@ -52,6 +56,7 @@ else()
             execute_process(
                 COMMAND "${Python3_EXECUTABLE}" -m pip download "usearch==${VECGRAPH_USEARCH_VERSION}"
                         --no-deps --no-binary :all: --no-build-isolation --disable-pip-version-check
+                        --ignore-requires-python
                         --dest "${_cache}"
                 RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
             if(NOT _rc EQUAL 0 OR NOT EXISTS "${_tarball}")

@@ -10,6 +10,8 @@
 
 #include "vecgraph/simd/kernels.hpp"
 
+
+
 namespace vecgraph {
 
 namespace us = unum::usearch;

@@ -25,6 +25,21 @@ def _progress(total: int, desc: str, unit: str):
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=not sys.stderr.isatty())
 
 
+def _int_in(low: int, high: int):
+    """argparse type: an int in [low, high], named in the error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{low:,}, {high:,}], got {value:,}")
+        return value
+
+    return parse
+
+
 def _walk(hit) -> str:
     """The path of a hit as walked from its seed: ``seed -rel-> a <-rel- hit`` (arrows as stored)."""
     if not hit.path:
@@ -93,7 +108,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     res = g.search(qs[0], **params)
     print("  top 5 for the first query (key, score, hop, path from its seed):")
-    for hit in list(res)[:5]:
+    for hit in res[:5]:
+        print(f"    {hit.key!r:>10}  {hit.score:.4f}  hop {hit.hop}  {_walk(hit)}")
+    # The best hits are usually seeds; show what the walk added beyond them.
+    reached = [hit for hit in res if hit.hop > 0]
+    if not reached:
+        reached = [hit for hit in g.search(qs[0], **{**params, "k": 50}) if hit.hop > 0][:3]
+    print("  reached through the graph (not among the seeds):")
+    for hit in reached[:3]:
         print(f"    {hit.key!r:>10}  {hit.score:.4f}  hop {hit.hop}  {_walk(hit)}")
     return 0
 
@@ -104,10 +126,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="build a synthetic graph and run graph-guided searches")
-    demo.add_argument("--nodes", type=int, default=100_000, help="number of nodes (default 100,000)")
-    demo.add_argument("--dim", type=int, default=384, help="vector dimension (default 384)")
-    demo.add_argument("--queries", type=int, default=500, help="number of queries (default 500)")
-    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    demo.add_argument("--nodes", type=_int_in(100, 10_000_000), default=100_000,
+                      help="number of nodes, 100 to 10,000,000 (default 100,000)")
+    demo.add_argument("--dim", type=_int_in(2, 4096), default=384, help="vector dimension (default 384)")
+    demo.add_argument("--queries", type=_int_in(1, 100_000), default=500, help="number of queries (default 500)")
+    demo.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="random seed (default 0)")
     demo.set_defaults(run=_cmd_demo)
 
     info = sub.add_parser("info", help="version and SIMD kernels in use")
@@ -116,7 +139,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
-    except (Error, ValueError, TypeError, OSError) as exc:
+    except (Error, ValueError, TypeError, OSError, MemoryError) as exc:
         if args.debug:
             raise
         print(f"vecgraph {args.command}: error: {exc}", file=sys.stderr)
