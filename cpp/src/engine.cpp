@@ -22,6 +22,18 @@ std::size_t default_threads(std::size_t threads) {
     return std::max<std::size_t>(1, std::thread::hardware_concurrency());
 }
 
+// Reserves room for `total` rows, growing geometrically so that many small batches stay
+// amortised O(1) per row (an exact reserve per batch would copy everything every time).
+template <typename container_at>
+void reserve_rows(container_at& column, std::size_t total) {
+    if (total > column.capacity()) column.reserve(std::max(total, column.capacity() + column.capacity() / 2));
+}
+
+template <typename key_at, typename value_at>
+void reserve_rows(std::unordered_map<key_at, value_at>& map, std::size_t total) {
+    if (total > map.bucket_count() * map.max_load_factor()) map.reserve(std::max(total, map.size() * 2));
+}
+
 const std::string& empty_string() {
     static const std::string empty;
     return empty;
@@ -99,13 +111,13 @@ Status Engine::add_nodes(const NodeBatch& batch) {
 
     // Apply.
     std::size_t total = first + batch.count;
-    key_to_node_.reserve(total);
-    node_keys_.reserve(total);
-    node_labels_.reserve(total);
-    node_tenants_.reserve(total);
-    node_ts_.reserve(total);
-    node_texts_.reserve(total);
-    node_props_.reserve(total);
+    reserve_rows(key_to_node_, total);
+    reserve_rows(node_keys_, total);
+    reserve_rows(node_labels_, total);
+    reserve_rows(node_tenants_, total);
+    reserve_rows(node_ts_, total);
+    reserve_rows(node_texts_, total);
+    reserve_rows(node_props_, total);
     for (std::size_t i = 0; i < batch.count; ++i) {
         auto node = static_cast<node_id_t>(first + i);
         auto inserted = key_to_node_.emplace(batch.keys[i], node).first;
@@ -148,14 +160,15 @@ Status Engine::add_edges(const EdgeBatch& batch) {
     if (batch.vectors) VG_RETURN_IF_ERROR(edge_vectors_.validate(batch.vectors, batch.count, "edge vectors"));
 
     std::size_t total = first + batch.count;
+    reserve_rows(edge_src_, total);
+    reserve_rows(edge_dst_, total);
     edge_src_.insert(edge_src_.end(), src.begin(), src.end());
     edge_dst_.insert(edge_dst_.end(), dst.begin(), dst.end());
-    edge_rels_.reserve(total);
-    edge_weights_.reserve(total);
-    edge_ts_.reserve(total);
-    edge_texts_.reserve(total);
-    edge_props_.reserve(total);
-    edge_vector_rows_.reserve(total);
+    reserve_rows(edge_rels_, total);
+    reserve_rows(edge_weights_, total);
+    reserve_rows(edge_ts_, total);
+    reserve_rows(edge_texts_, total);
+    reserve_rows(edge_props_, total);
     std::size_t first_vector_row = edge_vectors_.size();
     for (std::size_t i = 0; i < batch.count; ++i) {
         edge_rels_.push_back(rels_.intern(batch.rels ? batch.rels[i] : empty_string()));
@@ -163,7 +176,11 @@ Status Engine::add_edges(const EdgeBatch& batch) {
         edge_ts_.push_back(batch.ts ? batch.ts[i] : 0);
         edge_texts_.push_back(batch.texts ? batch.texts[i] : empty_string());
         edge_props_.push_back(batch.props ? batch.props[i] : empty_string());
-        edge_vector_rows_.push_back(batch.vectors ? static_cast<std::uint32_t>(first_vector_row + i) : invalid_id);
+    }
+    if (batch.vectors || !edge_vector_rows_.empty()) {
+        edge_vector_rows_.resize(first, invalid_id);  // first edge vectors: earlier edges have none
+        for (std::size_t i = 0; i < batch.count; ++i)
+            edge_vector_rows_.push_back(batch.vectors ? static_cast<std::uint32_t>(first_vector_row + i) : invalid_id);
     }
     if (batch.vectors) edge_vectors_.append(batch.vectors, batch.count, config_.threads);
     csr_dirty_.store(true, std::memory_order_release);
@@ -257,7 +274,8 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
     // Filters: names the graph has never seen match nothing.
     NodeFilter& filter = scratch.filter;
     filter.reset();
-    std::vector<std::uint32_t> ids;
+    std::vector<std::uint32_t>& ids = scratch.filter_ids;
+    ids.clear();
     if (request.filter_labels) {
         for (const auto& name : request.labels) {
             std::uint32_t id;
@@ -358,8 +376,8 @@ NodeRecord Engine::node(node_id_t node) const {
     record.label = labels_.name(node_labels_[node]);
     record.tenant = tenants_.name(node_tenants_[node]);
     record.ts = node_ts_[node];
-    record.text = node_texts_[node];
-    record.props = node_props_[node];
+    record.text = std::string(node_texts_[node]);
+    record.props = std::string(node_props_[node]);
     record.vector.resize(config_.dim);
     node_vectors_.dequantize(node, record.vector.data());
     return record;
@@ -417,6 +435,8 @@ EngineStats Engine::stats() const {
     s.count_tenants = tenants_.size();
     s.count_rels = rels_.size();
     s.vector_bytes = node_vectors_.memory_bytes() + edge_vectors_.memory_bytes();
+    s.text_bytes = node_texts_.memory_bytes() + node_props_.memory_bytes() + edge_texts_.memory_bytes() +
+                   edge_props_.memory_bytes();
     s.csr_bytes = csr_.memory_bytes();
     s.hnsw_bytes = seed_index_->memory_bytes();
     std::size_t key_bytes = key_to_node_.bucket_count() * sizeof(void*) + node_keys_.capacity() * sizeof(void*);

@@ -376,6 +376,7 @@ class PyEngine {
         d["csr_bytes"] = s.csr_bytes;
         d["hnsw_bytes"] = s.hnsw_bytes;
         d["key_bytes"] = s.key_bytes;
+        d["text_bytes"] = s.text_bytes;
         d["isa"] = simd::active_isa();
         return d;
     }

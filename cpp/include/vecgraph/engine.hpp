@@ -20,6 +20,7 @@
 #include "vecgraph/csr_graph.hpp"
 #include "vecgraph/detail/context_pool.hpp"
 #include "vecgraph/detail/interner.hpp"
+#include "vecgraph/detail/string_column.hpp"
 #include "vecgraph/seed_index.hpp"
 #include "vecgraph/status.hpp"
 #include "vecgraph/traversal.hpp"
@@ -105,7 +106,7 @@ struct EdgeRecord {
 
 struct EngineStats {
     std::size_t count_nodes, count_edges, count_edge_vectors, count_labels, count_tenants, count_rels;
-    std::size_t vector_bytes, csr_bytes, hnsw_bytes, key_bytes;
+    std::size_t vector_bytes, csr_bytes, hnsw_bytes, key_bytes, text_bytes;
 };
 
 class Engine {
@@ -168,7 +169,7 @@ class Engine {
     std::vector<label_id_t> node_labels_;
     std::vector<tenant_id_t> node_tenants_;
     std::vector<std::int64_t> node_ts_;
-    std::vector<std::string> node_texts_, node_props_;
+    detail::StringColumn node_texts_, node_props_;
     detail::Interner labels_, tenants_, rels_;
     VectorStore node_vectors_;
 
@@ -177,8 +178,8 @@ class Engine {
     std::vector<rel_id_t> edge_rels_;
     std::vector<float> edge_weights_;
     std::vector<std::int64_t> edge_ts_;
-    std::vector<std::string> edge_texts_, edge_props_;
-    std::vector<std::uint32_t> edge_vector_rows_;  // row in edge_vectors_, or invalid_id
+    detail::StringColumn edge_texts_, edge_props_;
+    std::vector<std::uint32_t> edge_vector_rows_;  // row in edge_vectors_, or invalid_id; empty until an edge has a vector
     VectorStore edge_vectors_;
 
     // Derived structures.
