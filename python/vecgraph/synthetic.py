@@ -132,9 +132,10 @@ def clustered_graph(
         around ``count_topics`` (default ``round(sqrt(count_clusters))``) random unit topic
         vectors, so clusters of a topic have cosine about ``1 / (1 + topic_spread**2)`` (0.5)
         and clusters of different topics about 0. Real embedding spaces are hierarchical like
-        this; without the topic level (a large ``topic_spread``, e.g. 100, makes the clusters
-        unrelated and mutually orthogonal) HNSW finds no gradient between clusters and its
-        recall collapses at 1M nodes (recall@10 ~0.79 at ef=64).
+        this. Without the topic level (a large ``topic_spread``, e.g. 100, makes the clusters
+        unrelated and mutually orthogonal) and with isotropic noise (``noise_decay=0``), HNSW
+        finds no gradient between clusters and every distance concentrates: graph-search
+        recall@10 at ef=64 measured 0.96 at 100k nodes and 0.79 at 1M (USearch f32: 0.76).
       * Vectors: ``centroid + e``, normalised, where the noise e has squared norm about
         ``noise**2`` spread over directions with a decaying spectrum (the i-th of a fixed
         random orthonormal basis gets variance proportional to ``(i + 1) ** -noise_decay``):
