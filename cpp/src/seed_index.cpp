@@ -55,7 +55,8 @@ struct prefetch_t {
     void operator()(iterator_at begin, iterator_at end) const noexcept {
         const std::size_t bytes = store->stride_bytes();
         for (; begin != end; ++begin) {
-            const char* row = reinterpret_cast<const char*>(store->codes((*slot_to_node)[get_slot(begin)]));
+            const char* row = reinterpret_cast<const char*>(store->codes((*slot_to_node)[get_slot(begin)])) -
+                              VectorStore::header_bytes;
             for (std::size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(row + offset, 0, 3);
         }
     }

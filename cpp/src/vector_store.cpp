@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -77,22 +78,20 @@ Status VectorStore::validate(const float* rows, std::size_t count, const char* w
     return Status::OK();
 }
 
-void VectorStore::reserve(std::size_t count) {
-    codes_.reserve(count * dim_);
-    scales_.reserve(count);
-    sq_norms_.reserve(count);
-}
+void VectorStore::reserve(std::size_t count) { rows_.reserve(count * stride_); }
 
 void VectorStore::append(const float* rows, std::size_t count, std::size_t threads) {
-    std::size_t first = size();
-    if (codes_.capacity() < (first + count) * dim_) reserve(std::max(first + count, first + first / 2));
-    codes_.resize((first + count) * dim_);
-    scales_.resize(first + count);
-    sq_norms_.resize(first + count);
+    std::size_t first = count_;
+    if (rows_.capacity() < (first + count) * stride_) reserve(std::max(first + count, first + first / 2));
+    rows_.resize((first + count) * stride_, 0);
+    count_ = first + count;
     auto work = [&](std::size_t begin, std::size_t end) {
-        for (std::size_t r = begin; r < end; ++r)
-            quantize_vector(rows + r * dim_, dim_, metric_, codes_.data() + (first + r) * dim_, &scales_[first + r],
-                            &sq_norms_[first + r]);
+        for (std::size_t r = begin; r < end; ++r) {
+            std::int8_t* row = rows_.data() + (first + r) * stride_;
+            float head[2];
+            quantize_vector(rows + r * dim_, dim_, metric_, row + header_bytes, &head[0], &head[1]);
+            std::memcpy(row, head, sizeof(head));
+        }
     };
     threads = std::max<std::size_t>(1, std::min(threads, count / 4096));
     if (threads == 1) return work(0, count);
@@ -116,13 +115,13 @@ void VectorStore::quantize_into(const float* x, QuantizedVector& out) const {
 
 void VectorStore::dequantize(std::size_t row, float* out) const noexcept {
     const std::int8_t* c = codes(row);
-    float s = scales_[row];
+    float s = scale(row);
     for (std::size_t i = 0; i < dim_; ++i) out[i] = static_cast<float>(c[i]) * s;
 }
 
 float VectorStore::score(const QuantizedVector& query, std::size_t row) const noexcept {
     std::int32_t dot = simd::dot_i8(query.codes.data(), codes(row), dim_);
-    return score_from_dot(metric_, dot, query.scale, query.sq_norm, scales_[row], sq_norms_[row]);
+    return score_from_dot(metric_, dot, query.scale, query.sq_norm, scale(row), sq_norm(row));
 }
 
 }  // namespace vecgraph

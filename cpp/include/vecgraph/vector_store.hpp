@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "vecgraph/status.hpp"
@@ -45,17 +46,24 @@ inline float score_from_dot(Metric metric, std::int32_t dot, float scale_q, floa
 
 class VectorStore {
   public:
-    VectorStore(std::size_t dim, Metric metric) : dim_(dim), metric_(metric) {}
+    // Row layout: [scale f32][sq_norm f32][dim int8 codes][pad to 4 bytes]. The scale sits in the
+    // same cache line as the first codes, so scoring a random row costs one memory miss, not three.
+    static constexpr std::size_t header_bytes = 2 * sizeof(float);
+
+    VectorStore(std::size_t dim, Metric metric)
+        : dim_(dim), metric_(metric), stride_(header_bytes + (dim + 3) / 4 * 4) {}
 
     std::size_t dim() const noexcept { return dim_; }
     Metric metric() const noexcept { return metric_; }
-    std::size_t size() const noexcept { return scales_.size(); }
-    std::size_t stride_bytes() const noexcept { return dim_; }
+    std::size_t size() const noexcept { return count_; }
+    /// Distance in bytes between the codes of consecutive rows.
+    std::size_t stride_bytes() const noexcept { return stride_; }
 
-    const std::int8_t* codes_data() const noexcept { return codes_.data(); }
-    const std::int8_t* codes(std::size_t row) const noexcept { return codes_.data() + row * dim_; }
-    float scale(std::size_t row) const noexcept { return scales_[row]; }
-    float sq_norm(std::size_t row) const noexcept { return sq_norms_[row]; }
+    /// Codes of row 0; row r's codes start at codes_data() + r * stride_bytes().
+    const std::int8_t* codes_data() const noexcept { return rows_.data() + header_bytes; }
+    const std::int8_t* codes(std::size_t row) const noexcept { return rows_.data() + row * stride_ + header_bytes; }
+    float scale(std::size_t row) const noexcept { return header_float(row, 0); }
+    float sq_norm(std::size_t row) const noexcept { return header_float(row, 1); }
 
     /// Validates every row of a row-major (count, dim) float32 batch; changes nothing.
     Status validate(const float* rows, std::size_t count, const char* what) const;
@@ -76,16 +84,21 @@ class VectorStore {
     float score(const QuantizedVector& query, std::size_t row) const noexcept;
 
     void reserve(std::size_t count);
-    std::size_t memory_bytes() const noexcept {
-        return codes_.capacity() + (scales_.capacity() + sq_norms_.capacity()) * sizeof(float);
-    }
+    std::size_t memory_bytes() const noexcept { return rows_.capacity(); }
 
   private:
+    // memcpy, not a float* cast: the buffer holds int8 objects (compiles to one load).
+    float header_float(std::size_t row, std::size_t index) const noexcept {
+        float value;
+        std::memcpy(&value, rows_.data() + row * stride_ + index * sizeof(float), sizeof(float));
+        return value;
+    }
+
     std::size_t dim_;
     Metric metric_;
-    std::vector<std::int8_t> codes_;
-    std::vector<float> scales_;
-    std::vector<float> sq_norms_;
+    std::size_t stride_;
+    std::size_t count_ = 0;
+    std::vector<std::int8_t> rows_;
 };
 
 }  // namespace vecgraph
