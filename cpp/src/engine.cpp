@@ -336,24 +336,48 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
 
 void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const NodeFilter* filter,
                          const NodeColumns& columns, TraversalScratch& scratch) const {
-    std::size_t count = node_keys_.size();
-    scratch.visited.clear();  // borrowed as a candidate list; begin() already reset it for this query
-    for (std::size_t node = 0; node < count; ++node)
-        if (!filter || filter->admits(columns, static_cast<node_id_t>(node)))
-            scratch.visited.push_back(static_cast<node_id_t>(node));
-    std::size_t candidates = scratch.visited.size();
-    scratch.dots.resize(candidates);
-    scratch.scores.resize(candidates);
-    simd::active().dot_rows_i8(query.codes.data(), node_vectors_.codes_data(), node_vectors_.stride_bytes(),
-                               scratch.visited.data(), candidates, config_.dim, scratch.dots.data());
-    for (std::size_t i = 0; i < candidates; ++i) {
-        node_id_t node = scratch.visited[i];
-        scratch.scores[i] = score_from_dot(config_.metric, scratch.dots[i], query.scale, query.sq_norm,
-                                           node_vectors_.scale(node), node_vectors_.sq_norm(node));
+    // Brute force in blocks: the scan kernel over consecutive rows (or the gather kernel over the
+    // admitted rows of a block), keeping the best `wanted` in a heap whose top is the worst kept.
+    constexpr std::size_t block_rows = 4096;
+    const std::size_t count = node_keys_.size();
+    const std::size_t stride = node_vectors_.stride_bytes();
+    auto worse = [](const ScoredNode& a, const ScoredNode& b) {  // a ranks before b
+        return a.score != b.score ? a.score > b.score : a.node < b.node;
+    };
+    std::vector<ScoredNode>& heap = scratch.seeds;
+    heap.clear();
+    scratch.dots.resize(block_rows);
+    for (std::size_t begin = 0; begin < count; begin += block_rows) {
+        std::size_t end = std::min(count, begin + block_rows);
+        std::size_t rows = 0;
+        if (filter) {
+            scratch.visited.clear();  // borrowed as the block's admitted ids; begin() resets it per query
+            for (std::size_t node = begin; node < end; ++node)
+                if (filter->admits(columns, static_cast<node_id_t>(node)))
+                    scratch.visited.push_back(static_cast<node_id_t>(node));
+            rows = scratch.visited.size();
+            simd::active().dot_rows_i8(query.codes.data(), node_vectors_.codes_data(), stride, scratch.visited.data(),
+                                       rows, config_.dim, scratch.dots.data());
+        } else {
+            rows = end - begin;
+            simd::active().scan_i8(query.codes.data(), node_vectors_.codes(begin), stride, rows, config_.dim,
+                                   scratch.dots.data());
+        }
+        for (std::size_t i = 0; i < rows; ++i) {
+            auto node = filter ? scratch.visited[i] : static_cast<node_id_t>(begin + i);
+            ScoredNode candidate{node, score_from_dot(config_.metric, scratch.dots[i], query.scale, query.sq_norm,
+                                                      node_vectors_.scale(node), node_vectors_.sq_norm(node))};
+            if (heap.size() < wanted) {
+                heap.push_back(candidate);
+                std::push_heap(heap.begin(), heap.end(), worse);
+            } else if (worse(candidate, heap.front())) {
+                std::pop_heap(heap.begin(), heap.end(), worse);
+                heap.back() = candidate;
+                std::push_heap(heap.begin(), heap.end(), worse);
+            }
+        }
     }
-    select_top_k(scratch.visited.data(), scratch.scores.data(), candidates, wanted, scratch.order);
-    scratch.seeds.clear();
-    for (std::uint32_t i : scratch.order) scratch.seeds.push_back({scratch.visited[i], scratch.scores[i]});
+    std::sort_heap(heap.begin(), heap.end(), worse);  // best first
     scratch.visited.clear();
 }
 
