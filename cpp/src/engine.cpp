@@ -274,24 +274,8 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
     // Filters: names the graph has never seen match nothing.
     NodeFilter& filter = scratch.filter;
     filter.reset();
-    std::vector<std::uint32_t>& ids = scratch.filter_ids;
-    ids.clear();
-    if (request.filter_labels) {
-        for (const auto& name : request.labels) {
-            std::uint32_t id;
-            if (labels_.find(name, &id)) ids.push_back(id);
-        }
-        filter.set_labels(ids, labels_.size());
-        ids.clear();
-    }
-    if (request.filter_tenants) {
-        for (const auto& name : request.tenants) {
-            std::uint32_t id;
-            if (tenants_.find(name, &id)) ids.push_back(id);
-        }
-        filter.set_tenants(ids, tenants_.size());
-        ids.clear();
-    }
+    if (request.filter_labels) labels_.mask_of(request.labels, filter.allow_labels());
+    if (request.filter_tenants) tenants_.mask_of(request.tenants, filter.allow_tenants());
     if (request.ts_min != INT64_MIN || request.ts_max != INT64_MAX) filter.set_ts_range(request.ts_min, request.ts_max);
     const NodeColumns columns{node_labels_.data(), node_tenants_.data(), node_ts_.data()};
     const NodeFilter* active_filter = filter.active() ? &filter : nullptr;
@@ -316,11 +300,7 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
     params.direction = request.direction;
     params.hop_decay = request.hop_decay;
     if (request.filter_rels) {
-        scratch.rel_ok.assign(rels_.size(), 0);
-        for (const auto& name : request.rels) {
-            std::uint32_t id;
-            if (rels_.find(name, &id)) scratch.rel_ok[id] = 1;
-        }
+        rels_.mask_of(request.rels, scratch.rel_ok);
         params.rel_ok = &scratch.rel_ok;
     }
     traverse_and_score(csr_, node_vectors_, columns, active_filter, params, scratch, result.hits);
@@ -427,13 +407,7 @@ std::vector<EdgeRecord> Engine::neighbors(node_id_t node, Direction direction, b
     refresh_csr();
     auto lock = read_lock();
     std::vector<std::uint8_t> rel_ok;
-    if (filter_rels) {
-        rel_ok.assign(rels_.size(), 0);
-        for (const auto& name : rels) {
-            std::uint32_t id;
-            if (rels_.find(name, &id)) rel_ok[id] = 1;
-        }
-    }
+    if (filter_rels) rels_.mask_of(rels, rel_ok);
     // The same walk as traversal, with no fanout limit, collecting instead of visiting.
     std::vector<EdgeRecord> found;
     if (node >= csr_.count_nodes()) return found;

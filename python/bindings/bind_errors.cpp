@@ -35,7 +35,6 @@ void raise_status(const Status& status) {
 
 [[noreturn]] void raise_dimension_mismatch(const std::string& message) {
     raise_status(Status::dimension_mismatch(message));
-    throw;  // unreachable: raise_status always throws
 }
 
 }  // namespace vecgraph::bindings

@@ -24,18 +24,16 @@ class NodeFilter {
         ts_min_ = std::numeric_limits<std::int64_t>::min();
         ts_max_ = std::numeric_limits<std::int64_t>::max();
     }
-    /// Admits only the given label ids (an empty list admits nothing). `count_labels` bounds the ids.
-    void set_labels(const std::vector<label_id_t>& allowed, std::size_t count_labels) {
+    /// Admits only labels whose flag is set in the returned mask (indexed by label id; the
+    /// caller fills it, e.g. with Interner::mask_of). An all-zero mask admits nothing.
+    std::vector<std::uint8_t>& allow_labels() noexcept {
         by_label_ = true;
-        label_ok_.assign(count_labels, 0);
-        for (label_id_t id : allowed)
-            if (id < count_labels) label_ok_[id] = 1;
+        return label_ok_;
     }
-    void set_tenants(const std::vector<tenant_id_t>& allowed, std::size_t count_tenants) {
+    /// Likewise for tenants.
+    std::vector<std::uint8_t>& allow_tenants() noexcept {
         by_tenant_ = true;
-        tenant_ok_.assign(count_tenants, 0);
-        for (tenant_id_t id : allowed)
-            if (id < count_tenants) tenant_ok_[id] = 1;
+        return tenant_ok_;
     }
     /// Admits ts in [ts_min, ts_max], both inclusive.
     void set_ts_range(std::int64_t ts_min, std::int64_t ts_max) noexcept {

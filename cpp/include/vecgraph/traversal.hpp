@@ -61,7 +61,6 @@ struct TraversalScratch {
     std::vector<float> decay_pow;        // float(hop_decay ** hop) for hop = 0..deepest visited
     std::vector<ScoredNode> seeds;
     std::vector<std::uint8_t> rel_ok;
-    std::vector<std::uint32_t> filter_ids;
     NodeFilter filter;
     QuantizedVector query;
 

@@ -27,6 +27,13 @@ class Interner {
         *id = it->second;
         return true;
     }
+    /// Sets `ok` to size() flags, 1 for each listed name (names never interned match nothing).
+    void mask_of(const std::vector<std::string>& listed, std::vector<std::uint8_t>& ok) const {
+        ok.assign(names_.size(), 0);
+        std::uint32_t id;
+        for (const auto& name : listed)
+            if (find(name, &id)) ok[id] = 1;
+    }
     const std::string& name(std::uint32_t id) const { return names_[id]; }
     std::size_t size() const noexcept { return names_.size(); }
     const std::vector<std::string>& names() const noexcept { return names_; }
