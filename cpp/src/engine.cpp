@@ -373,6 +373,14 @@ std::string_view Engine::key(node_id_t node) const {
     return *node_keys_[node];
 }
 
+std::vector<std::string_view> Engine::keys_of(const std::vector<Hit>& hits) const {
+    auto lock = read_lock();
+    std::vector<std::string_view> keys;
+    keys.reserve(hits.size());
+    for (const Hit& hit : hits) keys.push_back(*node_keys_[hit.node]);
+    return keys;
+}
+
 NodeRecord Engine::node(node_id_t node) const {
     auto lock = read_lock();
     NodeRecord record;

@@ -137,8 +137,9 @@ py::tuple result_to_python(const Engine& engine, const SearchResult& result) {
     py::array_t<std::int32_t> hops(static_cast<py::ssize_t>(n));
     auto s = scores.mutable_unchecked<1>();
     auto h = hops.mutable_unchecked<1>();
+    std::vector<std::string_view> encoded = engine.keys_of(result.hits);
     for (std::size_t i = 0; i < n; ++i) {
-        keys[i] = decode_key(engine.key(result.hits[i].node));
+        keys[i] = decode_key(encoded[i]);
         s(static_cast<py::ssize_t>(i)) = result.hits[i].score;
         h(static_cast<py::ssize_t>(i)) = static_cast<std::int32_t>(result.hits[i].hop);
     }

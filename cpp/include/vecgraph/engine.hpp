@@ -137,6 +137,8 @@ class Engine {
     NodeRecord node(node_id_t node) const;
     /// Key bytes of a node (valid while the engine lives).
     std::string_view key(node_id_t node) const;
+    /// Key bytes of each hit, under one lock.
+    std::vector<std::string_view> keys_of(const std::vector<Hit>& hits) const;
     /// Edges at a node in traversal order ((weight desc, edge id asc)); rels empty with filter_rels admits none.
     std::vector<EdgeRecord> neighbors(node_id_t node, Direction direction, bool filter_rels,
                                       const std::vector<std::string>& rels) const;

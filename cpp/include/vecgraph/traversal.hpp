@@ -66,7 +66,6 @@ struct TraversalScratch {
 
     /// Starts a new query over a graph of `count_nodes` nodes.
     void begin(std::size_t count_nodes);
-    bool is_visited(node_id_t node) const noexcept { return marks[node].epoch == epoch; }
 };
 
 /// Calls fn(neighbor, edge) for the allowed edges of node u in traversal order (weight desc,

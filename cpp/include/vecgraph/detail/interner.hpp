@@ -36,7 +36,6 @@ class Interner {
     }
     const std::string& name(std::uint32_t id) const { return names_[id]; }
     std::size_t size() const noexcept { return names_.size(); }
-    const std::vector<std::string>& names() const noexcept { return names_; }
 
   private:
     std::unordered_map<std::string, std::uint32_t> ids_;
