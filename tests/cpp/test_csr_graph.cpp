@@ -52,10 +52,10 @@ void check_direction(const Adjacency& adj, const EdgeList& list, std::size_t nod
         REQUIRE(adj.degree(u) == want.size());
         for (std::size_t i = 0; i < want.size(); ++i) {
             std::size_t pos = adj.offsets[u] + i;
-            CHECK_EQ(adj.weights[pos], -std::get<0>(want[i]));
-            CHECK_EQ(adj.edges[pos], std::get<1>(want[i]));
-            CHECK_EQ(adj.neighbors[pos], std::get<2>(want[i]));
-            CHECK_EQ(adj.rels[pos], std::get<3>(want[i]));
+            CHECK_EQ(adj.entries[pos].weight, -std::get<0>(want[i]));
+            CHECK_EQ(adj.entries[pos].edge, std::get<1>(want[i]));
+            CHECK_EQ(adj.entries[pos].neighbor, std::get<2>(want[i]));
+            CHECK_EQ(adj.entries[pos].rel, std::get<3>(want[i]));
         }
     }
 }
@@ -97,7 +97,7 @@ TEST_CASE("multi-edges and self-loops are kept") {
     list.weight = {1.f, 2.f, 1.f, 1.f};
     CsrGraph graph = CsrGraph::build(2, list.columns());
     CHECK_EQ(graph.out().degree(0), 2u);
-    CHECK_EQ(graph.out().edges[graph.out().offsets[0]], 1u);  // heavier first
+    CHECK_EQ(graph.out().entries[graph.out().offsets[0]].edge, 1u);  // heavier first
     CHECK_EQ(graph.out().degree(1), 2u);
     CHECK_EQ(graph.in().degree(1), 3u);
 }

@@ -1,7 +1,7 @@
 // Immutable CSR adjacency (out and in) over dense node ids.
 //
-// For node u, out-edges are entries [out_offsets[u], out_offsets[u+1]) of the parallel arrays
-// out_neighbors / out_edges / out_rels / out_weights; in-edges likewise with in_*.
+// For node u, out-edges are out().entries[out().offsets[u], out().offsets[u+1]) (AdjEntry:
+// neighbour, edge id, weight, rel); in-edges likewise in in().
 // Within one node the entries are ordered by (weight descending, edge id ascending): that is
 // the order in which traversal expands them, so "the first max_fanout allowed edges" is a
 // prefix walk. Built from an edge list in O(V + E) by counting sort on the endpoint, plus a
@@ -26,18 +26,27 @@ struct EdgeColumns {
     std::size_t count = 0;
 };
 
-/// One direction's adjacency.
+/// One adjacency entry: everything traversal reads about an edge, in one 16-byte record, so
+/// expanding a node touches one run of memory rather than four parallel arrays.
+struct AdjEntry {
+    node_id_t neighbor;
+    edge_id_t edge;
+    float weight;
+    rel_id_t rel;
+};
+static_assert(sizeof(AdjEntry) == 16, "AdjEntry must stay 16 bytes (four per cache line)");
+
+/// One direction's adjacency: node u's entries are entries[offsets[u], offsets[u + 1]).
 struct Adjacency {
     std::vector<std::uint32_t> offsets;  // count_nodes + 1
-    std::vector<node_id_t> neighbors;
-    std::vector<edge_id_t> edges;
-    std::vector<rel_id_t> rels;
-    std::vector<float> weights;
+    std::vector<AdjEntry> entries;
 
     std::size_t degree(node_id_t u) const noexcept {
         return u + 1 < offsets.size() ? offsets[u + 1] - offsets[u] : 0;
     }
-    std::size_t memory_bytes() const noexcept;
+    std::size_t memory_bytes() const noexcept {
+        return offsets.capacity() * sizeof(std::uint32_t) + entries.capacity() * sizeof(AdjEntry);
+    }
 };
 
 class CsrGraph {

@@ -84,20 +84,22 @@ bool for_each_allowed_edge(const CsrGraph& graph, node_id_t u, const TraversalPa
     const bool both = params.direction == Direction::both;
     while (budget > 0) {
         bool take_out;
-        if (o < o_end && i < i_end)
-            take_out = out.weights[o] > in.weights[i] || (out.weights[o] == in.weights[i] && out.edges[o] < in.edges[i]);
-        else if (o < o_end)
+        if (o < o_end && i < i_end) {
+            const AdjEntry& a = out.entries[o];
+            const AdjEntry& b = in.entries[i];
+            take_out = a.weight > b.weight || (a.weight == b.weight && a.edge < b.edge);
+        } else if (o < o_end) {
             take_out = true;
-        else if (i < i_end)
+        } else if (i < i_end) {
             take_out = false;
-        else
+        } else {
             break;
-        const Adjacency& side = take_out ? out : in;
-        std::uint32_t pos = take_out ? o++ : i++;
-        if (rel_ok && !rel_ok[side.rels[pos]]) continue;
-        if (both && !take_out && side.neighbors[pos] == u) continue;  // self-loop, already taken from out
+        }
+        const AdjEntry& entry = take_out ? out.entries[o++] : in.entries[i++];
+        if (rel_ok && !rel_ok[entry.rel]) continue;
+        if (both && !take_out && entry.neighbor == u) continue;  // self-loop, already taken from out
         --budget;
-        if (!fn(side.neighbors[pos], side.edges[pos])) return false;
+        if (!fn(entry.neighbor, entry.edge)) return false;
     }
     return true;
 }
