@@ -5,11 +5,17 @@
 set(VECGRAPH_KERNEL_SOURCES cpp/src/simd/dispatch.cpp cpp/src/simd/kernels_serial.cpp)
 
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
-    list(APPEND VECGRAPH_KERNEL_SOURCES cpp/src/simd/kernels_avx2.cpp cpp/src/simd/kernels_avx512.cpp)
+    list(APPEND VECGRAPH_KERNEL_SOURCES cpp/src/simd/kernels_avx2.cpp cpp/src/simd/kernels_avx512.cpp
+                                        cpp/src/simd/kernels_avx512_vnni.cpp)
     set_source_files_properties(cpp/src/simd/kernels_avx2.cpp PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")
+    # The -Wno-* flags: GCC 12's own avx512fintrin.h trips -Wmaybe-uninitialized at -O3.
+    set(_avx512_flags "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma")
     set_source_files_properties(cpp/src/simd/kernels_avx512.cpp PROPERTIES COMPILE_OPTIONS
-        "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx2;-mfma;$<$<CXX_COMPILER_ID:GNU>:-Wno-uninitialized;-Wno-maybe-uninitialized>")
-    # GCC 12's own avx512fintrin.h trips -Wmaybe-uninitialized inside _mm512_reduce_add_epi32 at -O3.
+        "${_avx512_flags};$<$<CXX_COMPILER_ID:GNU>:-Wno-uninitialized;-Wno-maybe-uninitialized>")
+    # VNNI in its own file: with -mavx512vnni a compiler may fuse madd + add into vpdpwssd,
+    # which the plain avx512 table must not contain (it runs on CPUs without VNNI).
+    set_source_files_properties(cpp/src/simd/kernels_avx512_vnni.cpp PROPERTIES COMPILE_OPTIONS
+        "${_avx512_flags};-mavx512vnni;$<$<CXX_COMPILER_ID:GNU>:-Wno-uninitialized;-Wno-maybe-uninitialized>")
     set(VECGRAPH_HAVE_X86_KERNELS ON)
 elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64|ARM64")
     list(APPEND VECGRAPH_KERNEL_SOURCES cpp/src/simd/kernels_neon.cpp)
