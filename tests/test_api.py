@@ -441,7 +441,7 @@ def test_hop_decay_within_rounding_for_any_decay(decay):
 
 def test_hop_decay_power_is_computed_from_the_double_decay():
     """hop_decay ** hop of the Python float, as documented, not of hop_decay rounded to float32 first
-    (engine bug: the binding narrows hop_decay to float32, so 0.8 ** 2 becomes float32(0.8) ** 2)."""
+    (narrowing hop_decay to float32 first would give float32(0.8) ** 2)."""
     _decay_check("ip", 0.8, bit_exact=True)
 
 
@@ -460,9 +460,8 @@ def test_hop_decay_below_one_moves_farther_nodes_down_under_l2():
 
 @pytest.mark.parametrize("decay", [1e-50, 1e50])
 def test_hop_decay_accepts_any_positive_finite_float(decay):
-    """hop_decay: "> 0; 1.0: none" -- any positive finite Python float. Engine bug: the binding
-    narrows it to float32 first, so 1e-50 becomes 0 and 1e50 becomes inf, and both are rejected
-    ("hop_decay must be a finite number > 0, got 0.000000" / "got inf")."""
+    """hop_decay: "> 0; 1.0: none" -- any positive finite Python float, also one that float32
+    cannot hold (narrowed to float32, 1e-50 would become 0 and 1e50 inf, and be rejected)."""
     g = vg.Graph(2, "ip")
     g.add_nodes(["a", "b"], [[1.0, 0.0], [1.0, 0.0]])
     g.add_edges(["a"], ["b"])

@@ -262,8 +262,8 @@ def test_zero_vector_allowed_under_ip_and_l2(metric):
 @pytest.mark.parametrize("metric", ["l2", "ip", "cos"])
 def test_huge_finite_vectors_never_give_nan_scores(metric):
     """Finite vectors are accepted; then no score may be NaN (NaN breaks the best-first order).
-    Engine bug under l2: sq_norm = float(sum code^2) * scale * scale overflows float32 to inf for
-    |x| >~ 1.5e19, and the score -((inf + inf) - 2 * inf) is NaN."""
+    Under l2 an unbounded sq_norm = float(sum code^2) * scale * scale would overflow float32 for
+    |x| >~ 1.5e19 and give -((inf + inf) - 2 * inf) = NaN; such vectors are rejected instead."""
     g = vg.Graph(2, metric)
     big = np.array([[1e20, 0], [0, 1e20], [1e19, 1e19], [1, 0]], np.float32)
     try:

@@ -318,7 +318,7 @@ def test_filter_rejected_neighbor_does_not_consume_max_visited():
 
 
 def test_hop_decay_applies_beyond_63_hops():
-    """hop_decay ** hop for every hop, however deep (engine bug: the power is capped at hop 63)."""
+    """hop_decay ** hop for every hop, however deep (no cap on the power table)."""
     n = 70
     vectors = np.tile(np.array([[1.0, 0.0]], np.float32), (n, 1))
     spec = GraphSpec(dim=2, metric="ip", keys=list(range(n)), vectors=vectors, labels=[""] * n, tenants=[""] * n,
