@@ -305,7 +305,7 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
     }
     traverse_and_score(csr_, node_vectors_, columns, active_filter, params, scratch, result.hits);
     result.count_visited = scratch.visited.size();
-    std::vector<edge_id_t> path;
+    std::vector<edge_id_t>& path = scratch.path;
     for (const Hit& hit : result.hits) {
         path_to(scratch, hit.node, edge_src_.data(), edge_dst_.data(), path);
         result.path_edges.insert(result.path_edges.end(), path.begin(), path.end());

@@ -45,23 +45,6 @@ struct metric_t {
     }
 };
 
-// Called by USearch with the neighbours it is about to measure: pulls their int8 rows into
-// cache first, so the distance computations overlap their memory latency.
-struct prefetch_t {
-    const VectorStore* store;
-    const std::vector<node_id_t>* slot_to_node;
-
-    template <typename iterator_at>
-    void operator()(iterator_at begin, iterator_at end) const noexcept {
-        const std::size_t bytes = store->stride_bytes();
-        for (; begin != end; ++begin) {
-            const char* row = reinterpret_cast<const char*>(store->codes((*slot_to_node)[get_slot(begin)])) -
-                              VectorStore::header_bytes;
-            for (std::size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(row + offset, 0, 3);
-        }
-    }
-};
-
 std::string take_error(us::error_t& error) {
     const char* message = error.release();
     return message ? message : "unknown error";
@@ -97,7 +80,6 @@ Status SeedIndex::add_range(node_id_t first, std::size_t count, std::size_t thre
         impl_->slot_to_node.resize(capacity, invalid_id);
     }
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
-    prefetch_t prefetch{&store_, &impl_->slot_to_node};
     threads = std::max<std::size_t>(1, std::min({threads, impl_->count_contexts, count / 256 + 1}));
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
@@ -112,7 +94,7 @@ Status SeedIndex::add_range(node_id_t first, std::size_t count, std::size_t thre
             row_ref_t value{store_.codes(node), store_.scale(node), store_.sq_norm(node)};
             auto result = index.add(
                 node, value, metric, config,
-                [&](hnsw_t::member_ref_t member) { impl_->slot_to_node[member.slot] = node; }, prefetch);
+                [&](hnsw_t::member_ref_t member) { impl_->slot_to_node[member.slot] = node; });
             if (!result) {
                 std::lock_guard<std::mutex> lock(failure_mutex);
                 failure = take_error(result.error);
@@ -141,7 +123,6 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
     // USearch sizes its buffers by these: never more than the index holds.
     wanted = std::min(wanted, index.size());
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
-    prefetch_t prefetch{&store_, &impl_->slot_to_node};
     row_ref_t value{query.codes.data(), query.scale, query.sq_norm};
     us::index_search_config_t config;
     config.expansion = std::min(std::max(expansion ? expansion : params_.expansion_search, wanted), index.size());
@@ -161,9 +142,9 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
         auto predicate = [&](hnsw_t::member_cref_t member) {
             return filter->admits(columns, slots[member.slot]);
         };
-        collect(index.search(value, wanted, metric, config, predicate, prefetch));
+        collect(index.search(value, wanted, metric, config, predicate));
     } else {
-        collect(index.search(value, wanted, metric, config, us::dummy_predicate_t{}, prefetch));
+        collect(index.search(value, wanted, metric, config));
     }
     std::sort(out.begin(), out.end(), [](const ScoredNode& a, const ScoredNode& b) {
         return a.score != b.score ? a.score > b.score : a.node < b.node;

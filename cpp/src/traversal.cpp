@@ -40,8 +40,7 @@ struct Visitor {
     }
 };
 
-}  // namespace
-
+// Top k of `count` scored nodes by (score desc, node id asc), as positions in `order`.
 void select_top_k(const node_id_t* nodes, const float* scores, std::size_t count, std::size_t k,
                   std::vector<std::uint32_t>& order) {
     order.resize(count);
@@ -53,6 +52,8 @@ void select_top_k(const node_id_t* nodes, const float* scores, std::size_t count
     std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(), better);
     order.resize(k);
 }
+
+}  // namespace
 
 void traverse_and_score(const CsrGraph& graph, const VectorStore& store, const NodeColumns& columns,
                         const NodeFilter* filter, const TraversalParams& params, TraversalScratch& scratch,

@@ -61,6 +61,7 @@ struct TraversalScratch {
     std::vector<float> decay_pow;        // float(hop_decay ** hop) for hop = 0..deepest visited
     std::vector<ScoredNode> seeds;
     std::vector<std::uint8_t> rel_ok;
+    std::vector<edge_id_t> path;         // one hit's path while results are assembled
     NodeFilter filter;
     QuantizedVector query;
 
@@ -108,10 +109,6 @@ bool for_each_allowed_edge(const CsrGraph& graph, node_id_t u, const TraversalPa
 void traverse_and_score(const CsrGraph& graph, const VectorStore& store, const NodeColumns& columns,
                         const NodeFilter* filter, const TraversalParams& params, TraversalScratch& scratch,
                         std::vector<Hit>& hits);
-
-/// Top k of `count` scored nodes by (score desc, node id asc); writes positions into scratch.order.
-void select_top_k(const node_id_t* nodes, const float* scores, std::size_t count, std::size_t k,
-                  std::vector<std::uint32_t>& order);
 
 /// Edge ids from the hit's seed to the hit, in walking order (empty for a seed). Valid until
 /// the scratch starts another query. `edge_src` / `edge_dst` are the edge list columns.

@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -12,8 +11,8 @@ namespace vecgraph::detail {
 class Interner {
   public:
     /// The id of `name`, adding it if new.
-    std::uint32_t intern(std::string_view name) {
-        auto it = ids_.find(std::string(name));
+    std::uint32_t intern(const std::string& name) {
+        auto it = ids_.find(name);
         if (it != ids_.end()) return it->second;
         auto id = static_cast<std::uint32_t>(names_.size());
         names_.emplace_back(name);
@@ -21,8 +20,8 @@ class Interner {
         return id;
     }
     /// The id of `name`, or false if it was never interned.
-    bool find(std::string_view name, std::uint32_t* id) const {
-        auto it = ids_.find(std::string(name));
+    bool find(const std::string& name, std::uint32_t* id) const {
+        auto it = ids_.find(name);
         if (it == ids_.end()) return false;
         *id = it->second;
         return true;
