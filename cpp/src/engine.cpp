@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "vecgraph/simd/kernels.hpp"
+#include "vecgraph/wal_records.hpp"
 
 namespace vecgraph {
 
@@ -16,6 +17,12 @@ namespace {
 constexpr std::size_t count_context_slots = 16;
 constexpr std::size_t max_dim = 65536;  // keeps every int32 dot product exact
 constexpr std::size_t max_expansion = 65536;  // HNSW beam widths (efConstruction, ef) beyond this only cost memory
+
+// WAL record types written by the engine (payloads: wal_records.hpp). Never renumbered.
+namespace record {
+constexpr std::uint8_t add_nodes = 1, add_edges = 2, upsert_nodes = 3, delete_nodes = 4, delete_edges = 5,
+                       delete_tenant = 6;
+}
 
 std::size_t default_threads(std::size_t threads) {
     if (threads) return threads;
@@ -39,7 +46,21 @@ const std::string& empty_string() {
     return empty;
 }
 
+Status corruption(std::string message) { return Status(StatusCode::corruption, std::move(message)); }
+
 }  // namespace
+
+struct Engine::PreparedNodes {
+    std::vector<std::int8_t> rows;         // count x stride, quantized
+    std::vector<node_id_t> existing;       // per row: the node an upsert replaces, or invalid_id
+    std::size_t count_new = 0;
+};
+
+struct Engine::PreparedEdges {
+    std::vector<node_id_t> src, dst;
+    std::vector<std::int8_t> rows;         // edge vector rows, when the batch has vectors
+    std::vector<std::uint8_t> has_vector;  // per edge, when the batch has vectors
+};
 
 Engine::Engine(const EngineConfig& config)
     : config_(config),
@@ -51,7 +72,10 @@ Engine::Engine(const EngineConfig& config)
     seed_index_ = std::make_unique<SeedIndex>(node_vectors_, config_.hnsw, count_context_slots);
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+    wait_for_compaction();
+    if (wal_) (void)close_wal();
+}
 
 std::shared_lock<std::shared_mutex> Engine::read_lock() const {
     { std::lock_guard<std::mutex> pass(turnstile_); }
@@ -80,68 +104,219 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
 
 std::size_t Engine::count_nodes() const {
     auto lock = read_lock();
-    return node_keys_.size();
+    return node_keys_.size() - count_dead_nodes_;
 }
 
 std::size_t Engine::count_edges() const {
     auto lock = read_lock();
+    return edge_src_.size() - count_dead_edges_;
+}
+
+std::size_t Engine::count_edge_ids() const {
+    auto lock = read_lock();
     return edge_src_.size();
 }
 
-Status Engine::add_nodes(const NodeBatch& batch) {
-    if (batch.count == 0) return Status::OK();
-    if (!batch.keys || !batch.vectors) return Status::invalid_argument("add_nodes needs keys and vectors");
-    auto lock = write_lock();
-    std::size_t first = node_keys_.size();
-    if (batch.count > max_count_nodes - first)
-        return Status::invalid_argument("a graph holds at most " + std::to_string(max_count_nodes) + " nodes");
-    // Check everything before changing anything.
+GraphView Engine::graph_view() const noexcept {
+    return GraphView{&csr_, delta_.count_edges ? &delta_ : nullptr, count_dead_edges_ ? edge_dead_.data() : nullptr};
+}
+
+NodeColumns Engine::node_columns() const noexcept {
+    return NodeColumns{node_labels_.data(), node_tenants_.data(), node_ts_.data(),
+                       count_dead_nodes_ ? node_dead_.data() : nullptr};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Write path: writable -> prepare (check everything) -> log -> apply -> finish (sync).
+
+Status Engine::writable() const {
+    if (!read_only_.empty()) return Status(StatusCode::read_only, read_only_);
+    return Status::OK();
+}
+
+Result<std::uint64_t> Engine::log(std::uint8_t type, const std::string& payload) {
+    if (!wal_) return last_lsn_.load() + 1;
+    auto lsn = wal_->append(type, payload.data(), payload.size());
+    if (!lsn.ok()) {
+        read_only_ = "the WAL could not be written (" + lsn.status().message() +
+                     "); the graph is read-only, reopen it to recover";
+        return lsn.status();
+    }
+    return lsn.value();
+}
+
+Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn) {
+    last_lsn_.store(lsn);
+    bool sync = wal_ && sync_policy_ == wal::SyncPolicy::always;
+    wal::Writer* wal = wal_.get();
+    writer.unlock();
+    maybe_start_compaction();
+    if (!sync) return Status::OK();
+    Status status = wal->sync_to(lsn);  // group commit: concurrent writers share one fsync
+    if (!status.ok()) {
+        std::lock_guard<std::mutex> again(writer_mutex_);
+        if (read_only_.empty())
+            read_only_ = "the WAL could not be synced (" + status.message() + "); the graph is read-only, reopen it to recover";
+    }
+    return status;
+}
+
+Result<Engine::PreparedNodes> Engine::prepare_nodes(const NodeBatch& batch, bool upsert) const {
+    if (!batch.keys || (!batch.vectors && !batch.rows))
+        return Status::invalid_argument("add_nodes needs keys and vectors");
+    PreparedNodes prepared;
+    prepared.existing.assign(batch.count, invalid_id);
     std::unordered_set<std::string_view> batch_keys;
     batch_keys.reserve(batch.count);
     for (std::size_t i = 0; i < batch.count; ++i) {
         const std::string& key = batch.keys[i];
-        if (key_to_node_.count(key))
-            return Status::already_exists("key " + display_key(key) + " (row " + std::to_string(i) +
-                                          ") is already in the graph; keys must be unique");
+        auto it = key_to_node_.find(key);
+        if (it != key_to_node_.end()) {
+            if (!upsert)
+                return Status::already_exists("key " + display_key(key) + " (row " + std::to_string(i) +
+                                              ") is already in the graph; keys must be unique (upsert_nodes replaces)");
+            prepared.existing[i] = it->second;
+        }
         if (!batch_keys.insert(key).second)
             return Status::already_exists("key " + display_key(key) + " appears twice in the batch (row " +
                                           std::to_string(i) + "); keys must be unique");
     }
-    VG_RETURN_IF_ERROR(node_vectors_.validate(batch.vectors, batch.count, "vectors"));
-
-    // Apply.
-    std::size_t total = first + batch.count;
-    reserve_rows(key_to_node_, total);
-    reserve_rows(node_keys_, total);
-    reserve_rows(node_labels_, total);
-    reserve_rows(node_tenants_, total);
-    reserve_rows(node_ts_, total);
-    reserve_rows(node_texts_, total);
-    reserve_rows(node_props_, total);
-    for (std::size_t i = 0; i < batch.count; ++i) {
-        auto node = static_cast<node_id_t>(first + i);
-        auto inserted = key_to_node_.emplace(batch.keys[i], node).first;
-        node_keys_.push_back(&inserted->first);
-        node_labels_.push_back(labels_.intern(batch.labels ? batch.labels[i] : empty_string()));
-        node_tenants_.push_back(tenants_.intern(batch.tenants ? batch.tenants[i] : empty_string()));
-        node_ts_.push_back(batch.ts ? batch.ts[i] : 0);
-        node_texts_.push_back(batch.texts ? batch.texts[i] : empty_string());
-        node_props_.push_back(batch.props ? batch.props[i] : empty_string());
+    prepared.count_new = static_cast<std::size_t>(
+        std::count(prepared.existing.begin(), prepared.existing.end(), invalid_id));
+    if (prepared.count_new > max_count_nodes - node_keys_.size())
+        return Status::invalid_argument("a graph holds at most " + std::to_string(max_count_nodes) + " nodes");
+    std::size_t stride = node_vectors_.stride_bytes();
+    if (batch.vectors) {
+        VG_RETURN_IF_ERROR(node_vectors_.validate(batch.vectors, batch.count, "vectors"));
+        prepared.rows.resize(batch.count * stride);
+        node_vectors_.quantize_rows(batch.vectors, batch.count, config_.threads, prepared.rows.data());
+    } else {
+        VG_RETURN_IF_ERROR(node_vectors_.validate_rows(batch.rows, batch.count, "vector rows"));
+        prepared.rows.assign(batch.rows, batch.rows + batch.count * stride);
     }
-    node_vectors_.append(batch.vectors, batch.count, config_.threads);
-    Status status = seed_index_->add_range(static_cast<node_id_t>(first), batch.count, config_.threads);
-    if (!status.ok()) return status;
+    return prepared;
+}
+
+Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
+    const std::size_t stride = node_vectors_.stride_bytes();
+    const std::size_t first = node_keys_.size();
+    std::vector<node_id_t> replaced;
+    {
+        auto lock = write_lock();
+        VG_RETURN_IF_ERROR(seed_index_->reserve_more(batch.count));
+        std::size_t total = first + prepared.count_new;
+        reserve_rows(key_to_node_, total);
+        reserve_rows(node_keys_, total);
+        reserve_rows(node_labels_, total);
+        reserve_rows(node_tenants_, total);
+        reserve_rows(node_ts_, total);
+        reserve_rows(node_texts_, total);
+        reserve_rows(node_props_, total);
+        node_vectors_.reserve(std::max(total, node_vectors_.size() + node_vectors_.size() / 2));
+        for (std::size_t i = 0; i < batch.count; ++i) {
+            const std::string& label = batch.labels ? batch.labels[i] : empty_string();
+            const std::string& tenant = batch.tenants ? batch.tenants[i] : empty_string();
+            const std::string& text = batch.texts ? batch.texts[i] : empty_string();
+            const std::string& props = batch.props ? batch.props[i] : empty_string();
+            std::int64_t ts = batch.ts ? batch.ts[i] : 0;
+            const std::int8_t* row = prepared.rows.data() + i * stride;
+            node_id_t node = prepared.existing[i];
+            if (node != invalid_id) {  // upsert: replace in place, edges stay
+                node_labels_[node] = labels_.intern(label);
+                node_tenants_[node] = tenants_.intern(tenant);
+                node_ts_[node] = ts;
+                node_texts_.set(node, text);
+                node_props_.set(node, props);
+                node_vectors_.set_row(node, row);
+                replaced.push_back(node);
+                continue;
+            }
+            node = static_cast<node_id_t>(node_keys_.size());
+            auto inserted = key_to_node_.emplace(batch.keys[i], node).first;
+            node_keys_.push_back(&inserted->first);
+            node_labels_.push_back(labels_.intern(label));
+            node_tenants_.push_back(tenants_.intern(tenant));
+            node_ts_.push_back(ts);
+            node_texts_.push_back(text);
+            node_props_.push_back(props);
+            node_vectors_.append_rows(row, 1);
+        }
+        node_dead_.resize(node_keys_.size(), 0);
+        delta_.flags.resize(node_keys_.size(), 0);
+    }
+    // HNSW inserts run beside searches (USearch locks the members it links).
+    auto lock = read_lock();
+    VG_RETURN_IF_ERROR(seed_index_->add_range(static_cast<node_id_t>(first), prepared.count_new, config_.threads, contexts_));
+    if (!replaced.empty()) {
+        VG_RETURN_IF_ERROR(seed_index_->add_nodes(replaced.data(), replaced.size(), config_.threads, contexts_));
+        seed_index_->count_reindexed(replaced.size());
+    }
     return Status::OK();
 }
 
-Status Engine::add_edges(const EdgeBatch& batch) {
+namespace {
+
+void encode_nodes(const NodeBatch& batch, const std::vector<std::int8_t>& rows, std::size_t dim, std::size_t stride,
+                  wal::PayloadWriter& out) {
+    out.u32(static_cast<std::uint32_t>(batch.count));
+    out.u32(static_cast<std::uint32_t>(dim));
+    out.u32(static_cast<std::uint32_t>(stride));
+    for (std::size_t i = 0; i < batch.count; ++i) {
+        out.str(batch.keys[i]);
+        out.str(batch.labels ? batch.labels[i] : empty_string());
+        out.str(batch.tenants ? batch.tenants[i] : empty_string());
+        out.i64(batch.ts ? batch.ts[i] : 0);
+        out.str(batch.texts ? batch.texts[i] : empty_string());
+        out.str(batch.props ? batch.props[i] : empty_string());
+        out.bytes(rows.data() + i * stride, stride);
+    }
+}
+
+}  // namespace
+
+Status Engine::add_nodes(const NodeBatch& batch) {
     if (batch.count == 0) return Status::OK();
+    std::unique_lock<std::mutex> writer(writer_mutex_);
+    VG_RETURN_IF_ERROR(writable());
+    auto prepared = prepare_nodes(batch, false);
+    if (!prepared.ok()) return prepared.status();
+    std::uint64_t lsn = last_lsn_.load() + 1;
+    if (wal_) {
+        wal::PayloadWriter payload;
+        encode_nodes(batch, prepared.value().rows, config_.dim, node_vectors_.stride_bytes(), payload);
+        auto logged = log(record::add_nodes, payload.payload());
+        if (!logged.ok()) return logged.status();
+        lsn = logged.value();
+    }
+    VG_RETURN_IF_ERROR(apply_nodes(batch, prepared.value()));
+    return finish_write(writer, lsn);
+}
+
+Status Engine::upsert_nodes(const NodeBatch& batch) {
+    if (batch.count == 0) return Status::OK();
+    std::unique_lock<std::mutex> writer(writer_mutex_);
+    VG_RETURN_IF_ERROR(writable());
+    auto prepared = prepare_nodes(batch, true);
+    if (!prepared.ok()) return prepared.status();
+    std::uint64_t lsn = last_lsn_.load() + 1;
+    if (wal_) {
+        wal::PayloadWriter payload;
+        encode_nodes(batch, prepared.value().rows, config_.dim, node_vectors_.stride_bytes(), payload);
+        auto logged = log(record::upsert_nodes, payload.payload());
+        if (!logged.ok()) return logged.status();
+        lsn = logged.value();
+    }
+    VG_RETURN_IF_ERROR(apply_nodes(batch, prepared.value()));
+    return finish_write(writer, lsn);
+}
+
+Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) const {
     if (!batch.src || !batch.dst) return Status::invalid_argument("add_edges needs src and dst keys");
-    auto lock = write_lock();
-    std::size_t first = edge_src_.size();
-    if (batch.count > max_count_nodes - first)
+    if (batch.count > max_count_nodes - edge_src_.size())
         return Status::invalid_argument("a graph holds at most " + std::to_string(max_count_nodes) + " edges");
-    std::vector<node_id_t> src(batch.count), dst(batch.count);
+    PreparedEdges prepared;
+    prepared.src.resize(batch.count);
+    prepared.dst.resize(batch.count);
     for (std::size_t i = 0; i < batch.count; ++i) {
         auto s = key_to_node_.find(batch.src[i]);
         if (s == key_to_node_.end())
@@ -151,50 +326,581 @@ Status Engine::add_edges(const EdgeBatch& batch) {
         if (d == key_to_node_.end())
             return Status::not_found("edge row " + std::to_string(i) + ": dst key " + display_key(batch.dst[i]) +
                                      " is not a node of the graph; add the node first");
-        src[i] = s->second;
-        dst[i] = d->second;
+        prepared.src[i] = s->second;
+        prepared.dst[i] = d->second;
         if (batch.weights && !std::isfinite(batch.weights[i]))
             return Status::invalid_argument("edge row " + std::to_string(i) + ": weight is " +
                                             std::to_string(batch.weights[i]) + "; weights must be finite");
     }
-    if (batch.vectors) VG_RETURN_IF_ERROR(edge_vectors_.validate(batch.vectors, batch.count, "edge vectors"));
-
-    std::size_t total = first + batch.count;
-    reserve_rows(edge_src_, total);
-    reserve_rows(edge_dst_, total);
-    edge_src_.insert(edge_src_.end(), src.begin(), src.end());
-    edge_dst_.insert(edge_dst_.end(), dst.begin(), dst.end());
-    reserve_rows(edge_rels_, total);
-    reserve_rows(edge_weights_, total);
-    reserve_rows(edge_ts_, total);
-    reserve_rows(edge_texts_, total);
-    reserve_rows(edge_props_, total);
-    std::size_t first_vector_row = edge_vectors_.size();
-    for (std::size_t i = 0; i < batch.count; ++i) {
-        edge_rels_.push_back(rels_.intern(batch.rels ? batch.rels[i] : empty_string()));
-        edge_weights_.push_back(batch.weights ? batch.weights[i] : 1.f);
-        edge_ts_.push_back(batch.ts ? batch.ts[i] : 0);
-        edge_texts_.push_back(batch.texts ? batch.texts[i] : empty_string());
-        edge_props_.push_back(batch.props ? batch.props[i] : empty_string());
-    }
-    if (batch.vectors || !edge_vector_rows_.empty()) {
-        edge_vector_rows_.resize(first, invalid_id);  // first edge vectors: earlier edges have none
+    std::size_t stride = edge_vectors_.stride_bytes();
+    if (batch.vectors) {
+        VG_RETURN_IF_ERROR(edge_vectors_.validate(batch.vectors, batch.count, "edge vectors"));
+        prepared.rows.resize(batch.count * stride);
+        edge_vectors_.quantize_rows(batch.vectors, batch.count, config_.threads, prepared.rows.data());
+        prepared.has_vector.assign(batch.count, 1);
+    } else if (batch.rows) {
+        prepared.has_vector.assign(batch.count, 1);
+        if (batch.has_vector) prepared.has_vector.assign(batch.has_vector, batch.has_vector + batch.count);
+        prepared.rows.assign(batch.rows, batch.rows + batch.count * stride);
         for (std::size_t i = 0; i < batch.count; ++i)
-            edge_vector_rows_.push_back(batch.vectors ? static_cast<std::uint32_t>(first_vector_row + i) : invalid_id);
+            if (prepared.has_vector[i])
+                VG_RETURN_IF_ERROR(edge_vectors_.validate_rows(prepared.rows.data() + i * stride, 1, "edge vector rows"));
     }
-    if (batch.vectors) edge_vectors_.append(batch.vectors, batch.count, config_.threads);
-    csr_dirty_.store(true, std::memory_order_release);
+    return prepared;
+}
+
+Status Engine::apply_edges(const EdgeBatch& batch, PreparedEdges& prepared) {
+    const std::size_t first = edge_src_.size();
+    const std::size_t total = first + batch.count;
+    const std::size_t stride = edge_vectors_.stride_bytes();
+    // A batch this large is folded into a new base CSR at once rather than into the delta.
+    const bool bulk = config_.auto_compact_edges && batch.count >= config_.auto_compact_edges;
+    {
+        auto lock = write_lock();
+        reserve_rows(edge_src_, total);
+        reserve_rows(edge_dst_, total);
+        reserve_rows(edge_rels_, total);
+        reserve_rows(edge_weights_, total);
+        reserve_rows(edge_ts_, total);
+        reserve_rows(edge_texts_, total);
+        reserve_rows(edge_props_, total);
+        reserve_rows(edge_dead_, total);
+        edge_src_.insert(edge_src_.end(), prepared.src.begin(), prepared.src.end());
+        edge_dst_.insert(edge_dst_.end(), prepared.dst.begin(), prepared.dst.end());
+        for (std::size_t i = 0; i < batch.count; ++i) {
+            edge_rels_.push_back(rels_.intern(batch.rels ? batch.rels[i] : empty_string()));
+            edge_weights_.push_back(batch.weights ? batch.weights[i] : 1.f);
+            edge_ts_.push_back(batch.ts ? batch.ts[i] : 0);
+            edge_texts_.push_back(batch.texts ? batch.texts[i] : empty_string());
+            edge_props_.push_back(batch.props ? batch.props[i] : empty_string());
+        }
+        edge_dead_.resize(total, 0);
+        if (!prepared.has_vector.empty() || !edge_vector_rows_.empty()) {
+            edge_vector_rows_.resize(first, invalid_id);  // first edge vectors: earlier edges have none
+            for (std::size_t i = 0; i < batch.count; ++i) {
+                if (!prepared.has_vector.empty() && prepared.has_vector[i]) {
+                    edge_vector_rows_.push_back(static_cast<std::uint32_t>(edge_vectors_.size()));
+                    edge_vectors_.append_rows(prepared.rows.data() + i * stride, 1);
+                } else {
+                    edge_vector_rows_.push_back(invalid_id);
+                }
+            }
+        }
+        if (!bulk)
+            for (std::size_t e = first; e < total; ++e)
+                delta_.add(edge_src_[e], edge_dst_[e], static_cast<edge_id_t>(e), edge_weights_[e], edge_rels_[e]);
+    }
     return Status::OK();
 }
 
-void Engine::refresh_csr() const {
-    if (!csr_dirty_.load(std::memory_order_acquire)) return;
-    auto lock = write_lock();
-    if (!csr_dirty_.load(std::memory_order_relaxed)) return;
-    EdgeColumns columns{edge_src_.data(), edge_dst_.data(), edge_rels_.data(), edge_weights_.data(), edge_src_.size()};
-    csr_ = CsrGraph::build(node_keys_.size(), columns);
-    csr_dirty_.store(false, std::memory_order_release);
+Status Engine::add_edges(const EdgeBatch& batch) {
+    if (batch.count == 0) return Status::OK();
+    std::unique_lock<std::mutex> writer(writer_mutex_);
+    VG_RETURN_IF_ERROR(writable());
+    auto prepared = prepare_edges(batch);
+    if (!prepared.ok()) return prepared.status();
+    std::uint64_t lsn = last_lsn_.load() + 1;
+    if (wal_) {
+        const std::size_t stride = edge_vectors_.stride_bytes();
+        const PreparedEdges& p = prepared.value();
+        wal::PayloadWriter out;
+        out.u32(static_cast<std::uint32_t>(batch.count));
+        out.u32(static_cast<std::uint32_t>(config_.dim));
+        out.u32(static_cast<std::uint32_t>(stride));
+        out.u8(p.has_vector.empty() ? 0 : 1);
+        for (std::size_t i = 0; i < batch.count; ++i) {
+            out.str(batch.src[i]);
+            out.str(batch.dst[i]);
+            out.str(batch.rels ? batch.rels[i] : empty_string());
+            out.f32(batch.weights ? batch.weights[i] : 1.f);
+            out.i64(batch.ts ? batch.ts[i] : 0);
+            out.str(batch.texts ? batch.texts[i] : empty_string());
+            out.str(batch.props ? batch.props[i] : empty_string());
+            bool has = !p.has_vector.empty() && p.has_vector[i];
+            out.u8(has ? 1 : 0);
+            if (has) out.bytes(p.rows.data() + i * stride, stride);
+        }
+        auto logged = log(record::add_edges, out.payload());
+        if (!logged.ok()) return logged.status();
+        lsn = logged.value();
+    }
+    VG_RETURN_IF_ERROR(apply_edges(batch, prepared.value()));
+    if (config_.auto_compact_edges && batch.count >= config_.auto_compact_edges) VG_RETURN_IF_ERROR(rebuild_base(writer));
+    return finish_write(writer, lsn);
 }
+
+template <typename fn_at>
+void Engine::for_each_edge_at(node_id_t node, fn_at&& fn) const {
+    // Every edge id touching `node`, live or not: base CSR runs, then delta lists.
+    if (node < csr_.count_nodes()) {
+        for (const Adjacency* adj : {&csr_.out(), &csr_.in()})
+            for (std::uint32_t i = adj->offsets[node]; i < adj->offsets[node + 1]; ++i) fn(adj->entries[i]);
+    }
+    std::uint8_t flags = node < delta_.flags.size() ? delta_.flags[node] : 0;
+    if (flags & 1)
+        for (const AdjEntry& entry : delta_.out.find(node)->second) fn(entry);
+    if (flags & 2)
+        for (const AdjEntry& entry : delta_.in.find(node)->second) fn(entry);
+}
+
+Result<std::vector<node_id_t>> Engine::select_nodes(const std::string* keys, std::size_t count, bool missing_ok) const {
+    std::vector<node_id_t> nodes;
+    std::unordered_set<node_id_t> seen;
+    for (std::size_t i = 0; i < count; ++i) {
+        auto it = key_to_node_.find(keys[i]);
+        if (it == key_to_node_.end()) {
+            if (missing_ok) continue;
+            return Status::not_found("key " + display_key(keys[i]) + " (row " + std::to_string(i) +
+                                     ") is not in the graph; pass missing_ok=True to skip missing keys");
+        }
+        if (seen.insert(it->second).second) nodes.push_back(it->second);
+    }
+    return nodes;
+}
+
+Result<std::vector<edge_id_t>> Engine::select_edges(const EdgeSelection& selection, bool missing_ok) const {
+    std::vector<edge_id_t> edges;
+    std::unordered_set<edge_id_t> seen;
+    for (std::size_t i = 0; i < selection.count; ++i) {
+        auto s = key_to_node_.find(selection.src[i]);
+        auto d = key_to_node_.find(selection.dst[i]);
+        rel_id_t rel = 0;
+        bool rel_known = !selection.rels || rels_.find(selection.rels[i], &rel);
+        std::size_t matched = 0;
+        if (s != key_to_node_.end() && d != key_to_node_.end() && rel_known) {
+            node_id_t src = s->second, dst = d->second;
+            auto take = [&](edge_id_t e) {
+                if (edge_dead_[e] || edge_src_[e] != src || edge_dst_[e] != dst) return;
+                if (selection.rels && edge_rels_[e] != rel) return;
+                ++matched;
+                if (seen.insert(e).second) edges.push_back(e);
+            };
+            // Out-edges of src: base run, then delta list.
+            if (src < csr_.count_nodes())
+                for (std::uint32_t j = csr_.out().offsets[src]; j < csr_.out().offsets[src + 1]; ++j)
+                    take(csr_.out().entries[j].edge);
+            if (delta_.flags[src] & 1)
+                for (const AdjEntry& entry : delta_.out.find(src)->second) take(entry.edge);
+        }
+        if (!matched && !missing_ok)
+            return Status::not_found("edge row " + std::to_string(i) + ": no edge from " + display_key(selection.src[i]) +
+                                     " to " + display_key(selection.dst[i]) +
+                                     (selection.rels ? " with rel '" + selection.rels[i] + "'" : std::string()) +
+                                     "; pass missing_ok=True to skip");
+    }
+    return edges;
+}
+
+std::vector<node_id_t> Engine::tenant_nodes(const std::string& tenant) const {
+    std::vector<node_id_t> nodes;
+    tenant_id_t id;
+    if (!tenants_.find(tenant, &id)) return nodes;
+    for (std::size_t n = 0; n < node_keys_.size(); ++n)
+        if (!node_dead_[n] && node_tenants_[n] == id) nodes.push_back(static_cast<node_id_t>(n));
+    return nodes;
+}
+
+void Engine::apply_edge_deletes(const std::vector<edge_id_t>& edges) {
+    auto lock = write_lock();
+    for (edge_id_t e : edges) {
+        if (edge_dead_[e]) continue;
+        edge_dead_[e] = 1;
+        ++count_dead_edges_;
+        ++dead_edges_since_compaction_;
+    }
+}
+
+void Engine::apply_node_deletes(const std::vector<node_id_t>& nodes) {
+    auto lock = write_lock();
+    for (node_id_t node : nodes) {
+        if (node_dead_[node]) continue;
+        node_dead_[node] = 1;
+        ++count_dead_nodes_;
+        for_each_edge_at(node, [&](const AdjEntry& entry) {
+            if (edge_dead_[entry.edge]) return;
+            edge_dead_[entry.edge] = 1;
+            ++count_dead_edges_;
+            ++dead_edges_since_compaction_;
+        });
+        // Release the key (a later add makes a new node); keep its bytes for node_keys_.
+        dead_keys_.push_back(key_to_node_.extract(*node_keys_[node]));
+        node_keys_[node] = &dead_keys_.back().key();
+    }
+}
+
+Status Engine::delete_nodes(const std::string* keys, std::size_t count, bool missing_ok, std::size_t* deleted) {
+    if (deleted) *deleted = 0;
+    if (count == 0) return Status::OK();
+    std::unique_lock<std::mutex> writer(writer_mutex_);
+    VG_RETURN_IF_ERROR(writable());
+    auto nodes = select_nodes(keys, count, missing_ok);
+    if (!nodes.ok()) return nodes.status();
+    if (nodes.value().empty()) return Status::OK();
+    std::uint64_t lsn = last_lsn_.load() + 1;
+    if (wal_) {
+        wal::PayloadWriter out;
+        out.u32(static_cast<std::uint32_t>(nodes.value().size()));
+        for (node_id_t node : nodes.value()) out.str(*node_keys_[node]);
+        auto logged = log(record::delete_nodes, out.payload());
+        if (!logged.ok()) return logged.status();
+        lsn = logged.value();
+    }
+    apply_node_deletes(nodes.value());
+    if (deleted) *deleted = nodes.value().size();
+    return finish_write(writer, lsn);
+}
+
+Status Engine::delete_edges(const EdgeSelection& selection, bool missing_ok, std::size_t* deleted) {
+    if (deleted) *deleted = 0;
+    if (selection.count == 0) return Status::OK();
+    if (!selection.src || !selection.dst) return Status::invalid_argument("delete_edges needs src and dst keys");
+    std::unique_lock<std::mutex> writer(writer_mutex_);
+    VG_RETURN_IF_ERROR(writable());
+    auto edges = select_edges(selection, missing_ok);
+    if (!edges.ok()) return edges.status();
+    if (edges.value().empty()) return Status::OK();
+    std::uint64_t lsn = last_lsn_.load() + 1;
+    if (wal_) {
+        wal::PayloadWriter out;
+        out.u32(static_cast<std::uint32_t>(selection.count));
+        out.u8(selection.rels ? 1 : 0);
+        for (std::size_t i = 0; i < selection.count; ++i) {
+            out.str(selection.src[i]);
+            out.str(selection.dst[i]);
+            if (selection.rels) out.str(selection.rels[i]);
+        }
+        auto logged = log(record::delete_edges, out.payload());
+        if (!logged.ok()) return logged.status();
+        lsn = logged.value();
+    }
+    apply_edge_deletes(edges.value());
+    if (deleted) *deleted = edges.value().size();
+    return finish_write(writer, lsn);
+}
+
+Status Engine::delete_tenant(const std::string& tenant, std::size_t* deleted) {
+    if (deleted) *deleted = 0;
+    std::unique_lock<std::mutex> writer(writer_mutex_);
+    VG_RETURN_IF_ERROR(writable());
+    std::vector<node_id_t> nodes = tenant_nodes(tenant);
+    if (nodes.empty()) return Status::OK();
+    std::uint64_t lsn = last_lsn_.load() + 1;
+    if (wal_) {
+        wal::PayloadWriter out;
+        out.str(tenant);
+        auto logged = log(record::delete_tenant, out.payload());
+        if (!logged.ok()) return logged.status();
+        lsn = logged.value();
+    }
+    apply_node_deletes(nodes);
+    if (deleted) *deleted = nodes.size();
+    return finish_write(writer, lsn);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compaction.
+
+Status Engine::rebuild_base(std::unique_lock<std::mutex>& writer) {
+    // With the writer lock held the edge columns cannot change: build from them directly while
+    // searches keep reading the current base and delta, then swap.
+    (void)writer;
+    EdgeColumns columns{edge_src_.data(), edge_dst_.data(), edge_rels_.data(), edge_weights_.data(), edge_src_.size(),
+                        count_dead_edges_ ? edge_dead_.data() : nullptr};
+    CsrGraph next = CsrGraph::build(node_keys_.size(), columns);
+    auto lock = write_lock();
+    csr_ = std::move(next);
+    base_edges_ = edge_src_.size();
+    delta_.clear();
+    dead_edges_since_compaction_ = 0;
+    ++count_compactions_;
+    return Status::OK();
+}
+
+Status Engine::compact() {
+    std::lock_guard<std::mutex> one(compaction_mutex_);
+    // Copy the edge columns under the writer lock (writes wait for a memcpy, not for the build).
+    std::vector<node_id_t> src, dst;
+    std::vector<rel_id_t> rels;
+    std::vector<float> weights;
+    std::vector<std::uint8_t> dead;
+    std::size_t count_nodes = 0, count_edges = 0;
+    {
+        std::lock_guard<std::mutex> writer(writer_mutex_);
+        count_nodes = node_keys_.size();
+        count_edges = edge_src_.size();
+        src = edge_src_;
+        dst = edge_dst_;
+        rels = edge_rels_;
+        weights = edge_weights_;
+        dead = edge_dead_;
+    }
+    EdgeColumns columns{src.data(), dst.data(), rels.data(), weights.data(), count_edges, dead.data()};
+    CsrGraph next = CsrGraph::build(count_nodes, columns);
+    std::lock_guard<std::mutex> writer(writer_mutex_);
+    auto lock = write_lock();
+    csr_ = std::move(next);
+    base_edges_ = count_edges;
+    // Edges added while the CSR was built stay in the delta; edges deleted meanwhile stay
+    // flagged in edge_dead_, which traversal checks.
+    delta_.clear();
+    for (std::size_t e = count_edges; e < edge_src_.size(); ++e)
+        delta_.add(edge_src_[e], edge_dst_[e], static_cast<edge_id_t>(e), edge_weights_[e], edge_rels_[e]);
+    dead_edges_since_compaction_ = 0;
+    for (std::size_t e = 0; e < count_edges; ++e) dead_edges_since_compaction_ += edge_dead_[e] && !dead[e];
+    ++count_compactions_;
+    return Status::OK();
+}
+
+void Engine::maybe_start_compaction() {
+    if (!config_.auto_compact_edges) return;
+    std::size_t pending, base;
+    {
+        auto lock = read_lock();
+        pending = delta_.count_edges + dead_edges_since_compaction_;
+        base = csr_.count_edges();
+    }
+    if (pending < std::max(config_.auto_compact_edges, base / 8)) return;
+    bool expected = false;
+    if (!compaction_running_.compare_exchange_strong(expected, true)) return;
+    std::lock_guard<std::mutex> hold(thread_mutex_);
+    if (compaction_thread_.joinable()) compaction_thread_.join();  // finished: it cleared the flag last
+    compaction_thread_ = std::thread([this] {
+        (void)compact();
+        compaction_running_.store(false);
+    });
+}
+
+void Engine::wait_for_compaction() {
+    std::lock_guard<std::mutex> hold(thread_mutex_);
+    if (compaction_thread_.joinable()) compaction_thread_.join();
+}
+
+// ---------------------------------------------------------------------------------------------
+// WAL.
+
+Status Engine::attach_wal(const std::string& dir, const wal::Uuid& uuid, std::uint64_t next_lsn,
+                          const wal::WriterOptions& options) {
+    std::lock_guard<std::mutex> writer(writer_mutex_);
+    if (wal_) return Status::invalid_argument("a WAL is already attached");
+    auto opened = wal::Writer::open(dir, uuid, next_lsn, options);
+    if (!opened.ok()) return opened.status();
+    wal_ = std::move(opened).value();
+    sync_policy_ = options.sync;
+    last_lsn_.store(next_lsn - 1);
+    read_only_.clear();
+    return Status::OK();
+}
+
+Status Engine::sync() {
+    std::unique_lock<std::mutex> writer(writer_mutex_);
+    if (!wal_) return Status::OK();
+    wal::Writer* wal = wal_.get();
+    writer.unlock();
+    return wal->sync();
+}
+
+Status Engine::drop_wal_before(std::uint64_t lsn) {
+    std::lock_guard<std::mutex> writer(writer_mutex_);
+    if (!wal_) return Status::OK();
+    return wal_->drop_segments_before(lsn);
+}
+
+Status Engine::close_wal() {
+    wait_for_compaction();
+    std::lock_guard<std::mutex> writer(writer_mutex_);
+    if (!wal_) return Status::OK();
+    Status status = wal_->sync();
+    wal_.reset();
+    read_only_ = "the graph is closed";
+    return status;
+}
+
+std::uint64_t Engine::last_lsn() const { return last_lsn_.load(); }
+
+Result<wal::RecoveryReport> Engine::replay_wal(const std::string& dir, const wal::Uuid& uuid, std::uint64_t from_lsn,
+                                               bool truncate_tail) {
+    auto report = wal::recover(
+        dir, uuid, from_lsn,
+        [this](std::uint8_t type, std::uint8_t /*flags*/, std::uint64_t lsn, std::string_view payload) {
+            return replay_record(type, lsn, payload);
+        },
+        truncate_tail);
+    if (report.ok() && report.value().last_lsn > last_lsn_.load()) last_lsn_.store(report.value().last_lsn);
+    return report;
+}
+
+Status Engine::replay_record(std::uint8_t type, std::uint64_t lsn, std::string_view payload) {
+    auto bad = [&](const std::string& why) {
+        return corruption("WAL record " + std::to_string(lsn) + " (type " + std::to_string(type) + "): " + why);
+    };
+    auto check = [&](Status status) {
+        return status.ok() ? status : bad("it does not apply to the graph: " + status.message());
+    };
+    wal::PayloadReader in(payload);
+    std::unique_lock<std::mutex> writer(writer_mutex_);
+    switch (type) {
+        case record::add_nodes:
+        case record::upsert_nodes: {
+            std::uint32_t count = in.u32(), dim = in.u32(), stride = in.u32();
+            if (in.failed() || dim != config_.dim || stride != node_vectors_.stride_bytes())
+                return bad("its vectors have dim " + std::to_string(dim) + ", the graph has dim " + std::to_string(config_.dim));
+            if (count > in.remaining() / stride) return bad("its node count exceeds its size");
+            std::vector<std::string> keys(count), labels(count), tenants(count), texts(count), props(count);
+            std::vector<std::int64_t> ts(count);
+            std::vector<std::int8_t> rows(static_cast<std::size_t>(count) * stride);
+            for (std::uint32_t i = 0; i < count && !in.failed(); ++i) {
+                keys[i] = in.str();
+                labels[i] = in.str();
+                tenants[i] = in.str();
+                ts[i] = in.i64();
+                texts[i] = in.str();
+                props[i] = in.str();
+                const char* row = in.bytes(stride);
+                if (row) std::memcpy(rows.data() + static_cast<std::size_t>(i) * stride, row, stride);
+            }
+            if (in.failed() || !in.done()) return bad("its payload is malformed");
+            NodeBatch batch;
+            batch.count = count;
+            batch.keys = keys.data();
+            batch.rows = rows.data();
+            batch.labels = labels.data();
+            batch.tenants = tenants.data();
+            batch.ts = ts.data();
+            batch.texts = texts.data();
+            batch.props = props.data();
+            auto prepared = prepare_nodes(batch, type == record::upsert_nodes);
+            if (!prepared.ok()) return check(prepared.status());
+            VG_RETURN_IF_ERROR(check(apply_nodes(batch, prepared.value())));
+            break;
+        }
+        case record::add_edges: {
+            std::uint32_t count = in.u32(), dim = in.u32(), stride = in.u32();
+            std::uint8_t has_vectors = in.u8();
+            if (in.failed() || dim != config_.dim || stride != edge_vectors_.stride_bytes())
+                return bad("its vectors have dim " + std::to_string(dim) + ", the graph has dim " + std::to_string(config_.dim));
+            if (count > in.remaining() / 30) return bad("its edge count exceeds its size");
+            std::vector<std::string> src(count), dst(count), rels(count), texts(count), props(count);
+            std::vector<float> weights(count);
+            std::vector<std::int64_t> ts(count);
+            std::vector<std::uint8_t> has(count, 0);
+            std::vector<std::int8_t> rows(has_vectors ? static_cast<std::size_t>(count) * stride : 0);
+            for (std::uint32_t i = 0; i < count && !in.failed(); ++i) {
+                src[i] = in.str();
+                dst[i] = in.str();
+                rels[i] = in.str();
+                weights[i] = in.f32();
+                ts[i] = in.i64();
+                texts[i] = in.str();
+                props[i] = in.str();
+                has[i] = in.u8();
+                if (has[i]) {
+                    if (!has_vectors) return bad("an edge has a vector in a batch without vectors");
+                    const char* row = in.bytes(stride);
+                    if (row) std::memcpy(rows.data() + static_cast<std::size_t>(i) * stride, row, stride);
+                }
+            }
+            if (in.failed() || !in.done()) return bad("its payload is malformed");
+            EdgeBatch batch;
+            batch.count = count;
+            batch.src = src.data();
+            batch.dst = dst.data();
+            batch.rels = rels.data();
+            batch.weights = weights.data();
+            batch.ts = ts.data();
+            batch.texts = texts.data();
+            batch.props = props.data();
+            if (has_vectors) {
+                batch.rows = rows.data();
+                batch.has_vector = has.data();
+            }
+            auto prepared = prepare_edges(batch);
+            if (!prepared.ok()) return check(prepared.status());
+            VG_RETURN_IF_ERROR(check(apply_edges(batch, prepared.value())));
+            if (config_.auto_compact_edges && count >= config_.auto_compact_edges) VG_RETURN_IF_ERROR(rebuild_base(writer));
+            break;
+        }
+        case record::delete_nodes: {
+            std::uint32_t count = in.u32();
+            if (in.failed() || count > in.remaining() / 4) return bad("its key count exceeds its size");
+            std::vector<std::string> keys(count);
+            for (std::uint32_t i = 0; i < count && !in.failed(); ++i) keys[i] = in.str();
+            if (in.failed() || !in.done()) return bad("its payload is malformed");
+            auto nodes = select_nodes(keys.data(), count, false);
+            if (!nodes.ok()) return check(nodes.status());
+            apply_node_deletes(nodes.value());
+            break;
+        }
+        case record::delete_edges: {
+            std::uint32_t count = in.u32();
+            std::uint8_t has_rels = in.u8();
+            if (in.failed() || count > in.remaining() / 8) return bad("its edge count exceeds its size");
+            std::vector<std::string> src(count), dst(count), rels(has_rels ? count : 0);
+            for (std::uint32_t i = 0; i < count && !in.failed(); ++i) {
+                src[i] = in.str();
+                dst[i] = in.str();
+                if (has_rels) rels[i] = in.str();
+            }
+            if (in.failed() || !in.done()) return bad("its payload is malformed");
+            EdgeSelection selection{count, src.data(), dst.data(), has_rels ? rels.data() : nullptr};
+            auto edges = select_edges(selection, true);
+            if (!edges.ok()) return check(edges.status());
+            apply_edge_deletes(edges.value());
+            break;
+        }
+        case record::delete_tenant: {
+            std::string tenant = in.str();
+            if (in.failed() || !in.done()) return bad("its payload is malformed");
+            apply_node_deletes(tenant_nodes(tenant));
+            break;
+        }
+        default:
+            return bad("the record type is unknown to this version");
+    }
+    last_lsn_.store(lsn);
+    return Status::OK();
+}
+
+void Engine::pause_writes(const std::function<void()>& fn) const {
+    std::lock_guard<std::mutex> writer(writer_mutex_);
+    fn();
+}
+
+ExportedState Engine::export_state() const {
+    auto lock = read_lock();
+    ExportedState state;
+    state.lsn = last_lsn_.load();
+    std::vector<std::uint32_t> position(node_keys_.size(), invalid_id);
+    for (std::size_t n = 0; n < node_keys_.size(); ++n)
+        if (!node_dead_[n]) {
+            position[n] = static_cast<std::uint32_t>(state.nodes.size());
+            state.nodes.push_back(static_cast<node_id_t>(n));
+        }
+    for (std::size_t e = 0; e < edge_src_.size(); ++e)
+        if (!edge_dead_[e]) {
+            state.edges.push_back(static_cast<edge_id_t>(e));
+            state.edge_src.push_back(position[edge_src_[e]]);
+            state.edge_dst.push_back(position[edge_dst_[e]]);
+        }
+    return state;
+}
+
+std::uint32_t Engine::edge_vector_row(edge_id_t edge) const {
+    auto lock = read_lock();
+    return edge < edge_vector_rows_.size() ? edge_vector_rows_[edge] : invalid_id;
+}
+
+std::string_view Engine::edge_text(edge_id_t edge) const {
+    auto lock = read_lock();
+    return edge_texts_[edge];
+}
+
+std::string_view Engine::edge_props(edge_id_t edge) const {
+    auto lock = read_lock();
+    return edge_props_[edge];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Search.
 
 Status Engine::validate(const SearchRequest& r) const {
     auto positive = [](const char* name, std::int64_t value) {
@@ -230,7 +936,6 @@ Result<SearchResult> Engine::search(const float* query, std::size_t dim, const S
                                           std::to_string(config_.dim));
     VG_RETURN_IF_ERROR(validate(request));
     VG_RETURN_IF_ERROR(validate_vector(query, dim, config_.metric, "query", 0));
-    refresh_csr();
     auto lock = read_lock();
     detail::ContextPool::Lease lease(contexts_);
     SearchResult result;
@@ -245,7 +950,6 @@ Result<std::vector<SearchResult>> Engine::search_batch(const float* queries, std
                                           std::to_string(config_.dim));
     VG_RETURN_IF_ERROR(validate(request));
     VG_RETURN_IF_ERROR(validate_queries(queries, count, dim));
-    refresh_csr();
     auto lock = read_lock();
     std::vector<SearchResult> results(count);
     threads = std::max<std::size_t>(1, std::min({default_threads(threads), count, count_context_slots}));
@@ -269,7 +973,7 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
     scratch.begin(count);
     result = SearchResult{};
     result.path_offsets.push_back(0);
-    if (count == 0) return Status::OK();
+    if (count == count_dead_nodes_) return Status::OK();
 
     // Filters: names the graph has never seen match nothing.
     NodeFilter& filter = scratch.filter;
@@ -277,8 +981,8 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
     if (request.filter_labels) labels_.mask_of(request.labels, filter.allow_labels());
     if (request.filter_tenants) tenants_.mask_of(request.tenants, filter.allow_tenants());
     if (request.ts_min != INT64_MIN || request.ts_max != INT64_MAX) filter.set_ts_range(request.ts_min, request.ts_max);
-    const NodeColumns columns{node_labels_.data(), node_tenants_.data(), node_ts_.data()};
-    const NodeFilter* active_filter = filter.active() ? &filter : nullptr;
+    const NodeColumns columns = node_columns();
+    const NodeFilter* active_filter = filter.needed(columns) ? &filter : nullptr;
 
     // Seeds.
     node_vectors_.quantize_into(query, scratch.query);
@@ -303,7 +1007,7 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
         rels_.mask_of(request.rels, scratch.rel_ok);
         params.rel_ok = &scratch.rel_ok;
     }
-    traverse_and_score(csr_, node_vectors_, columns, active_filter, params, scratch, result.hits);
+    traverse_and_score(graph_view(), node_vectors_, columns, active_filter, params, scratch, result.hits);
     result.count_visited = scratch.visited.size();
     std::vector<edge_id_t>& path = scratch.path;
     for (const Hit& hit : result.hits) {
@@ -412,18 +1116,17 @@ EdgeRecord Engine::edge(edge_id_t edge) const {
 
 std::vector<EdgeRecord> Engine::neighbors(node_id_t node, Direction direction, bool filter_rels,
                                           const std::vector<std::string>& rels) const {
-    refresh_csr();
     auto lock = read_lock();
     std::vector<std::uint8_t> rel_ok;
     if (filter_rels) rels_.mask_of(rels, rel_ok);
     // The same walk as traversal, with no fanout limit, collecting instead of visiting.
     std::vector<EdgeRecord> found;
-    if (node >= csr_.count_nodes()) return found;
+    if (node >= node_keys_.size() || node_dead_[node]) return found;
     TraversalParams params;
     params.direction = direction;
     params.max_fanout = SIZE_MAX;
     params.rel_ok = filter_rels ? &rel_ok : nullptr;
-    for_each_allowed_edge(csr_, node, params, [&](node_id_t, edge_id_t edge) {
+    for_each_allowed_edge(graph_view(), node, params, [&](node_id_t, edge_id_t edge) {
         found.push_back(edge_locked(edge));
         return true;
     });
@@ -431,11 +1134,21 @@ std::vector<EdgeRecord> Engine::neighbors(node_id_t node, Direction direction, b
 }
 
 EngineStats Engine::stats() const {
-    refresh_csr();
+    bool read_only;
+    {
+        std::lock_guard<std::mutex> writer(writer_mutex_);  // before the read lock: writers lock in that order
+        read_only = !read_only_.empty();
+    }
     auto lock = read_lock();
     EngineStats s{};
-    s.count_nodes = node_keys_.size();
-    s.count_edges = edge_src_.size();
+    s.read_only = read_only;
+    s.count_nodes = node_keys_.size() - count_dead_nodes_;
+    s.count_edges = edge_src_.size() - count_dead_edges_;
+    s.count_deleted_nodes = count_dead_nodes_;
+    s.count_deleted_edges = count_dead_edges_;
+    s.count_delta_edges = delta_.count_edges;
+    s.count_compactions = count_compactions_;
+    s.last_lsn = last_lsn_.load();
     s.count_edge_vectors = edge_vectors_.size();
     s.count_labels = labels_.size();
     s.count_tenants = tenants_.size();
@@ -443,7 +1156,7 @@ EngineStats Engine::stats() const {
     s.vector_bytes = node_vectors_.memory_bytes() + edge_vectors_.memory_bytes();
     s.text_bytes = node_texts_.memory_bytes() + node_props_.memory_bytes() + edge_texts_.memory_bytes() +
                    edge_props_.memory_bytes();
-    s.csr_bytes = csr_.memory_bytes();
+    s.csr_bytes = csr_.memory_bytes() + delta_.memory_bytes();
     s.hnsw_bytes = seed_index_->memory_bytes();
     std::size_t key_bytes = key_to_node_.bucket_count() * sizeof(void*) + node_keys_.capacity() * sizeof(void*);
     for (const auto& entry : key_to_node_) key_bytes += sizeof(entry) + 2 * sizeof(void*) + entry.first.capacity();

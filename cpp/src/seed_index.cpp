@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
+#include <mutex>
 #include <thread>
 
 #include <usearch/index.hpp>
@@ -69,28 +70,41 @@ std::size_t SeedIndex::memory_bytes() const noexcept {
     return impl_->index.memory_usage() + impl_->slot_to_node.capacity() * sizeof(node_id_t);
 }
 
-Status SeedIndex::add_range(node_id_t first, std::size_t count, std::size_t threads) {
-    if (count == 0) return Status::OK();
+Status SeedIndex::reserve_more(std::size_t count) {
     hnsw_t& index = impl_->index;
     std::size_t needed = index.size() + count;
-    if (needed > index.capacity()) {
-        std::size_t capacity = std::max(needed, index.capacity() + index.capacity() / 2);
-        if (!index.try_reserve(us::index_limits_t(capacity, impl_->count_contexts)))
-            return Status::internal("HNSW index could not reserve " + std::to_string(capacity) + " members");
-        impl_->slot_to_node.resize(capacity, invalid_id);
-    }
+    if (needed <= index.capacity()) return Status::OK();
+    std::size_t capacity = std::max(needed, index.capacity() + index.capacity() / 2);
+    if (!index.try_reserve(us::index_limits_t(capacity, impl_->count_contexts)))
+        return Status::internal("HNSW index could not reserve " + std::to_string(capacity) + " members");
+    impl_->slot_to_node.resize(capacity, invalid_id);
+    return Status::OK();
+}
+
+Status SeedIndex::add_range(node_id_t first, std::size_t count, std::size_t threads, detail::ContextPool& contexts) {
+    std::vector<node_id_t> nodes(count);
+    for (std::size_t i = 0; i < count; ++i) nodes[i] = static_cast<node_id_t>(first + i);
+    return add_nodes(nodes.data(), count, threads, contexts);
+}
+
+Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size_t threads,
+                            detail::ContextPool& contexts) {
+    if (count == 0) return Status::OK();
+    hnsw_t& index = impl_->index;
+    if (index.size() + count > index.capacity()) return Status::internal("HNSW index: reserve_more was not called");
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
     threads = std::max<std::size_t>(1, std::min({threads, impl_->count_contexts, count / 256 + 1}));
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
     std::string failure;
     std::mutex failure_mutex;
-    auto worker = [&](std::size_t thread) {
+    auto worker = [&] {
+        detail::ContextPool::Lease lease(contexts);
         us::index_update_config_t config;
         config.expansion = params_.expansion_add;
-        config.thread = thread;
+        config.thread = lease.slot();
         for (std::size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < count;) {
-            node_id_t node = static_cast<node_id_t>(first + i);
+            node_id_t node = nodes[i];
             row_ref_t value{store_.codes(node), store_.scale(node), store_.sq_norm(node)};
             auto result = index.add(
                 node, value, metric, config,
@@ -103,16 +117,18 @@ Status SeedIndex::add_range(node_id_t first, std::size_t count, std::size_t thre
         }
     };
     if (threads == 1) {
-        worker(0);
+        worker();
     } else {
         std::vector<std::thread> pool;
-        for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker, t);
-        worker(0);
+        for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+        worker();
         for (auto& thread : pool) thread.join();
     }
     if (failed) return Status::internal("HNSW insert failed: " + failure);
     return Status::OK();
 }
+
+void SeedIndex::count_reindexed(std::size_t count) noexcept { count_reindexed_ += count; }
 
 void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::size_t expansion,
                        const NodeFilter* filter, const NodeColumns& columns, std::size_t context,
@@ -121,6 +137,9 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
     const hnsw_t& index = impl_->index;
     if (wanted == 0 || index.size() == 0) return;
     // USearch sizes its buffers by these: never more than the index holds.
+    // A node indexed more than once (upserts) can come back twice: ask for enough to drop repeats.
+    std::size_t asked = wanted;
+    if (count_reindexed_) wanted += std::min(wanted, count_reindexed_);
     wanted = std::min(wanted, index.size());
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
     row_ref_t value{query.codes.data(), query.scale, query.sq_norm};
@@ -137,7 +156,7 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
             out.push_back({static_cast<node_id_t>(match.member.key), -match.distance});
         }
     };
-    if (filter && filter->active()) {
+    if (filter && filter->needed(columns)) {
         const std::vector<node_id_t>& slots = impl_->slot_to_node;
         auto predicate = [&](hnsw_t::member_cref_t member) {
             return filter->admits(columns, slots[member.slot]);
@@ -149,6 +168,17 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
     std::sort(out.begin(), out.end(), [](const ScoredNode& a, const ScoredNode& b) {
         return a.score != b.score ? a.score > b.score : a.node < b.node;
     });
+    if (count_reindexed_) {
+        // Both members of an upserted node score the same (the metric reads the current row).
+        std::vector<ScoredNode> unique;
+        for (const ScoredNode& s : out) {
+            bool seen = false;
+            for (const ScoredNode& u : unique) seen = seen || u.node == s.node;
+            if (!seen) unique.push_back(s);
+        }
+        if (unique.size() > asked) unique.resize(asked);
+        out.swap(unique);
+    }
 }
 
 }  // namespace vecgraph

@@ -55,11 +55,11 @@ void select_top_k(const node_id_t* nodes, const float* scores, std::size_t count
 
 }  // namespace
 
-void traverse_and_score(const CsrGraph& graph, const VectorStore& store, const NodeColumns& columns,
+void traverse_and_score(const GraphView& graph, const VectorStore& store, const NodeColumns& columns,
                         const NodeFilter* filter, const TraversalParams& params, TraversalScratch& scratch,
                         std::vector<Hit>& hits) {
     hits.clear();
-    if (filter && !filter->active()) filter = nullptr;
+    if (filter && !filter->needed(columns)) filter = nullptr;
     // Level 0: the seeds, best first.
     for (const ScoredNode& seed : scratch.seeds) {
         if (scratch.visited.size() >= params.max_visited) break;

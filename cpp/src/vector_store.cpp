@@ -80,15 +80,12 @@ Status VectorStore::validate(const float* rows, std::size_t count, const char* w
 
 void VectorStore::reserve(std::size_t count) { rows_.reserve(count * stride_); }
 
-void VectorStore::append(const float* rows, std::size_t count, std::size_t threads) {
-    std::size_t first = count_;
-    if (rows_.capacity() < (first + count) * stride_) reserve(std::max(first + count, first + first / 2));
-    rows_.resize((first + count) * stride_, 0);
-    count_ = first + count;
+void VectorStore::quantize_rows(const float* rows, std::size_t count, std::size_t threads, std::int8_t* out) const {
     auto work = [&](std::size_t begin, std::size_t end) {
         for (std::size_t r = begin; r < end; ++r) {
-            std::int8_t* row = rows_.data() + (first + r) * stride_;
+            std::int8_t* row = out + r * stride_;
             float head[2];
+            std::memset(row, 0, stride_);
             quantize_vector(rows + r * dim_, dim_, metric_, row + header_bytes, &head[0], &head[1]);
             std::memcpy(row, head, sizeof(head));
         }
@@ -100,6 +97,36 @@ void VectorStore::append(const float* rows, std::size_t count, std::size_t threa
     for (std::size_t t = 0; t < threads; ++t)
         pool.emplace_back(work, std::min(count, t * chunk), std::min(count, (t + 1) * chunk));
     for (auto& thread : pool) thread.join();
+}
+
+void VectorStore::append(const float* rows, std::size_t count, std::size_t threads) {
+    std::size_t first = count_;
+    if (rows_.capacity() < (first + count) * stride_) reserve(std::max(first + count, first + first / 2));
+    rows_.resize((first + count) * stride_, 0);
+    count_ = first + count;
+    quantize_rows(rows, count, threads, rows_.data() + first * stride_);
+}
+
+void VectorStore::append_rows(const std::int8_t* rows, std::size_t count) {
+    std::size_t first = count_;
+    if (rows_.capacity() < (first + count) * stride_) reserve(std::max(first + count, first + first / 2));
+    rows_.insert(rows_.end(), rows, rows + count * stride_);
+    count_ = first + count;
+}
+
+Status VectorStore::validate_rows(const std::int8_t* rows, std::size_t count, const char* what) const {
+    for (std::size_t r = 0; r < count; ++r) {
+        const std::int8_t* row = rows + r * stride_;
+        float head[2];
+        std::memcpy(head, row, sizeof(head));
+        if (!std::isfinite(head[0]) || head[0] < 0.f || !std::isfinite(head[1]) || head[1] < 0.f)
+            return Status::invalid_argument(std::string(what) + " row " + std::to_string(r) +
+                                            " has a scale or squared norm that is negative or not finite");
+        for (std::size_t i = header_bytes + dim_; i < stride_; ++i)
+            if (row[i] != 0)
+                return Status::invalid_argument(std::string(what) + " row " + std::to_string(r) + " has non-zero padding");
+    }
+    return Status::OK();
 }
 
 QuantizedVector VectorStore::quantize(const float* x) const {

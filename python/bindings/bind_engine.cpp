@@ -163,7 +163,7 @@ node_id_t find_node(const Engine& engine, const py::handle& key) {
 class PyEngine {
   public:
     PyEngine(std::size_t dim, const std::string& metric, std::size_t connectivity, std::size_t expansion_add,
-             std::size_t expansion_search, std::size_t threads) {
+             std::size_t expansion_search, std::size_t threads, std::size_t auto_compact_edges) {
         EngineConfig config;
         config.dim = dim;
         if (!parse_metric(metric, &config.metric))
@@ -172,14 +172,17 @@ class PyEngine {
         config.hnsw.expansion_add = expansion_add;
         config.hnsw.expansion_search = expansion_search;
         config.threads = threads;
+        config.auto_compact_edges = auto_compact_edges;
         engine_ = unwrap(Engine::create(config));
     }
 
     std::size_t dim() const { return engine_->config().dim; }
     std::string metric() const { return metric_name(engine_->config().metric); }
 
-    void add_nodes(const py::sequence& keys, const py::array& vectors, const py::object& labels,
-                   const py::object& tenants, const py::object& ts, const py::object& texts, const py::object& props) {
+    template <typename call_at>
+    void write_nodes(const py::sequence& keys, const py::array& vectors, const py::object& labels,
+                     const py::object& tenants, const py::object& ts, const py::object& texts, const py::object& props,
+                     call_at&& call) {
         std::vector<std::string> encoded = encode_keys(keys, "keys");
         std::size_t n = encoded.size();
         auto v = check_float_array(vectors, "vectors", 2, dim());
@@ -202,9 +205,252 @@ class PyEngine {
         Status status;
         {
             py::gil_scoped_release release;
-            status = engine_->add_nodes(batch);
+            status = call(batch);
         }
         check(status);
+    }
+
+    void add_nodes(const py::sequence& keys, const py::array& vectors, const py::object& labels,
+                   const py::object& tenants, const py::object& ts, const py::object& texts, const py::object& props) {
+        write_nodes(keys, vectors, labels, tenants, ts, texts, props,
+                    [&](const NodeBatch& batch) { return engine_->add_nodes(batch); });
+    }
+
+    void upsert_nodes(const py::sequence& keys, const py::array& vectors, const py::object& labels,
+                      const py::object& tenants, const py::object& ts, const py::object& texts,
+                      const py::object& props) {
+        write_nodes(keys, vectors, labels, tenants, ts, texts, props,
+                    [&](const NodeBatch& batch) { return engine_->upsert_nodes(batch); });
+    }
+
+    std::size_t delete_nodes(const py::sequence& keys, bool missing_ok) {
+        std::vector<std::string> encoded = encode_keys(keys, "keys");
+        std::size_t deleted = 0;
+        Status status;
+        {
+            py::gil_scoped_release release;
+            status = engine_->delete_nodes(encoded.data(), encoded.size(), missing_ok, &deleted);
+        }
+        check(status);
+        return deleted;
+    }
+
+    std::size_t delete_edges(const py::sequence& src, const py::sequence& dst, const py::object& rels, bool missing_ok) {
+        std::vector<std::string> src_keys = encode_keys(src, "src");
+        std::vector<std::string> dst_keys = encode_keys(dst, "dst");
+        if (dst_keys.size() != src_keys.size())
+            throw py::value_error("src has " + std::to_string(src_keys.size()) + " keys, dst has " +
+                                  std::to_string(dst_keys.size()));
+        std::vector<std::string> rel_col;
+        EdgeSelection selection{src_keys.size(), src_keys.data(), dst_keys.data(), nullptr};
+        if (!rels.is_none()) selection.rels = (rel_col = to_strings(rels, "rels", src_keys.size())).data();
+        std::size_t deleted = 0;
+        Status status;
+        {
+            py::gil_scoped_release release;
+            status = engine_->delete_edges(selection, missing_ok, &deleted);
+        }
+        check(status);
+        return deleted;
+    }
+
+    std::size_t delete_tenant(const std::string& tenant) {
+        std::size_t deleted = 0;
+        Status status;
+        {
+            py::gil_scoped_release release;
+            status = engine_->delete_tenant(tenant, &deleted);
+        }
+        check(status);
+        return deleted;
+    }
+
+    template <typename call_at>
+    void released(call_at&& call) {
+        Status status;
+        {
+            py::gil_scoped_release release;
+            status = call();
+        }
+        check(status);
+    }
+
+    void compact() { released([&] { return engine_->compact(); }); }
+    void sync() { released([&] { return engine_->sync(); }); }
+    void close_wal() { released([&] { return engine_->close_wal(); }); }
+    void drop_wal_before(std::uint64_t lsn) { released([&] { return engine_->drop_wal_before(lsn); }); }
+    std::uint64_t last_lsn() const { return engine_->last_lsn(); }
+    void wait_for_compaction() {
+        py::gil_scoped_release release;
+        engine_->wait_for_compaction();
+    }
+
+    static wal::Uuid to_uuid(const py::bytes& uuid) {
+        std::string raw = uuid;
+        if (raw.size() != 16) throw py::value_error("uuid must be 16 bytes, got " + std::to_string(raw.size()));
+        wal::Uuid out;
+        std::memcpy(out.data(), raw.data(), 16);
+        return out;
+    }
+
+    void attach_wal(const std::string& dir, const py::bytes& uuid, std::uint64_t next_lsn, const std::string& sync,
+                    std::uint32_t sync_interval_ms, std::uint64_t segment_bytes) {
+        wal::WriterOptions options;
+        if (sync == "always") options.sync = wal::SyncPolicy::always;
+        else if (sync == "interval") options.sync = wal::SyncPolicy::interval;
+        else if (sync == "off") options.sync = wal::SyncPolicy::off;
+        else raise_status(Status::invalid_argument("sync must be 'always', 'interval' or 'off', got '" + sync + "'"));
+        options.sync_interval_ms = sync_interval_ms;
+        options.segment_bytes = segment_bytes;
+        wal::Uuid id = to_uuid(uuid);
+        released([&] { return engine_->attach_wal(dir, id, next_lsn, options); });
+    }
+
+    py::dict replay_wal(const std::string& dir, const py::bytes& uuid, std::uint64_t from_lsn, bool truncate_tail) {
+        wal::Uuid id = to_uuid(uuid);
+        Result<wal::RecoveryReport> report = Status::internal("not run");
+        {
+            py::gil_scoped_release release;
+            report = engine_->replay_wal(dir, id, from_lsn, truncate_tail);
+        }
+        const wal::RecoveryReport& r = unwrap(std::move(report));
+        py::dict d;
+        d["first_lsn"] = r.first_lsn;
+        d["last_lsn"] = r.last_lsn;
+        d["next_lsn"] = r.next_lsn;
+        d["segments"] = r.segments;
+        d["records"] = r.records;
+        d["replayed"] = r.replayed;
+        d["truncated_bytes"] = r.truncated_bytes;
+        d["truncated_at"] = r.truncated_at;
+        return d;
+    }
+
+    py::dict export_state() const {
+        py::dict d;
+        // Writers wait meanwhile; they release the GIL before taking the writer lock, so holding
+        // the GIL here cannot deadlock with them.
+        engine_->pause_writes([&] { export_locked(d); });
+        return d;
+    }
+
+    void export_locked(py::dict& d) const {
+        ExportedState state = engine_->export_state();
+        const VectorStore& nodes = engine_->node_store();
+        const VectorStore& edge_store = engine_->edge_store();
+        std::size_t stride = nodes.stride_bytes();
+        std::size_t n = state.nodes.size(), m = state.edges.size();
+        py::list keys(n), labels(n), tenants(n), texts(n), props(n);
+        py::array_t<std::int64_t> ts(static_cast<py::ssize_t>(n));
+        py::array_t<std::int8_t> rows({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(stride)});
+        for (std::size_t i = 0; i < n; ++i) {
+            NodeRecord r = engine_->node(state.nodes[i]);
+            keys[i] = py::bytes(r.key);
+            labels[i] = to_py_str(r.label);
+            tenants[i] = to_py_str(r.tenant);
+            texts[i] = to_py_str(r.text);
+            props[i] = to_py_str(r.props);
+            ts.mutable_data()[i] = r.ts;
+            std::memcpy(rows.mutable_data() + i * stride, nodes.row_data(state.nodes[i]), stride);
+        }
+        py::list rels(m), edge_texts(m), edge_props(m);
+        py::array_t<std::uint32_t> src(static_cast<py::ssize_t>(m)), dst(static_cast<py::ssize_t>(m));
+        py::array_t<float> weights(static_cast<py::ssize_t>(m));
+        py::array_t<std::int64_t> edge_ts(static_cast<py::ssize_t>(m));
+        py::array_t<std::uint8_t> has_vector(static_cast<py::ssize_t>(m));
+        py::array_t<std::int8_t> edge_rows({static_cast<py::ssize_t>(m), static_cast<py::ssize_t>(stride)});
+        std::memset(edge_rows.mutable_data(), 0, m * stride);
+        for (std::size_t i = 0; i < m; ++i) {
+            EdgeRecord e = engine_->edge(state.edges[i]);
+            src.mutable_data()[i] = state.edge_src[i];
+            dst.mutable_data()[i] = state.edge_dst[i];
+            rels[i] = to_py_str(e.rel);
+            weights.mutable_data()[i] = e.weight;
+            edge_ts.mutable_data()[i] = e.ts;
+            edge_texts[i] = to_py_str(std::string(engine_->edge_text(e.edge)));
+            edge_props[i] = to_py_str(std::string(engine_->edge_props(e.edge)));
+            std::uint32_t row = engine_->edge_vector_row(e.edge);
+            has_vector.mutable_data()[i] = row != invalid_id;
+            if (row != invalid_id) std::memcpy(edge_rows.mutable_data() + i * stride, edge_store.row_data(row), stride);
+        }
+        d["lsn"] = state.lsn;
+        d["keys"] = keys;
+        d["labels"] = labels;
+        d["tenants"] = tenants;
+        d["ts"] = ts;
+        d["texts"] = texts;
+        d["props"] = props;
+        d["rows"] = rows;
+        d["edge_src"] = src;
+        d["edge_dst"] = dst;
+        d["edge_rels"] = rels;
+        d["edge_weights"] = weights;
+        d["edge_ts"] = edge_ts;
+        d["edge_texts"] = edge_texts;
+        d["edge_props"] = edge_props;
+        d["edge_has_vector"] = has_vector;
+        d["edge_rows"] = edge_rows;
+    }
+
+    // Loads snapshot columns: encoded keys (bytes) and quantized rows in the store's layout.
+    void load_nodes(const py::list& keys, const py::array& rows, const py::list& labels, const py::list& tenants,
+                    const py::array& ts, const py::list& texts, const py::list& props) {
+        std::size_t n = keys.size();
+        std::vector<std::string> encoded;
+        encoded.reserve(n);
+        for (auto key : keys) encoded.push_back(key.cast<std::string>());
+        std::size_t stride = engine_->node_store().stride_bytes();
+        auto r = py::array_t<std::int8_t, py::array::c_style | py::array::forcecast>::ensure(rows);
+        if (!r || r.ndim() != 2 || static_cast<std::size_t>(r.shape(0)) != n || static_cast<std::size_t>(r.shape(1)) != stride)
+            throw py::value_error("rows must be an int8 array of shape (" + std::to_string(n) + ", " + std::to_string(stride) + ")");
+        std::vector<std::string> label_col = to_strings(labels, "labels", n), tenant_col = to_strings(tenants, "tenants", n),
+                                 text_col = to_strings(texts, "texts", n), props_col = to_strings(props, "props", n);
+        auto ts_array = check_1d<std::int64_t>(ts, "ts", "int64", n);
+        NodeBatch batch;
+        batch.count = n;
+        batch.keys = encoded.data();
+        batch.rows = r.data();
+        batch.labels = label_col.data();
+        batch.tenants = tenant_col.data();
+        batch.ts = ts_array.data();
+        batch.texts = text_col.data();
+        batch.props = props_col.data();
+        released([&] { return engine_->add_nodes(batch); });
+    }
+
+    void load_edges(const py::list& src, const py::list& dst, const py::list& rels, const py::array& weights,
+                    const py::array& ts, const py::list& texts, const py::list& props, const py::array& has_vector,
+                    const py::array& rows) {
+        std::size_t n = src.size();
+        std::vector<std::string> src_keys, dst_keys;
+        for (auto key : src) src_keys.push_back(key.cast<std::string>());
+        for (auto key : dst) dst_keys.push_back(key.cast<std::string>());
+        if (dst_keys.size() != n) throw py::value_error("src and dst differ in length");
+        std::size_t stride = engine_->edge_store().stride_bytes();
+        auto r = py::array_t<std::int8_t, py::array::c_style | py::array::forcecast>::ensure(rows);
+        if (!r || r.ndim() != 2 || static_cast<std::size_t>(r.shape(0)) != n || static_cast<std::size_t>(r.shape(1)) != stride)
+            throw py::value_error("edge rows must be an int8 array of shape (" + std::to_string(n) + ", " + std::to_string(stride) + ")");
+        std::vector<std::string> rel_col = to_strings(rels, "rels", n), text_col = to_strings(texts, "texts", n),
+                                 props_col = to_strings(props, "props", n);
+        auto w = check_1d<float>(weights, "weights", "float32", n);
+        auto t = check_1d<std::int64_t>(ts, "ts", "int64", n);
+        auto has = check_1d<std::uint8_t>(has_vector, "has_vector", "uint8", n);
+        EdgeBatch batch;
+        batch.count = n;
+        batch.src = src_keys.data();
+        batch.dst = dst_keys.data();
+        batch.rels = rel_col.data();
+        batch.weights = w.data();
+        batch.ts = t.data();
+        batch.texts = text_col.data();
+        batch.props = props_col.data();
+        bool any_vector = false;
+        for (std::size_t i = 0; i < n; ++i) any_vector = any_vector || has.data()[i];
+        if (any_vector) {
+            batch.rows = r.data();
+            batch.has_vector = has.data();
+        }
+        released([&] { return engine_->add_edges(batch); });
     }
 
     void add_edges(const py::sequence& src, const py::sequence& dst, const py::object& rels, const py::object& weights,
@@ -296,7 +542,7 @@ class PyEngine {
     py::list edges(const py::array& edge_ids) {
         auto ids = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>::ensure(edge_ids);
         if (!ids) throw py::type_error("edge ids must be an array of uint32");
-        std::size_t count_edges = engine_->count_edges();
+        std::size_t count_edges = engine_->count_edge_ids();
         py::list out;
         for (py::ssize_t i = 0; i < ids.size(); ++i) {
             std::uint32_t id = ids.data()[i];
@@ -379,6 +625,12 @@ class PyEngine {
         d["key_bytes"] = s.key_bytes;
         d["text_bytes"] = s.text_bytes;
         d["isa"] = simd::active_isa();
+        d["deleted_nodes"] = s.count_deleted_nodes;
+        d["deleted_edges"] = s.count_deleted_edges;
+        d["delta_edges"] = s.count_delta_edges;
+        d["compactions"] = s.count_compactions;
+        d["last_lsn"] = s.last_lsn;
+        d["read_only"] = s.read_only;
         return d;
     }
 
@@ -392,9 +644,10 @@ void bind_engine(py::module_& m) {
     constexpr std::int64_t ts_lo = std::numeric_limits<std::int64_t>::min();
     constexpr std::int64_t ts_hi = std::numeric_limits<std::int64_t>::max();
     py::class_<PyEngine>(m, "Engine", "Core engine; use vecgraph.Graph instead.")
-        .def(py::init<std::size_t, const std::string&, std::size_t, std::size_t, std::size_t, std::size_t>(),
+        .def(py::init<std::size_t, const std::string&, std::size_t, std::size_t, std::size_t, std::size_t,
+                      std::size_t>(),
              py::arg("dim"), py::arg("metric"), py::arg("connectivity"), py::arg("expansion_add"),
-             py::arg("expansion_search"), py::arg("threads"))
+             py::arg("expansion_search"), py::arg("threads"), py::arg("auto_compact_edges") = 100000)
         .def_property_readonly("dim", &PyEngine::dim)
         .def_property_readonly("metric", &PyEngine::metric)
         .def("add_nodes", &PyEngine::add_nodes, py::arg("keys"), py::arg("vectors"), py::arg("labels"),
@@ -409,6 +662,27 @@ void bind_engine(py::module_& m) {
              py::arg("hops"), py::arg("max_visited"), py::arg("max_fanout"), py::arg("direction"), py::arg("rels"),
              py::arg("labels"), py::arg("tenants"), py::arg("ts_min") = ts_lo, py::arg("ts_max") = ts_hi,
              py::arg("hop_decay") = 1.0, py::arg("exact") = false, py::arg("ef") = 0, py::arg("threads") = 0)
+        .def("upsert_nodes", &PyEngine::upsert_nodes, py::arg("keys"), py::arg("vectors"), py::arg("labels"),
+             py::arg("tenants"), py::arg("ts"), py::arg("texts"), py::arg("props"))
+        .def("delete_nodes", &PyEngine::delete_nodes, py::arg("keys"), py::arg("missing_ok"))
+        .def("delete_edges", &PyEngine::delete_edges, py::arg("src"), py::arg("dst"), py::arg("rels"),
+             py::arg("missing_ok"))
+        .def("delete_tenant", &PyEngine::delete_tenant, py::arg("tenant"))
+        .def("compact", &PyEngine::compact)
+        .def("wait_for_compaction", &PyEngine::wait_for_compaction)
+        .def("sync", &PyEngine::sync)
+        .def("close_wal", &PyEngine::close_wal)
+        .def("drop_wal_before", &PyEngine::drop_wal_before, py::arg("lsn"))
+        .def("last_lsn", &PyEngine::last_lsn)
+        .def("attach_wal", &PyEngine::attach_wal, py::arg("dir"), py::arg("uuid"), py::arg("next_lsn"), py::arg("sync"),
+             py::arg("sync_interval_ms"), py::arg("segment_bytes"))
+        .def("replay_wal", &PyEngine::replay_wal, py::arg("dir"), py::arg("uuid"), py::arg("from_lsn"),
+             py::arg("truncate_tail"))
+        .def("export_state", &PyEngine::export_state)
+        .def("load_nodes", &PyEngine::load_nodes, py::arg("keys"), py::arg("rows"), py::arg("labels"),
+             py::arg("tenants"), py::arg("ts"), py::arg("texts"), py::arg("props"))
+        .def("load_edges", &PyEngine::load_edges, py::arg("src"), py::arg("dst"), py::arg("rels"), py::arg("weights"),
+             py::arg("ts"), py::arg("texts"), py::arg("props"), py::arg("has_vector"), py::arg("rows"))
         .def("edges", &PyEngine::edges, py::arg("edge_ids"))
         .def("get_node", &PyEngine::get_node, py::arg("key"))
         .def("neighbors", &PyEngine::neighbors, py::arg("key"), py::arg("direction"), py::arg("rels"))

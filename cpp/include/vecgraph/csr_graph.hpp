@@ -24,6 +24,7 @@ struct EdgeColumns {
     const rel_id_t* rel = nullptr;
     const float* weight = nullptr;
     std::size_t count = 0;
+    const std::uint8_t* dead = nullptr;  // nullptr, or one flag per edge: flagged edges are left out
 };
 
 /// One adjacency entry: everything traversal reads about an edge, in one 16-byte record, so
@@ -53,6 +54,7 @@ class CsrGraph {
   public:
     CsrGraph() = default;
     /// Builds out- and in-adjacency for nodes [0, count_nodes); every endpoint must be < count_nodes.
+    /// Edge ids stay the positions in `edges`; edges flagged dead are left out.
     static CsrGraph build(std::size_t count_nodes, const EdgeColumns& edges);
 
     std::size_t count_nodes() const noexcept { return count_nodes_; }

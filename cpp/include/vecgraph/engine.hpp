@@ -1,19 +1,38 @@
-// The engine: one in-memory graph with its key maps, node and edge columns, int8 vector
-// stores, CSR adjacency and HNSW seed index, and graph-guided search over them.
+// The engine: one graph with its key maps, node and edge columns, int8 vector stores, base
+// CSR plus delta adjacency, HNSW seed index and optional write-ahead log, and graph-guided
+// search over them.
 //
-// Thread safety: any number of searches run concurrently; a write (add_nodes, add_edges)
-// excludes searches while it applies. The CSR is rebuilt from the edge list on the first
-// search after edges were added (O(V + E)), so bulk loads pay for it once.
+// Writes. One writer at a time: a second concurrent write waits for the first (writer_mutex_).
+// A write is checked completely first (a rejected batch changes nothing and is not logged),
+// then appended to the WAL, then applied, then (sync "always") made durable before the call
+// returns. Applying takes the exclusive lock only to append or flip rows in memory (no
+// quantization, no HNSW work, no I/O inside it); HNSW inserts run under the shared lock,
+// concurrently with searches (USearch locks the members it links). So searches wait for a
+// writer at most for an in-memory append, never for a disk sync or an HNSW insert.
+//
+// Delta graph and compaction. Edges added since the base CSR was built live in a delta
+// (DeltaAdjacency, per-node sorted lists) that traversal merges with the CSR in the same
+// (weight desc, edge id asc) order. Compaction builds the next CSR from the edge columns off
+// to the side (searches and the CSR they read are untouched), then swaps it in under the
+// exclusive lock. It runs on compact(), and on a background thread once the delta holds
+// more than max(auto_compact_edges, base edges / 8) edges or deleted edges.
+//
+// Deletes are tombstones: a deleted node keeps its row and id (its key is released and can
+// be added again as a new node); searches skip it in the seed index (through the filter
+// predicate), in exact scans and in traversal, and its edges are flagged deleted. Compaction
+// leaves deleted edges out of the new CSR; node rows are reclaimed when a snapshot is loaded.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -26,6 +45,8 @@
 #include "vecgraph/traversal.hpp"
 #include "vecgraph/types.hpp"
 #include "vecgraph/vector_store.hpp"
+#include "vecgraph/wal_reader.hpp"
+#include "vecgraph/wal_writer.hpp"
 
 namespace vecgraph {
 
@@ -34,13 +55,17 @@ struct EngineConfig {
     Metric metric = Metric::cos;
     HnswParams hnsw;
     std::size_t threads = 0;  // threads for bulk work (quantization, HNSW build); 0: all cores
+    std::size_t auto_compact_edges = 100000;  // background compaction past this many delta edges; 0: never
 };
 
 /// Columns of a batch of nodes; optional columns may be nullptr (label "", tenant "", ts 0, text "", props "").
+/// Vectors come as floats (`vectors`) or already quantized (`rows`, the store's row layout,
+/// as read from a log or a snapshot).
 struct NodeBatch {
     std::size_t count = 0;
     const std::string* keys = nullptr;   // encoded keys (types.hpp)
     const float* vectors = nullptr;      // count x dim, row-major
+    const std::int8_t* rows = nullptr;   // count x VectorStore::stride_bytes(), when vectors is nullptr
     const std::string* labels = nullptr;
     const std::string* tenants = nullptr;
     const std::int64_t* ts = nullptr;    // microseconds since the epoch, caller's clock
@@ -59,6 +84,24 @@ struct EdgeBatch {
     const std::string* texts = nullptr;
     const std::string* props = nullptr;
     const float* vectors = nullptr;      // count x dim, or nullptr: the batch has no edge vectors
+    const std::int8_t* rows = nullptr;   // quantized rows instead of vectors (log, snapshot)
+    const std::uint8_t* has_vector = nullptr;  // with rows: per edge, 0 = no vector (its row is ignored)
+};
+
+/// Edges to delete: every live edge from src[i] to dst[i] (with rel rels[i], or any rel when rels is nullptr).
+struct EdgeSelection {
+    std::size_t count = 0;
+    const std::string* src = nullptr;
+    const std::string* dst = nullptr;
+    const std::string* rels = nullptr;
+};
+
+/// The live state at one LSN, for snapshots: node and edge positions in id order.
+struct ExportedState {
+    std::uint64_t lsn = 0;
+    std::vector<node_id_t> nodes;   // live node ids, ascending
+    std::vector<edge_id_t> edges;   // live edge ids, ascending
+    std::vector<std::uint32_t> edge_src, edge_dst;  // positions in `nodes`
 };
 
 struct SearchRequest {
@@ -107,6 +150,9 @@ struct EdgeRecord {
 struct EngineStats {
     std::size_t count_nodes, count_edges, count_edge_vectors, count_labels, count_tenants, count_rels;
     std::size_t vector_bytes, csr_bytes, hnsw_bytes, key_bytes, text_bytes;
+    std::size_t count_deleted_nodes, count_deleted_edges, count_delta_edges, count_compactions;
+    std::uint64_t last_lsn;
+    bool read_only;
 };
 
 class Engine {
@@ -117,10 +163,52 @@ class Engine {
     const EngineConfig& config() const noexcept { return config_; }
     std::size_t count_nodes() const;
     std::size_t count_edges() const;
+    /// Edge ids in use, deleted edges included (ids are [0, count_edge_ids())).
+    std::size_t count_edge_ids() const;
 
     /// Adds a batch atomically: every row is checked first; on any error nothing changes.
     Status add_nodes(const NodeBatch& batch);
     Status add_edges(const EdgeBatch& batch);
+    /// Adds new keys and replaces the label, tenant, ts, text, props and vector of existing
+    /// ones (their edges stay). Keys must not repeat within the batch.
+    Status upsert_nodes(const NodeBatch& batch);
+    /// Deletes nodes and their edges. A key that is not in the graph is an error (nothing
+    /// changes) unless `missing_ok`. `deleted` receives the number of nodes deleted.
+    Status delete_nodes(const std::string* keys, std::size_t count, bool missing_ok, std::size_t* deleted);
+    /// Deletes the selected edges; a selection matching no live edge is an error unless `missing_ok`.
+    Status delete_edges(const EdgeSelection& selection, bool missing_ok, std::size_t* deleted);
+    /// Deletes every node of `tenant` and their edges, as one logged write.
+    Status delete_tenant(const std::string& tenant, std::size_t* deleted);
+    /// Builds the next CSR from base + delta (dropping deleted edges) and swaps it in; searches
+    /// keep running on the current one meanwhile. Returns once the swap is done.
+    Status compact();
+
+    /// Durability. attach_wal logs every later write to the WAL in `dir` (recover first).
+    Status attach_wal(const std::string& dir, const wal::Uuid& uuid, std::uint64_t next_lsn,
+                      const wal::WriterOptions& options);
+    /// Replays the WAL in `dir` from `from_lsn` (records before it are checked, not applied),
+    /// cutting a torn tail when `truncate_tail`. Corruption in the middle is an error.
+    Result<wal::RecoveryReport> replay_wal(const std::string& dir, const wal::Uuid& uuid, std::uint64_t from_lsn,
+                                           bool truncate_tail);
+    /// Makes every logged write durable (whatever the sync policy).
+    Status sync();
+    /// Deletes WAL segments that hold only records below `lsn`.
+    Status drop_wal_before(std::uint64_t lsn);
+    /// Syncs and closes the WAL; later writes are refused (read_only).
+    Status close_wal();
+    /// LSN of the last write applied (0: none).
+    std::uint64_t last_lsn() const;
+    /// Runs fn with writes held back (they wait): a snapshot taken inside it is one LSN's state.
+    void pause_writes(const std::function<void()>& fn) const;
+    /// Live node and edge ids at the current LSN (call inside pause_writes).
+    ExportedState export_state() const;
+    /// Raw columns for snapshots (ids from export_state).
+    const VectorStore& node_store() const noexcept { return node_vectors_; }
+    const VectorStore& edge_store() const noexcept { return edge_vectors_; }
+    /// Row of an edge's vector in edge_store(), or invalid_id.
+    std::uint32_t edge_vector_row(edge_id_t edge) const;
+    std::string_view edge_text(edge_id_t edge) const;
+    std::string_view edge_props(edge_id_t edge) const;
 
     /// Checks a request's parameters (not its vector).
     Status validate(const SearchRequest& request) const;
@@ -144,15 +232,38 @@ class Engine {
                                       const std::vector<std::string>& rels) const;
     EdgeRecord edge(edge_id_t edge) const;
     EngineStats stats() const;
+    /// Waits for a background compaction to finish (for tests and close).
+    void wait_for_compaction();
 
     /// Quantized vector of a node (codes copied into `codes`, dim bytes); for tests and tools.
     void node_codes(node_id_t node, std::int8_t* codes, float* scale) const;
 
   private:
+    struct PreparedNodes;
+    struct PreparedEdges;
     explicit Engine(const EngineConfig& config);
     std::shared_lock<std::shared_mutex> read_lock() const;
     std::unique_lock<std::shared_mutex> write_lock() const;
-    void refresh_csr() const;
+    // Write path pieces; each runs with writer_mutex_ held.
+    Status writable() const;
+    Result<PreparedNodes> prepare_nodes(const NodeBatch& batch, bool upsert) const;
+    Status apply_nodes(const NodeBatch& batch, PreparedNodes& prepared);
+    Result<PreparedEdges> prepare_edges(const EdgeBatch& batch) const;
+    Status apply_edges(const EdgeBatch& batch, PreparedEdges& prepared);
+    Result<std::vector<node_id_t>> select_nodes(const std::string* keys, std::size_t count, bool missing_ok) const;
+    Result<std::vector<edge_id_t>> select_edges(const EdgeSelection& selection, bool missing_ok) const;
+    std::vector<node_id_t> tenant_nodes(const std::string& tenant) const;
+    void apply_node_deletes(const std::vector<node_id_t>& nodes);
+    void apply_edge_deletes(const std::vector<edge_id_t>& edges);
+    template <typename fn_at>
+    void for_each_edge_at(node_id_t node, fn_at&& fn) const;
+    Result<std::uint64_t> log(std::uint8_t type, const std::string& payload);
+    Status finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn);
+    Status replay_record(std::uint8_t type, std::uint64_t lsn, std::string_view payload);
+    Status rebuild_base(std::unique_lock<std::mutex>& writer);
+    void maybe_start_compaction();
+    GraphView graph_view() const noexcept;
+    NodeColumns node_columns() const noexcept;
     Status search_locked(const float* query, const SearchRequest& request, std::size_t slot,
                          SearchResult& result) const;
     EdgeRecord edge_locked(edge_id_t edge) const;
@@ -184,10 +295,28 @@ class Engine {
     std::vector<std::uint32_t> edge_vector_rows_;  // row in edge_vectors_, or invalid_id; empty until an edge has a vector
     VectorStore edge_vectors_;
 
-    // Derived structures.
-    mutable CsrGraph csr_;
-    mutable std::atomic<bool> csr_dirty_{false};
+    // Tombstones.
+    std::vector<std::uint8_t> node_dead_, edge_dead_;
+    std::size_t count_dead_nodes_ = 0, count_dead_edges_ = 0, dead_edges_since_compaction_ = 0;
+    std::vector<std::unordered_map<std::string, node_id_t>::node_type> dead_keys_;  // keeps deleted keys' bytes
+
+    // Base CSR (edges [0, base_edges_) that were live when it was built) and the delta since.
+    CsrGraph csr_;
+    std::size_t base_edges_ = 0;
+    DeltaAdjacency delta_;
+    std::size_t count_compactions_ = 0;
     std::unique_ptr<SeedIndex> seed_index_;
+
+    // Writers, compaction, WAL.
+    mutable std::mutex writer_mutex_;
+    std::mutex compaction_mutex_;  // one compaction at a time
+    std::mutex thread_mutex_;      // guards compaction_thread_
+    std::thread compaction_thread_;
+    std::atomic<bool> compaction_running_{false};
+    std::unique_ptr<wal::Writer> wal_;
+    wal::SyncPolicy sync_policy_ = wal::SyncPolicy::off;
+    std::string read_only_;  // why writes are refused; empty: writable
+    std::atomic<std::uint64_t> last_lsn_{0};
     mutable detail::ContextPool contexts_;
     mutable std::vector<TraversalScratch> scratch_;  // one per context slot
 };

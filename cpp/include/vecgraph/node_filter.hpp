@@ -14,6 +14,7 @@ struct NodeColumns {
     const label_id_t* labels = nullptr;
     const tenant_id_t* tenants = nullptr;
     const std::int64_t* ts = nullptr;
+    const std::uint8_t* dead = nullptr;  // one flag per node (deleted), or nullptr when no node is deleted
 };
 
 class NodeFilter {
@@ -43,7 +44,10 @@ class NodeFilter {
     }
     bool active() const noexcept { return by_label_ || by_tenant_ || by_ts_; }
 
+    /// True when admits() must be called: a condition is set or some node is deleted.
+    bool needed(const NodeColumns& nodes) const noexcept { return active() || nodes.dead; }
     bool admits(const NodeColumns& nodes, node_id_t node) const noexcept {
+        if (nodes.dead && nodes.dead[node]) return false;
         if (by_label_ && !label_ok_[nodes.labels[node]]) return false;
         if (by_tenant_ && !tenant_ok_[nodes.tenants[node]]) return false;
         if (by_ts_ && (nodes.ts[node] < ts_min_ || nodes.ts[node] > ts_max_)) return false;

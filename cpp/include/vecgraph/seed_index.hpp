@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "vecgraph/detail/context_pool.hpp"
 #include "vecgraph/node_filter.hpp"
 #include "vecgraph/status.hpp"
 #include "vecgraph/types.hpp"
@@ -41,9 +42,19 @@ class SeedIndex {
     std::size_t size() const noexcept;
     std::size_t memory_bytes() const noexcept;
 
-    /// Indexes store rows [first, first + count) as nodes of the same ids, on up to
-    /// `threads` threads. Not safe concurrently with search (the caller excludes readers).
-    Status add_range(node_id_t first, std::size_t count, std::size_t threads);
+    /// Makes room for `count` more members. Not safe concurrently with search or add (the
+    /// caller excludes readers).
+    Status reserve_more(std::size_t count);
+    /// Indexes store rows [first, first + count) as nodes of the same ids, on up to `threads`
+    /// threads, each leasing a context slot from `contexts`. Safe concurrently with searches
+    /// (USearch locks the members it links), after reserve_more(count). A node indexed again
+    /// (an upsert) gets a second member; searches return each node once.
+    Status add_range(node_id_t first, std::size_t count, std::size_t threads, detail::ContextPool& contexts);
+    /// Indexes the given nodes (after reserve_more); same rules as add_range.
+    Status add_nodes(const node_id_t* nodes, std::size_t count, std::size_t threads, detail::ContextPool& contexts);
+
+    /// Records that `count` nodes were indexed again (so searches ask for extra results).
+    void count_reindexed(std::size_t count) noexcept;
 
     /// Up to `wanted` nodes admitted by `filter` (nullptr: all), best first by (score desc, id asc).
     /// `context` is a slot leased from a pool of `count_contexts`; `expansion` 0 means the default.
@@ -54,6 +65,7 @@ class SeedIndex {
     struct Impl;
     const VectorStore& store_;
     HnswParams params_;
+    std::size_t count_reindexed_ = 0;  // members that repeat a node (upserts)
     std::unique_ptr<Impl> impl_;
 };
 

@@ -31,6 +31,9 @@ class [[nodiscard]] Status {
     static Status not_found(std::string m) { return {StatusCode::not_found, std::move(m)}; }
     static Status already_exists(std::string m) { return {StatusCode::already_exists, std::move(m)}; }
     static Status internal(std::string m) { return {StatusCode::internal, std::move(m)}; }
+    static Status corruption(std::string m) { return {StatusCode::corruption, std::move(m)}; }
+    static Status io_error(std::string m) { return {StatusCode::io_error, std::move(m)}; }
+    static Status read_only(std::string m) { return {StatusCode::read_only, std::move(m)}; }
 
     bool ok() const noexcept { return code_ == StatusCode::ok; }
     StatusCode code() const noexcept { return code_; }

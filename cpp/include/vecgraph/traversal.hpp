@@ -18,8 +18,10 @@
 // the scratch has grown to the graph's size (epoch-stamped visited marks need no clearing).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "vecgraph/csr_graph.hpp"
@@ -69,35 +71,117 @@ struct TraversalScratch {
     void begin(std::size_t count_nodes);
 };
 
+/// Traversal order of two adjacency entries: weight descending, then edge id ascending.
+inline bool comes_before(const AdjEntry& a, const AdjEntry& b) noexcept {
+    return a.weight > b.weight || (a.weight == b.weight && a.edge < b.edge);
+}
+
+/// Edges added since the base CSR was built (the delta graph): per node, small lists kept in
+/// traversal order, plus one flag byte per node (bit 0: has delta out-edges, bit 1: in-edges)
+/// so that nodes without delta edges cost one byte read.
+struct DeltaAdjacency {
+    std::unordered_map<node_id_t, std::vector<AdjEntry>> out, in;
+    std::vector<std::uint8_t> flags;  // indexed by node id
+    std::size_t count_edges = 0;
+
+    void add(node_id_t src, node_id_t dst, edge_id_t edge, float weight, rel_id_t rel) {
+        insert(out[src], AdjEntry{dst, edge, weight, rel});
+        insert(in[dst], AdjEntry{src, edge, weight, rel});
+        flags[src] |= 1;
+        flags[dst] |= 2;
+        ++count_edges;
+    }
+    void clear() {
+        out.clear();
+        in.clear();
+        std::fill(flags.begin(), flags.end(), std::uint8_t{0});
+        count_edges = 0;
+    }
+    std::size_t memory_bytes() const noexcept {
+        return flags.capacity() + (out.size() + in.size()) * 64 + count_edges * 2 * sizeof(AdjEntry);
+    }
+
+  private:
+    static void insert(std::vector<AdjEntry>& list, const AdjEntry& entry) {
+        list.insert(std::upper_bound(list.begin(), list.end(), entry, comes_before), entry);
+    }
+};
+
+/// What traversal reads: the immutable base CSR, the delta since it, and edge tombstones.
+struct GraphView {
+    const CsrGraph* base = nullptr;
+    const DeltaAdjacency* delta = nullptr;  // nullptr: no delta
+    const std::uint8_t* edge_dead = nullptr;  // one flag per edge id, or nullptr: no edge is deleted
+};
+
+namespace detail {
+// One direction of a node's edges: the base CSR run and the delta run, merged in traversal order.
+struct EdgeRun {
+    const AdjEntry *a = nullptr, *a_end = nullptr, *b = nullptr, *b_end = nullptr;
+    bool empty() const noexcept { return a == a_end && b == b_end; }
+    const AdjEntry* front() const noexcept {
+        if (a == a_end) return b;
+        if (b == b_end) return a;
+        return comes_before(*b, *a) ? b : a;
+    }
+    void pop(const AdjEntry* taken) noexcept {
+        if (taken == a) ++a;
+        else ++b;
+    }
+};
+}  // namespace detail
+
 /// Calls fn(neighbor, edge) for the allowed edges of node u in traversal order (weight desc,
-/// edge id asc; out- and in-lists merged under Direction::both, a self-loop once), at most
-/// params.max_fanout of them; stops early when fn returns false, and then returns false.
+/// edge id asc; base and delta merged, out- and in-lists merged under Direction::both, a
+/// self-loop once; deleted edges skipped), at most params.max_fanout of them; stops early when
+/// fn returns false, and then returns false.
 template <typename fn_at>
-bool for_each_allowed_edge(const CsrGraph& graph, node_id_t u, const TraversalParams& params, fn_at&& fn) {
-    if (u >= graph.count_nodes()) return true;
-    const Adjacency& out = graph.out();
-    const Adjacency& in = graph.in();
-    const std::uint8_t* rel_ok = params.rel_ok ? params.rel_ok->data() : nullptr;
-    std::size_t budget = params.max_fanout;
-    std::uint32_t o = 0, o_end = 0, i = 0, i_end = 0;
-    if (params.direction != Direction::in) o = out.offsets[u], o_end = out.offsets[u + 1];
-    if (params.direction != Direction::out) i = in.offsets[u], i_end = in.offsets[u + 1];
-    const bool both = params.direction == Direction::both;
-    while (budget > 0) {
-        bool take_out;
-        if (o < o_end && i < i_end) {
-            const AdjEntry& a = out.entries[o];
-            const AdjEntry& b = in.entries[i];
-            take_out = a.weight > b.weight || (a.weight == b.weight && a.edge < b.edge);
-        } else if (o < o_end) {
-            take_out = true;
-        } else if (i < i_end) {
-            take_out = false;
-        } else {
-            break;
+bool for_each_allowed_edge(const GraphView& graph, node_id_t u, const TraversalParams& params, fn_at&& fn) {
+    const CsrGraph& base = *graph.base;
+    detail::EdgeRun out, in;
+    const bool in_base = u < base.count_nodes();
+    const std::uint8_t flags = graph.delta && u < graph.delta->flags.size() ? graph.delta->flags[u] : 0;
+    if (params.direction != Direction::in) {
+        if (in_base) {
+            const Adjacency& adj = base.out();
+            out.a = adj.entries.data() + adj.offsets[u];
+            out.a_end = adj.entries.data() + adj.offsets[u + 1];
         }
-        const AdjEntry& entry = take_out ? out.entries[o++] : in.entries[i++];
+        if (flags & 1) {
+            const std::vector<AdjEntry>& list = graph.delta->out.find(u)->second;
+            out.b = list.data();
+            out.b_end = list.data() + list.size();
+        }
+    }
+    if (params.direction != Direction::out) {
+        if (in_base) {
+            const Adjacency& adj = base.in();
+            in.a = adj.entries.data() + adj.offsets[u];
+            in.a_end = adj.entries.data() + adj.offsets[u + 1];
+        }
+        if (flags & 2) {
+            const std::vector<AdjEntry>& list = graph.delta->in.find(u)->second;
+            in.b = list.data();
+            in.b_end = list.data() + list.size();
+        }
+    }
+    const std::uint8_t* rel_ok = params.rel_ok ? params.rel_ok->data() : nullptr;
+    const std::uint8_t* edge_dead = graph.edge_dead;
+    const bool both = params.direction == Direction::both;
+    std::size_t budget = params.max_fanout;
+    while (budget > 0) {
+        const AdjEntry* x = out.empty() ? nullptr : out.front();
+        const AdjEntry* y = in.empty() ? nullptr : in.front();
+        bool take_out;
+        if (x && y) take_out = x->weight > y->weight || (x->weight == y->weight && x->edge < y->edge);
+        else if (x) take_out = true;
+        else if (y) take_out = false;
+        else break;
+        const AdjEntry& entry = take_out ? *x : *y;
+        if (take_out) out.pop(x);
+        else in.pop(y);
         if (rel_ok && !rel_ok[entry.rel]) continue;
+        if (edge_dead && edge_dead[entry.edge]) continue;
         if (both && !take_out && entry.neighbor == u) continue;  // self-loop, already taken from out
         --budget;
         if (!fn(entry.neighbor, entry.edge)) return false;
@@ -106,7 +190,7 @@ bool for_each_allowed_edge(const CsrGraph& graph, node_id_t u, const TraversalPa
 }
 
 /// Expands from `seeds` and writes the top k hits (best first) to `hits`.
-void traverse_and_score(const CsrGraph& graph, const VectorStore& store, const NodeColumns& columns,
+void traverse_and_score(const GraphView& graph, const VectorStore& store, const NodeColumns& columns,
                         const NodeFilter* filter, const TraversalParams& params, TraversalScratch& scratch,
                         std::vector<Hit>& hits);
 

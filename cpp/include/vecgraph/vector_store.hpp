@@ -70,6 +70,20 @@ class VectorStore {
 
     /// Appends a validated batch, quantizing it with up to `threads` threads.
     void append(const float* rows, std::size_t count, std::size_t threads);
+    /// Quantizes a validated batch into `out` as `count` rows of stride_bytes() each (the
+    /// store's row layout), with up to `threads` threads.
+    void quantize_rows(const float* rows, std::size_t count, std::size_t threads, std::int8_t* out) const;
+    /// Appends `count` rows already in the store's layout (from quantize_rows, a log or a snapshot).
+    void append_rows(const std::int8_t* rows, std::size_t count);
+    /// Replaces one row with a row in the store's layout.
+    void set_row(std::size_t row, const std::int8_t* data) noexcept {
+        std::memcpy(rows_.data() + row * stride_, data, stride_);
+    }
+    /// Row `row` in the store's layout (stride_bytes() bytes).
+    const std::int8_t* row_data(std::size_t row) const noexcept { return rows_.data() + row * stride_; }
+    /// Checks rows in the store's layout (from a log or a snapshot): finite scale and squared
+    /// norm, zero padding; `what` names them in messages.
+    Status validate_rows(const std::int8_t* rows, std::size_t count, const char* what) const;
 
     /// Quantizes a query (validate it first).
     QuantizedVector quantize(const float* x) const;

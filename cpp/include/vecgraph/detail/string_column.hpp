@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace vecgraph::detail {
@@ -18,14 +19,26 @@ class StringColumn {
         bytes_.append(value.data(), value.size());
         offsets_.push_back(bytes_.size());
     }
+    /// Replaces one row's value (upserts). The old bytes stay in the buffer until the column is
+    /// rebuilt (a snapshot reload); replaced rows live in a side map.
+    void set(std::size_t row, std::string_view value) { replaced_[row] = std::string(value); }
     std::string_view operator[](std::size_t row) const noexcept {
+        if (!replaced_.empty()) {
+            auto it = replaced_.find(row);
+            if (it != replaced_.end()) return it->second;
+        }
         return std::string_view(bytes_).substr(offsets_[row], offsets_[row + 1] - offsets_[row]);
     }
-    std::size_t memory_bytes() const noexcept { return offsets_.capacity() * sizeof(std::uint64_t) + bytes_.capacity(); }
+    std::size_t memory_bytes() const noexcept {
+        std::size_t bytes = offsets_.capacity() * sizeof(std::uint64_t) + bytes_.capacity();
+        for (const auto& entry : replaced_) bytes += sizeof(entry) + entry.second.capacity() + 2 * sizeof(void*);
+        return bytes;
+    }
 
   private:
     std::vector<std::uint64_t> offsets_{0};
     std::string bytes_;
+    std::unordered_map<std::size_t, std::string> replaced_;
 };
 
 }  // namespace vecgraph::detail

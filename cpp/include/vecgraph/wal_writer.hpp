@@ -1,0 +1,103 @@
+// Writing the write-ahead log: framed appends, segment roll-over, durability by policy (group
+// commit), and dropping segments a snapshot has made obsolete. Format: wal_format.hpp.
+//
+// Thread-safety: append() is not thread-safe; the caller serialises appends (it must anyway, to
+// apply records in LSN order). sync_to(), sync(), drop_segments_before() and the accessors may
+// be called from any thread, concurrently with each other and with append(). close() and the
+// destructor must not run concurrently with any other call.
+//
+// Failure: after a failed write(2), fdatasync or segment creation the writer is failed for
+// good. The call that met the error returns StatusCode::io_error with the operating system's
+// text; every later append, sync, sync_to and drop_segments_before returns
+// StatusCode::read_only saying the same. A failed fdatasync is never retried: after one, the
+// kernel may have dropped the dirty pages, so a later success would prove nothing. Reopening
+// (recover() with truncate_tail, then Writer::open) is the way back.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "vecgraph/status.hpp"
+#include "vecgraph/wal_format.hpp"
+
+namespace vecgraph::wal {
+
+/// When appended records become durable.
+///   always:   sync_to(lsn) returns once lsn is on disk; concurrent callers share one fdatasync.
+///   interval: sync_to returns at once; a background thread fdatasyncs at most every
+///             sync_interval_ms while there are unsynced records (a crash may lose that window).
+///   off:      sync_to returns at once; only sync(), a segment roll and close() sync.
+enum class SyncPolicy : std::uint8_t { always, interval, off };
+
+struct WriterOptions {
+    SyncPolicy sync = SyncPolicy::always;
+    std::uint32_t sync_interval_ms = 100;  // interval policy only; at least 1
+    /// A segment is closed and a new one started when the next record would take it past this
+    /// size; a record larger than this gets a segment of its own.
+    std::uint64_t segment_bytes = 64ull << 20;
+    /// Called instead of fdatasync(fd) on segment files when set (tests count syncs and inject
+    /// failures). Returns 0, or -1 with errno set.
+    std::function<int(int fd)> sync_hook;
+};
+
+class Writer {
+  public:
+    /// Opens the log in `dir` (the folder is created if missing) for appending; the next record
+    /// gets `next_lsn` (1 for a new database; after recovery, RecoveryReport::next_lsn).
+    ///
+    /// If the folder has segments, the last one must belong to `uuid`, end in a valid record
+    /// (recover() with truncate_tail has cut any torn tail; else corruption) and continue at
+    /// next_lsn (else invalid_argument); the writer fdatasyncs it and appends to it. Otherwise it
+    /// creates segment <next_lsn>.log: written as .log.tmp, fdatasynced, renamed, folder fsynced.
+    /// Leftover .log.tmp files from a crash during creation are deleted.
+    static Result<std::unique_ptr<Writer>> open(const std::string& dir, const Uuid& uuid, std::uint64_t next_lsn,
+                                                const WriterOptions& options);
+
+    /// close(), ignoring its Status.
+    ~Writer();
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
+
+    /// Frames one record and writes it with one writev(2); returns its LSN (the previous + 1).
+    /// Durability is sync_to's job. Before writing, rolls to a new segment if this record would
+    /// take the current one past segment_bytes: fdatasync the old segment, create the new one.
+    /// invalid_argument for type 0, flag bits other than flag_skippable, or more than
+    /// max_payload_bytes of payload. Not thread-safe (see the top of this file).
+    Result<std::uint64_t> append(std::uint8_t type, const void* payload, std::size_t bytes, std::uint8_t flags = 0);
+
+    /// Makes every record up to `lsn` durable according to the policy: under `always` it returns
+    /// once an fdatasync that started after the record was written has succeeded; a caller that
+    /// finds a sync running waits for it and, if that did not cover `lsn`, leads the next one, so
+    /// concurrent commits share fdatasyncs. Under `interval` and `off` it returns at once. An LSN
+    /// not yet appended is invalid_argument. Thread-safe.
+    Status sync_to(std::uint64_t lsn);
+
+    /// fdatasyncs everything appended so far, under every policy (before a checkpoint commits a
+    /// snapshot, so that the log is never behind it). Thread-safe.
+    Status sync();
+
+    /// Deletes, oldest first, the segments all of whose records have LSN < lsn (those whose
+    /// successor starts at or below lsn), then fsyncs the folder; never the segment being
+    /// written. Call with snapshot LSN + 1 after the snapshot is committed. Thread-safe.
+    Status drop_segments_before(std::uint64_t lsn);
+
+    /// Stops the interval thread, fdatasyncs unsynced records unless the policy is off, and
+    /// closes the segment. Returns read_only if the writer had failed. Later calls are errors.
+    Status close();
+
+    /// LSN of the last appended record (next_lsn - 1 right after open).
+    std::uint64_t last_lsn() const noexcept;
+    /// Every record up to this LSN is durable (records found at open count as durable).
+    std::uint64_t synced_lsn() const noexcept;
+    bool failed() const noexcept;
+    const std::string& dir() const noexcept;
+
+  private:
+    struct Impl;
+    explicit Writer(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vecgraph::wal

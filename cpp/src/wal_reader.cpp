@@ -1,0 +1,369 @@
+// Write-ahead log reader: segment listing, frame checks, recovery and the torn-tail cut.
+#include "vecgraph/wal_reader.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+namespace vecgraph::wal {
+
+namespace {
+
+std::string errno_text(const char* operation, const std::string& path, int error) {
+    return std::string(operation) + " of " + path + " failed: " + std::strerror(error);
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+    if (!dir.empty() && dir.back() == '/') return dir + name;
+    return dir + "/" + name;
+}
+
+std::string base_name(const std::string& path) {
+    std::size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string where(const std::string& path, std::uint64_t offset) { return path + ":" + std::to_string(offset); }
+
+Status fsync_dir(const std::string& dir) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return Status::io_error(errno_text("open", dir, errno));
+    int rc = ::fsync(fd);
+    int error = errno;
+    ::close(fd);
+    if (rc != 0) return Status::io_error(errno_text("fsync", dir, error));
+    return Status::OK();
+}
+
+// Read-only file with a window buffer: sequential and nearby reads cost one pread per chunk,
+// and no request can reach past the file's size as measured at open.
+class FileReader {
+  public:
+    FileReader() = default;
+    FileReader(const FileReader&) = delete;
+    FileReader& operator=(const FileReader&) = delete;
+    ~FileReader() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+
+    Status open(const std::string& path) {
+        path_ = path;
+        fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd_ < 0) return Status::io_error(errno_text("open", path, errno));
+        struct stat st;
+        if (::fstat(fd_, &st) != 0) return Status::io_error(errno_text("fstat", path, errno));
+        if (!S_ISREG(st.st_mode)) return Status::corruption("WAL segment " + path + " is not a regular file");
+        size_ = static_cast<std::uint64_t>(st.st_size);
+        return Status::OK();
+    }
+
+    std::uint64_t size() const noexcept { return size_; }
+
+    // Bytes [offset, offset + bytes) of the file; requires offset + bytes <= size().
+    Status view(std::uint64_t offset, std::uint64_t bytes, std::string_view* out) {
+        if (offset > size_ || bytes > size_ - offset)
+            return Status::internal("WAL read of " + std::to_string(bytes) + " bytes at " + where(path_, offset) +
+                                    " is past the end of the file");
+        if (offset >= buffer_offset_ && offset + bytes <= buffer_offset_ + buffer_bytes_) {
+            *out = std::string_view(buffer_.data() + (offset - buffer_offset_), bytes);
+            return Status::OK();
+        }
+        std::uint64_t want = std::min<std::uint64_t>(std::max<std::uint64_t>(bytes, chunk_bytes), size_ - offset);
+        try {
+            if (buffer_.size() > 4 * chunk_bytes && want <= chunk_bytes) std::string().swap(buffer_);
+            if (buffer_.size() < want) buffer_.resize(want);
+        } catch (const std::bad_alloc&) {
+            buffer_bytes_ = 0;
+            return Status::internal("out of memory reading " + std::to_string(want) + " bytes at " +
+                                    where(path_, offset));
+        }
+        buffer_offset_ = offset;
+        buffer_bytes_ = 0;
+        while (buffer_bytes_ < want) {
+            ssize_t got = ::pread(fd_, &buffer_[buffer_bytes_], want - buffer_bytes_, off_t(offset + buffer_bytes_));
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) {
+                int error = errno;
+                buffer_bytes_ = 0;
+                return Status::io_error(errno_text("read", where(path_, offset), error));
+            }
+            if (got == 0) {
+                buffer_bytes_ = 0;
+                return Status::io_error("WAL segment " + path_ + " shrank while it was read (it was " +
+                                        std::to_string(size_) + " bytes)");
+            }
+            buffer_bytes_ += std::size_t(got);
+        }
+        *out = std::string_view(buffer_.data(), bytes);
+        return Status::OK();
+    }
+
+  private:
+    static constexpr std::uint64_t chunk_bytes = 1u << 20;
+    std::string path_;
+    int fd_ = -1;
+    std::uint64_t size_ = 0;
+    std::string buffer_;
+    std::uint64_t buffer_offset_ = 0;
+    std::size_t buffer_bytes_ = 0;
+};
+
+// Reads and checks a segment header; the file must hold at least segment_header_bytes.
+Status check_header(FileReader& file, const std::string& path, std::uint64_t name_lsn, const Uuid& uuid,
+                    SegmentHeader* header) {
+    std::string_view bytes;
+    VG_RETURN_IF_ERROR(file.view(0, segment_header_bytes, &bytes));
+    std::string why = decode_segment_header(reinterpret_cast<const std::uint8_t*>(bytes.data()), header);
+    if (!why.empty()) return Status::corruption("WAL segment " + path + " has a bad header: " + why);
+    if (header->uuid != uuid)
+        return Status::corruption("WAL segment " + path + " belongs to database " + format_uuid(header->uuid) +
+                                  ", expected " + format_uuid(uuid));
+    if (header->first_lsn != name_lsn)
+        return Status::corruption("WAL segment " + path + " says its first LSN is " +
+                                  std::to_string(header->first_lsn) + ", its name says " + std::to_string(name_lsn));
+    if (header->first_lsn == 0) return Status::corruption("WAL segment " + path + " starts at LSN 0, which is never used");
+    return Status::OK();
+}
+
+// Checks the frame at `offset` by every rule of wal_format.hpp except the LSN chain. Sets *why
+// to what is wrong, or to "" and fills header and payload if the frame is valid. Only a failed
+// read is a non-OK Status.
+Status check_frame(FileReader& file, std::uint64_t offset, FrameHeader* header, std::string_view* payload,
+                   std::string* why) {
+    why->clear();
+    std::uint64_t remaining = file.size() - offset;
+    if (remaining < frame_header_bytes) {
+        *why = "a frame header needs " + std::to_string(frame_header_bytes) + " bytes, " +
+               std::to_string(remaining) + " remain";
+        return Status::OK();
+    }
+    std::string_view head;
+    VG_RETURN_IF_ERROR(file.view(offset, frame_header_bytes, &head));
+    const auto* h = reinterpret_cast<const std::uint8_t*>(head.data());
+    *header = decode_frame_header(h);
+    if (std::all_of(h, h + frame_header_bytes, [](std::uint8_t b) { return b == 0; })) {
+        *why = "the frame is zero-filled";
+        return Status::OK();
+    }
+    if (header->payload_bytes > max_payload_bytes) {
+        *why = "its payload length " + std::to_string(header->payload_bytes) + " is above the limit of " +
+               std::to_string(max_payload_bytes);
+        return Status::OK();
+    }
+    std::uint64_t total = frame_bytes(header->payload_bytes);
+    if (total > remaining) {
+        *why = "the frame needs " + std::to_string(total) + " bytes, " + std::to_string(remaining) + " remain";
+        return Status::OK();
+    }
+    if (header->type == 0) {
+        *why = "its record type is 0";
+        return Status::OK();
+    }
+    if (header->reserved != 0 || (header->flags & ~flag_skippable) != 0) {
+        *why = "reserved header bits are set";
+        return Status::OK();
+    }
+    std::string_view frame;
+    VG_RETURN_IF_ERROR(file.view(offset, total, &frame));
+    const auto* f = reinterpret_cast<const std::uint8_t*>(frame.data());
+    if (header->masked_crc != frame_crc(f, f + frame_header_bytes, header->payload_bytes)) {
+        *why = "checksum mismatch";
+        return Status::OK();
+    }
+    const std::uint8_t* pad = f + frame_header_bytes + header->payload_bytes;
+    if (!std::all_of(pad, f + total, [](std::uint8_t b) { return b == 0; })) {
+        *why = "its pad bytes are not zero";
+        return Status::OK();
+    }
+    *payload = frame.substr(frame_header_bytes, header->payload_bytes);
+    return Status::OK();
+}
+
+// Looks for a frame valid on its own with an LSN above `last_good_lsn` at any 8-byte aligned
+// offset from `from_offset` on; *found_offset is 0 if there is none.
+Status find_later_record(FileReader& file, std::uint64_t from_offset, std::uint64_t last_good_lsn,
+                         std::uint64_t* found_offset, std::uint64_t* found_lsn) {
+    *found_offset = 0;
+    FrameHeader header;
+    std::string_view payload;
+    std::string why;
+    for (std::uint64_t offset = from_offset; offset + frame_bytes(0) <= file.size(); offset += frame_alignment) {
+        VG_RETURN_IF_ERROR(check_frame(file, offset, &header, &payload, &why));
+        if (why.empty() && header.lsn > last_good_lsn) {
+            *found_offset = offset;
+            *found_lsn = header.lsn;
+            return Status::OK();
+        }
+    }
+    return Status::OK();
+}
+
+Status truncate_file(const std::string& path, std::uint64_t bytes) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Status::io_error(errno_text("open", path, errno));
+    Status status;
+    if (::ftruncate(fd, off_t(bytes)) != 0)
+        status = Status::io_error(errno_text("ftruncate", path, errno));
+    else if (::fsync(fd) != 0)
+        status = Status::io_error(errno_text("fsync", path, errno));
+    ::close(fd);
+    return status;
+}
+
+std::string dir_of(const std::string& path) {
+    std::size_t slash = path.find_last_of('/');
+    if (slash == std::string::npos) return ".";
+    if (slash == 0) return "/";
+    return path.substr(0, slash);
+}
+
+}  // namespace
+
+Result<std::vector<SegmentFile>> list_segments(const std::string& dir) {
+    std::vector<SegmentFile> segments;
+    DIR* handle = ::opendir(dir.c_str());
+    if (handle == nullptr) {
+        if (errno == ENOENT) return segments;
+        return Status::io_error(errno_text("opendir", dir, errno));
+    }
+    errno = 0;
+    while (struct dirent* entry = ::readdir(handle)) {
+        std::uint64_t first_lsn = 0;
+        if (parse_segment_file_name(entry->d_name, &first_lsn))
+            segments.push_back({first_lsn, join_path(dir, entry->d_name)});
+        errno = 0;
+    }
+    int error = errno;
+    ::closedir(handle);
+    if (error != 0) return Status::io_error(errno_text("readdir", dir, error));
+    std::sort(segments.begin(), segments.end(),
+              [](const SegmentFile& a, const SegmentFile& b) { return a.first_lsn < b.first_lsn; });
+    return segments;
+}
+
+Result<SegmentEnd> read_segment_end(const std::string& path, const Uuid& uuid) {
+    std::uint64_t name_lsn = 0;
+    if (!parse_segment_file_name(base_name(path), &name_lsn))
+        return Status::invalid_argument(path + " is not named like a WAL segment (<20 digits>.log)");
+    FileReader file;
+    VG_RETURN_IF_ERROR(file.open(path));
+    if (file.size() < segment_header_bytes)
+        return Status::corruption("WAL segment " + path + " is " + std::to_string(file.size()) +
+                                  " bytes, shorter than its " + std::to_string(segment_header_bytes) + "-byte header");
+    SegmentHeader header;
+    VG_RETURN_IF_ERROR(check_header(file, path, name_lsn, uuid, &header));
+    SegmentEnd end;
+    end.first_lsn = header.first_lsn;
+    end.next_lsn = header.first_lsn;
+    end.valid_bytes = segment_header_bytes;
+    end.file_bytes = file.size();
+    FrameHeader frame;
+    std::string_view payload;
+    std::string why;
+    while (end.valid_bytes < file.size()) {
+        VG_RETURN_IF_ERROR(check_frame(file, end.valid_bytes, &frame, &payload, &why));
+        if (!why.empty() || frame.lsn != end.next_lsn) break;
+        ++end.next_lsn;
+        end.valid_bytes += frame_bytes(frame.payload_bytes);
+    }
+    return end;
+}
+
+Result<RecoveryReport> recover(const std::string& dir, const Uuid& uuid, std::uint64_t from_lsn,
+                               const RecordVisitor& visit, bool truncate_tail) {
+    Result<std::vector<SegmentFile>> listed = list_segments(dir);
+    if (!listed.ok()) return listed.status();
+    const std::vector<SegmentFile>& segments = listed.value();
+    RecoveryReport report;
+    std::uint64_t expected_lsn = 0;  // LSN the next record must have; 0 before the first segment
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+        const std::string& path = segments[i].path;
+        bool is_last = i + 1 == segments.size();
+        FileReader file;
+        VG_RETURN_IF_ERROR(file.open(path));
+
+        if (file.size() < segment_header_bytes) {
+            std::string what = "WAL segment " + path + " is " + std::to_string(file.size()) +
+                               " bytes, shorter than its " + std::to_string(segment_header_bytes) + "-byte header";
+            if (!is_last) return Status::corruption(what + ", and it is not the last segment");
+            // A crash while the segment was created: the whole file is the torn tail.
+            report.truncated_bytes = file.size();
+            report.truncated_at = where(path, 0);
+            if (truncate_tail) {
+                if (::unlink(path.c_str()) != 0) return Status::io_error(errno_text("unlink", path, errno));
+                VG_RETURN_IF_ERROR(fsync_dir(dir_of(path)));
+            }
+            break;
+        }
+        SegmentHeader header;
+        VG_RETURN_IF_ERROR(check_header(file, path, segments[i].first_lsn, uuid, &header));
+        if (i == 0) {
+            std::uint64_t needed = std::max<std::uint64_t>(from_lsn, 1);
+            if (header.first_lsn > needed)
+                return Status::corruption("the WAL starts at LSN " + std::to_string(header.first_lsn) + " (" + path +
+                                          "), but recovery needs the records from LSN " + std::to_string(needed) +
+                                          ": LSNs " + std::to_string(needed) + " to " +
+                                          std::to_string(header.first_lsn - 1) + " are missing");
+        } else if (header.first_lsn != expected_lsn) {
+            return Status::corruption("LSN gap between WAL segments: " + segments[i - 1].path + " ends at LSN " +
+                                      std::to_string(expected_lsn - 1) + ", " + path + " starts at LSN " +
+                                      std::to_string(header.first_lsn));
+        }
+        ++report.segments;
+        expected_lsn = header.first_lsn;
+
+        std::uint64_t offset = segment_header_bytes;
+        FrameHeader frame;
+        std::string_view payload;
+        std::string why;
+        while (offset < file.size()) {
+            VG_RETURN_IF_ERROR(check_frame(file, offset, &frame, &payload, &why));
+            if (why.empty() && frame.lsn != expected_lsn)
+                why = "its LSN is " + std::to_string(frame.lsn) + ", expected " + std::to_string(expected_lsn);
+            if (!why.empty()) {
+                std::string what = "WAL segment " + path + ", record at offset " + std::to_string(offset) + ": " + why;
+                if (!is_last)
+                    return Status::corruption(what + "; the segment is not the last one, so this is not a torn write");
+                std::uint64_t found_offset = 0, found_lsn = 0;
+                VG_RETURN_IF_ERROR(find_later_record(file, offset, expected_lsn - 1, &found_offset, &found_lsn));
+                if (found_offset != 0)
+                    return Status::corruption("damage in the middle of the log: " + what +
+                                              "; a valid record (LSN " + std::to_string(found_lsn) +
+                                              ") follows at offset " + std::to_string(found_offset));
+                report.truncated_bytes = file.size() - offset;
+                report.truncated_at = where(path, offset);
+                if (truncate_tail) VG_RETURN_IF_ERROR(truncate_file(path, offset));
+                break;
+            }
+            ++report.records;
+            if (report.first_lsn == 0) report.first_lsn = frame.lsn;
+            report.last_lsn = frame.lsn;
+            if (frame.lsn >= from_lsn) {
+                if (is_known_record_type(frame.type)) {
+                    if (visit) VG_RETURN_IF_ERROR(visit(frame.type, frame.flags, frame.lsn, payload));
+                    ++report.replayed;
+                } else if (frame.flags & flag_skippable) {
+                    ++report.skipped;
+                } else {
+                    return Status::corruption("WAL segment " + path + ", record at offset " + std::to_string(offset) +
+                                              ": record type " + std::to_string(frame.type) + " at LSN " +
+                                              std::to_string(frame.lsn) +
+                                              " is unknown to this version and not marked skippable; the log was "
+                                              "written by a newer vecgraph");
+                }
+            }
+            ++expected_lsn;
+            offset += frame_bytes(frame.payload_bytes);
+        }
+    }
+    report.next_lsn = expected_lsn;
+    return report;
+}
+
+}  // namespace vecgraph::wal

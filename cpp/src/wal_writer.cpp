@@ -1,0 +1,410 @@
+// Write-ahead log writer: framing, segment creation and roll-over, group commit, the interval
+// sync thread, and the failed (read-only) state.
+#include "vecgraph/wal_writer.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "vecgraph/wal_reader.hpp"
+
+namespace vecgraph::wal {
+
+namespace {
+
+std::string errno_text(const char* operation, const std::string& path, int error) {
+    return std::string(operation) + " of " + path + " failed: " + std::strerror(error);
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+    if (!dir.empty() && dir.back() == '/') return dir + name;
+    return dir + "/" + name;
+}
+
+Status fsync_dir(const std::string& dir) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return Status::io_error(errno_text("open", dir, errno));
+    int rc = ::fsync(fd);
+    int error = errno;
+    ::close(fd);
+    if (rc != 0) return Status::io_error(errno_text("fsync", dir, error));
+    return Status::OK();
+}
+
+// Writes every byte of `iov`, continuing after short writes and EINTR.
+Status write_all(int fd, struct iovec* iov, int count, const std::string& path) {
+    while (count > 0) {
+        ssize_t written = ::writev(fd, iov, count);
+        if (written < 0 && errno == EINTR) continue;
+        if (written < 0) return Status::io_error(errno_text("write", path, errno));
+        if (written == 0) return Status::io_error("write of " + path + " failed: no bytes were written");
+        auto left = static_cast<std::size_t>(written);
+        while (count > 0 && left >= iov->iov_len) {
+            left -= iov->iov_len;
+            ++iov;
+            --count;
+        }
+        if (count > 0) {
+            iov->iov_base = static_cast<char*>(iov->iov_base) + left;
+            iov->iov_len -= left;
+        }
+    }
+    return Status::OK();
+}
+
+// An open segment. Shared between the appender and a syncing thread, so that rolling to the
+// next segment never closes a descriptor another thread is still fdatasyncing.
+struct OpenSegment {
+    int fd = -1;
+    std::uint64_t first_lsn = 0;
+    std::string path;
+
+    OpenSegment(int fd_, std::uint64_t first_lsn_, std::string path_)
+        : fd(fd_), first_lsn(first_lsn_), path(std::move(path_)) {}
+    OpenSegment(const OpenSegment&) = delete;
+    OpenSegment& operator=(const OpenSegment&) = delete;
+    ~OpenSegment() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+}  // namespace
+
+struct Writer::Impl {
+    std::string dir;
+    Uuid uuid{};
+    WriterOptions options;
+
+    // Owned by the appending thread.
+    std::uint64_t next_lsn = 1;
+    std::uint64_t segment_size = 0;  // bytes in the current segment
+    bool closed = false;
+
+    mutable std::mutex mu;
+    std::condition_variable sync_done;    // a group-commit leader finished
+    std::condition_variable wake_syncer;  // the interval thread should stop
+    std::shared_ptr<OpenSegment> current;  // guarded by mu; replaced only by the appending thread
+    std::atomic<std::uint64_t> written_lsn{0};  // stored under mu
+    std::atomic<std::uint64_t> synced_lsn{0};   // stored under mu
+    std::atomic<bool> has_failed{false};       // stored under mu
+    std::string failure;                        // guarded by mu: why the writer is read-only
+    bool syncing = false;                       // guarded by mu: a leader's fdatasync is running
+    bool stop_syncer = false;                   // guarded by mu
+    std::thread syncer;
+
+    int data_sync(int fd) {
+        if (options.sync_hook) return options.sync_hook(fd);
+#if defined(__APPLE__)
+        return ::fcntl(fd, F_FULLFSYNC);
+#else
+        return ::fdatasync(fd);
+#endif
+    }
+
+    // Puts the writer in the failed state (mu held). `what` is the operating system's error;
+    // `verb` says what could not be done to the log. Returns the io_error for the current call;
+    // later calls get read_only with the message kept here.
+    Status fail_locked(const std::string& what, const char* verb) {
+        if (failure.empty()) {
+            failure = std::string("the WAL could not be ") + verb + " (" + what +
+                      "); the graph is read-only, reopen it to recover";
+            has_failed.store(true);
+        }
+        return Status::io_error(what);
+    }
+    Status fail(const std::string& what, const char* verb) {
+        std::lock_guard<std::mutex> lock(mu);
+        return fail_locked(what, verb);
+    }
+    Status read_only_status() const {
+        std::lock_guard<std::mutex> lock(mu);
+        return Status::read_only(failure);
+    }
+
+    // Creates segment <first_lsn>.log: header to a .tmp file, fdatasync, rename, fsync the folder.
+    Result<std::shared_ptr<OpenSegment>> create_segment(std::uint64_t first_lsn) {
+        std::string path = join_path(dir, segment_file_name(first_lsn));
+        std::string tmp_path = path + ".tmp";
+        int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        if (fd < 0) return Status::io_error(errno_text("create", tmp_path, errno));
+        auto segment = std::make_shared<OpenSegment>(fd, first_lsn, path);
+        std::uint8_t header[segment_header_bytes];
+        encode_segment_header(SegmentHeader{uuid, first_lsn}, header);
+        struct iovec iov = {header, sizeof header};
+        Status status = write_all(fd, &iov, 1, tmp_path);
+        if (status.ok() && data_sync(fd) != 0) status = Status::io_error(errno_text("fdatasync", tmp_path, errno));
+        if (status.ok() && ::rename(tmp_path.c_str(), path.c_str()) != 0)
+            status = Status::io_error(errno_text("rename", tmp_path, errno));
+        if (!status.ok()) {
+            ::unlink(tmp_path.c_str());
+            return status;
+        }
+        VG_RETURN_IF_ERROR(fsync_dir(dir));
+        return segment;
+    }
+
+    // Ends the current segment (fdatasync) and starts the next at next_lsn. Appending thread only.
+    Status roll() {
+        std::shared_ptr<OpenSegment> old = current;  // only this thread replaces `current`
+        if (data_sync(old->fd) != 0) return fail(errno_text("fdatasync", old->path, errno), "synced");
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            if (synced_lsn.load() < next_lsn - 1) synced_lsn.store(next_lsn - 1);
+        }
+        Result<std::shared_ptr<OpenSegment>> created = create_segment(next_lsn);
+        if (!created.ok()) return fail(created.status().message(), "written");
+        std::lock_guard<std::mutex> lock(mu);
+        current = std::move(created.value());
+        segment_size = segment_header_bytes;
+        return Status::OK();
+    }
+
+    // Group commit: returns once every record up to `lsn` (<= written_lsn) is durable. One
+    // caller at a time leads an fdatasync covering everything written when it started; callers
+    // arriving meanwhile wait, and return if it covered them or else lead the next one.
+    Status sync_up_to(std::uint64_t lsn) {
+        std::unique_lock<std::mutex> lock(mu);
+        for (;;) {
+            if (!failure.empty()) return Status::read_only(failure);
+            if (synced_lsn.load() >= lsn) return Status::OK();
+            if (!syncing) break;
+            sync_done.wait(lock);
+        }
+        syncing = true;
+        std::uint64_t target = written_lsn.load();
+        std::shared_ptr<OpenSegment> segment = current;
+        lock.unlock();
+        int rc = data_sync(segment->fd);
+        int error = errno;
+        lock.lock();
+        syncing = false;
+        Status status;
+        if (rc != 0)
+            status = fail_locked(errno_text("fdatasync", segment->path, error), "synced");
+        else if (synced_lsn.load() < target)
+            synced_lsn.store(target);
+        sync_done.notify_all();
+        return status;
+    }
+
+    // The interval policy's thread: at most one fdatasync per interval, only when records are unsynced.
+    void run_syncer() {
+        const auto interval = std::chrono::milliseconds(options.sync_interval_ms);
+        std::unique_lock<std::mutex> lock(mu);
+        while (!stop_syncer && failure.empty()) {
+            wake_syncer.wait_for(lock, interval, [this] { return stop_syncer; });
+            if (stop_syncer || !failure.empty()) break;
+            std::uint64_t target = written_lsn.load();
+            if (target <= synced_lsn.load()) continue;
+            lock.unlock();
+            (void)sync_up_to(target);  // a failure is recorded in `failure` and reported to later calls
+            lock.lock();
+        }
+    }
+};
+
+Writer::Writer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Writer::~Writer() { (void)close(); }
+
+Result<std::unique_ptr<Writer>> Writer::open(const std::string& dir, const Uuid& uuid, std::uint64_t next_lsn,
+                                             const WriterOptions& options) {
+    if (next_lsn == 0) return Status::invalid_argument("next_lsn must be at least 1 (LSN 0 is never used)");
+    if (options.segment_bytes <= segment_header_bytes)
+        return Status::invalid_argument("segment_bytes is " + std::to_string(options.segment_bytes) +
+                                        ", it must exceed the " + std::to_string(segment_header_bytes) +
+                                        "-byte segment header");
+    if (options.sync == SyncPolicy::interval && options.sync_interval_ms == 0)
+        return Status::invalid_argument("sync_interval_ms must be at least 1 under the interval policy");
+
+    std::error_code ec;
+    bool created_dir = std::filesystem::create_directories(dir, ec);
+    if (ec) return Status::io_error("create_directories of " + dir + " failed: " + ec.message());
+    if (created_dir) {
+        // The new folder's entry lives in its parent.
+        std::filesystem::path path = std::filesystem::absolute(dir, ec).lexically_normal();
+        if (ec) return Status::io_error("absolute path of " + dir + " failed: " + ec.message());
+        if (path.filename().empty()) path = path.parent_path();  // "/x/wal/" -> "/x/wal"
+        VG_RETURN_IF_ERROR(fsync_dir(path.parent_path().string()));
+    }
+
+    // A segment whose creation a crash interrupted: never renamed, so it holds no record.
+    if (DIR* handle = ::opendir(dir.c_str())) {
+        std::vector<std::string> leftovers;
+        while (struct dirent* entry = ::readdir(handle)) {
+            std::string name = entry->d_name;
+            std::uint64_t lsn = 0;
+            if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0 &&
+                parse_segment_file_name(name.substr(0, name.size() - 4), &lsn))
+                leftovers.push_back(join_path(dir, name));
+        }
+        ::closedir(handle);
+        for (const std::string& path : leftovers)
+            if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+                return Status::io_error(errno_text("unlink", path, errno));
+    } else {
+        return Status::io_error(errno_text("opendir", dir, errno));
+    }
+
+    auto impl = std::make_unique<Impl>();
+    impl->dir = dir;
+    impl->uuid = uuid;
+    impl->options = options;
+    impl->next_lsn = next_lsn;
+    impl->written_lsn.store(next_lsn - 1);
+    impl->synced_lsn.store(next_lsn - 1);
+
+    Result<std::vector<SegmentFile>> listed = list_segments(dir);
+    if (!listed.ok()) return listed.status();
+    if (!listed.value().empty()) {
+        const SegmentFile& last = listed.value().back();
+        Result<SegmentEnd> end = read_segment_end(last.path, uuid);
+        if (!end.ok()) return end.status();
+        const SegmentEnd& e = end.value();
+        if (e.valid_bytes != e.file_bytes)
+            return Status::corruption("WAL segment " + last.path + " has " + std::to_string(e.file_bytes - e.valid_bytes) +
+                                      " bytes of damaged or torn data from offset " + std::to_string(e.valid_bytes) +
+                                      "; recover the log with truncate_tail before opening a writer");
+        if (e.next_lsn != next_lsn)
+            return Status::invalid_argument("the WAL in " + dir + " continues at LSN " + std::to_string(e.next_lsn) +
+                                            " (segment " + last.path + "), but the writer was asked to start at LSN " +
+                                            std::to_string(next_lsn));
+        int fd = ::open(last.path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd < 0) return Status::io_error(errno_text("open", last.path, errno));
+        auto segment = std::make_shared<OpenSegment>(fd, e.first_lsn, last.path);
+        // The records recovery read may still be only in the page cache.
+        if (impl->data_sync(fd) != 0) return Status::io_error(errno_text("fdatasync", last.path, errno));
+        impl->current = std::move(segment);
+        impl->segment_size = e.file_bytes;
+    } else {
+        Result<std::shared_ptr<OpenSegment>> created = impl->create_segment(next_lsn);
+        if (!created.ok()) return created.status();
+        impl->current = std::move(created.value());
+        impl->segment_size = segment_header_bytes;
+    }
+
+    if (options.sync == SyncPolicy::interval) {
+        Impl* state = impl.get();
+        impl->syncer = std::thread([state] { state->run_syncer(); });
+    }
+    return std::unique_ptr<Writer>(new Writer(std::move(impl)));
+}
+
+Result<std::uint64_t> Writer::append(std::uint8_t type, const void* payload, std::size_t bytes, std::uint8_t flags) {
+    Impl& s = *impl_;
+    if (s.closed) return Status::invalid_argument("append to a closed WAL writer");
+    if (s.has_failed.load()) return s.read_only_status();
+    if (type == 0) return Status::invalid_argument("record type 0 is reserved; record types start at 1");
+    if ((flags & ~flag_skippable) != 0)
+        return Status::invalid_argument("record flags " + std::to_string(flags) +
+                                        " set undefined bits; only bit 0 (skippable) is defined");
+    if (bytes > max_payload_bytes)
+        return Status::invalid_argument("record payload is " + std::to_string(bytes) + " bytes, the WAL limit is " +
+                                        std::to_string(max_payload_bytes));
+    if (bytes > 0 && payload == nullptr) return Status::invalid_argument("record payload is null");
+
+    const std::uint64_t total = frame_bytes(bytes);
+    if (s.segment_size > segment_header_bytes && s.segment_size + total > s.options.segment_bytes)
+        VG_RETURN_IF_ERROR(s.roll());
+
+    const std::uint64_t lsn = s.next_lsn;
+    std::uint8_t header[frame_header_bytes];
+    encode_frame_header(type, flags, lsn, payload, static_cast<std::uint32_t>(bytes), header);
+    static const std::uint8_t zeros[frame_alignment] = {};
+    struct iovec iov[3] = {{header, frame_header_bytes},
+                           {const_cast<void*>(payload), bytes},
+                           {const_cast<std::uint8_t*>(zeros), std::size_t(total - frame_header_bytes - bytes)}};
+    const OpenSegment& segment = *s.current;  // only this thread replaces `current`
+    Status written = write_all(segment.fd, iov, 3, segment.path);
+    if (!written.ok()) return s.fail(written.message(), "written");
+
+    s.segment_size += total;
+    s.next_lsn = lsn + 1;
+    {
+        std::lock_guard<std::mutex> lock(s.mu);
+        s.written_lsn.store(lsn);
+    }
+    return lsn;
+}
+
+Status Writer::sync_to(std::uint64_t lsn) {
+    Impl& s = *impl_;
+    if (s.closed) return Status::invalid_argument("sync_to on a closed WAL writer");
+    if (s.has_failed.load()) return s.read_only_status();
+    std::uint64_t written = s.written_lsn.load();
+    if (lsn > written)
+        return Status::invalid_argument("sync_to(" + std::to_string(lsn) + "): the last appended LSN is " +
+                                        std::to_string(written));
+    if (s.options.sync != SyncPolicy::always) return Status::OK();
+    return s.sync_up_to(lsn);
+}
+
+Status Writer::sync() {
+    Impl& s = *impl_;
+    if (s.closed) return Status::invalid_argument("sync on a closed WAL writer");
+    return s.sync_up_to(s.written_lsn.load());
+}
+
+Status Writer::drop_segments_before(std::uint64_t lsn) {
+    Impl& s = *impl_;
+    if (s.closed) return Status::invalid_argument("drop_segments_before on a closed WAL writer");
+    if (s.has_failed.load()) return s.read_only_status();
+    std::uint64_t current_first = 0;
+    {
+        std::lock_guard<std::mutex> lock(s.mu);
+        current_first = s.current->first_lsn;
+    }
+    Result<std::vector<SegmentFile>> listed = list_segments(s.dir);
+    if (!listed.ok()) return listed.status();
+    const std::vector<SegmentFile>& segments = listed.value();
+    bool removed = false;
+    for (std::size_t i = 0; i < segments.size() && segments[i].first_lsn < current_first; ++i) {
+        std::uint64_t successor_first = i + 1 < segments.size() ? segments[i + 1].first_lsn : current_first;
+        if (successor_first > lsn) break;  // this segment holds LSN successor_first - 1 >= lsn
+        if (::unlink(segments[i].path.c_str()) != 0 && errno != ENOENT)
+            return Status::io_error(errno_text("unlink", segments[i].path, errno));
+        removed = true;
+    }
+    if (removed) VG_RETURN_IF_ERROR(fsync_dir(s.dir));
+    return Status::OK();
+}
+
+Status Writer::close() {
+    Impl& s = *impl_;
+    if (s.closed) return Status::OK();
+    {
+        std::lock_guard<std::mutex> lock(s.mu);
+        s.stop_syncer = true;
+    }
+    s.wake_syncer.notify_all();
+    if (s.syncer.joinable()) s.syncer.join();
+    Status status;
+    if (s.has_failed.load())
+        status = s.read_only_status();
+    else if (s.options.sync != SyncPolicy::off)
+        status = s.sync_up_to(s.written_lsn.load());
+    s.closed = true;
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.current.reset();
+    return status;
+}
+
+std::uint64_t Writer::last_lsn() const noexcept { return impl_->written_lsn.load(); }
+std::uint64_t Writer::synced_lsn() const noexcept { return impl_->synced_lsn.load(); }
+bool Writer::failed() const noexcept { return impl_->has_failed.load(); }
+const std::string& Writer::dir() const noexcept { return impl_->dir; }
+
+}  // namespace vecgraph::wal

@@ -1,0 +1,943 @@
+// Write-ahead log: every recovery rule of wal_format.hpp as a named case, the writer's sync
+// policies and failure state, and the v1 golden segment.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "check.hpp"
+#include "vecgraph/wal_format.hpp"
+#include "vecgraph/wal_reader.hpp"
+#include "vecgraph/wal_writer.hpp"
+
+using namespace vecgraph;
+using namespace vecgraph::wal;
+namespace fs = std::filesystem;
+
+namespace {
+
+const Uuid db_uuid = {0x6b, 0x1e, 0x00, 0x5a, 0x91, 0x2c, 0x4f, 0x0e, 0x8d, 0x33, 0x70, 0x12, 0xab, 0xcd, 0xef, 0x01};
+const Uuid other_uuid = {0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x00};
+
+const Status& status_of(const Status& status) { return status; }
+template <typename value_at>
+const Status& status_of(const Result<value_at>& result) {
+    return result.status();
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+#define REQUIRE_OK(expr)                                                                                   \
+    do {                                                                                                   \
+        const auto& vg_result_ = (expr);                                                                   \
+        if (!status_of(vg_result_).ok()) {                                                                 \
+            vecgraph_test::report(__FILE__, __LINE__, std::string(#expr) + ": " + status_of(vg_result_).message()); \
+            throw vecgraph_test::require_failed_t{};                                                       \
+        }                                                                                                  \
+    } while (0)
+
+namespace {
+
+// A fresh folder under the system temp directory, removed with everything in it.
+struct TempDir {
+    fs::path root;
+    TempDir() {
+        std::string pattern = (fs::temp_directory_path() / "vecgraph_wal_XXXXXX").string();
+        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+        root = pattern;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(root, ec);
+    }
+    std::string wal() const { return (root / "wal").string(); }
+};
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+void append_file(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::app);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+std::vector<std::string> segment_paths(const std::string& dir) {
+    auto listed = list_segments(dir);
+    std::vector<std::string> paths;
+    if (listed.ok())
+        for (const SegmentFile& segment : listed.value()) paths.push_back(segment.path);
+    return paths;
+}
+
+// Writer options without real fdatasyncs (the durability cases below count or fail them).
+WriterOptions fast_options(std::uint64_t segment_bytes = 64ull << 20) {
+    WriterOptions options;
+    options.sync = SyncPolicy::always;
+    options.segment_bytes = segment_bytes;
+    options.sync_hook = [](int) { return 0; };
+    return options;
+}
+
+std::unique_ptr<Writer> open_writer(const std::string& dir, std::uint64_t next_lsn,
+                                    const WriterOptions& options = fast_options()) {
+    auto opened = Writer::open(dir, db_uuid, next_lsn, options);
+    REQUIRE_OK(opened);
+    return std::move(opened).value();
+}
+
+struct Record {
+    std::uint8_t type = 0;
+    std::uint8_t flags = 0;
+    std::uint64_t lsn = 0;
+    std::string payload;
+};
+
+struct Replayed {
+    Status status;
+    RecoveryReport report;
+    std::vector<Record> records;
+};
+
+Replayed replay(const std::string& dir, bool truncate_tail = false, std::uint64_t from_lsn = 1,
+                const Uuid& uuid = db_uuid) {
+    Replayed out;
+    auto result = recover(
+        dir, uuid, from_lsn,
+        [&](std::uint8_t type, std::uint8_t flags, std::uint64_t lsn, std::string_view payload) {
+            out.records.push_back({type, flags, lsn, std::string(payload)});
+            return Status::OK();
+        },
+        truncate_tail);
+    out.status = result.status();
+    if (result.ok()) out.report = result.value();
+    return out;
+}
+
+// Payload of the record with LSN `lsn` in the logs the cases below write: letters, never a frame.
+std::string payload_for(std::uint64_t lsn, std::size_t bytes) {
+    std::string payload(bytes, ' ');
+    for (std::size_t i = 0; i < bytes; ++i) payload[i] = char('a' + (lsn * 7 + i) % 26);
+    return payload;
+}
+
+// Appends one record per size (type add_nodes, payload_for(lsn, size)) and closes the writer.
+void write_log(const std::string& dir, const std::vector<std::size_t>& sizes, std::uint64_t next_lsn = 1,
+               const WriterOptions& options = fast_options()) {
+    auto writer = open_writer(dir, next_lsn, options);
+    for (std::size_t size : sizes) {
+        std::string payload = payload_for(writer->last_lsn() + 1, size);
+        REQUIRE_OK(writer->append(std::uint8_t(RecordType::add_nodes), payload.data(), payload.size()));
+    }
+    REQUIRE_OK(writer->close());
+}
+
+// Offsets at which each record of a one-segment log written by write_log starts, plus its end.
+std::vector<std::uint64_t> frame_offsets(const std::vector<std::size_t>& sizes) {
+    std::vector<std::uint64_t> offsets = {segment_header_bytes};
+    for (std::size_t size : sizes) offsets.push_back(offsets.back() + frame_bytes(size));
+    return offsets;
+}
+
+// A frame built by hand (for records the writer refuses to produce).
+std::string make_frame(std::uint8_t type, std::uint8_t flags, std::uint64_t lsn, const std::string& payload) {
+    std::string frame(frame_bytes(payload.size()), '\0');
+    auto* p = reinterpret_cast<std::uint8_t*>(frame.data());
+    std::memcpy(p + frame_header_bytes, payload.data(), payload.size());
+    encode_frame_header(type, flags, lsn, payload.data(), std::uint32_t(payload.size()), p);
+    return frame;
+}
+
+std::string make_segment_header(const Uuid& uuid, std::uint64_t first_lsn) {
+    std::string header(segment_header_bytes, '\0');
+    encode_segment_header(SegmentHeader{uuid, first_lsn}, reinterpret_cast<std::uint8_t*>(header.data()));
+    return header;
+}
+
+void flip_bit(std::string& bytes, std::size_t bit) { bytes[bit / 8] = char(bytes[bit / 8] ^ (1 << (bit % 8))); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Format details.
+
+TEST_CASE("format: masked CRC round-trips and differs from the plain CRC; names are 20 digits") {
+    for (std::uint32_t crc : {0u, 1u, 0xE3069283u, 0xffffffffu, 0x80000000u}) {
+        CHECK_EQ(unmask_crc(mask_crc(crc)), crc);
+        CHECK(mask_crc(crc) != crc);
+    }
+    CHECK_EQ(segment_file_name(1), std::string("00000000000000000001.log"));
+    CHECK_EQ(segment_file_name(UINT64_MAX), std::string("18446744073709551615.log"));
+    std::uint64_t lsn = 0;
+    CHECK(parse_segment_file_name("00000000000000000042.log", &lsn));
+    CHECK_EQ(lsn, 42u);
+    CHECK(parse_segment_file_name("18446744073709551615.log", &lsn));
+    CHECK_EQ(lsn, UINT64_MAX);
+    CHECK(!parse_segment_file_name("18446744073709551616.log", &lsn));  // overflows u64
+    CHECK(!parse_segment_file_name("0000000000000000042.log", &lsn));
+    CHECK(!parse_segment_file_name("00000000000000000042.log.tmp", &lsn));
+    CHECK(!parse_segment_file_name("0000000000000000004x.log", &lsn));
+    CHECK_EQ(frame_bytes(0), 24u);
+    CHECK_EQ(frame_bytes(4), 24u);
+    CHECK_EQ(frame_bytes(5), 32u);
+    CHECK_EQ(format_uuid(db_uuid), std::string("6b1e005a-912c-4f0e-8d33-7012abcdef01"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recovery rules.
+
+TEST_CASE("recovery: a missing or empty folder is an empty log") {
+    TempDir tmp;
+    Replayed missing = replay(tmp.wal());
+    REQUIRE_OK(missing.status);
+    CHECK_EQ(missing.report.records, 0u);
+    CHECK_EQ(missing.report.segments, 0u);
+    CHECK_EQ(missing.report.next_lsn, 0u);
+    fs::create_directories(tmp.wal());
+    write_file(tmp.wal() + "/notes.txt", "not a segment");
+    Replayed empty = replay(tmp.wal());
+    REQUIRE_OK(empty.status);
+    CHECK_EQ(empty.report.records, 0u);
+    CHECK(empty.records.empty());
+}
+
+TEST_CASE("recovery: round trip of many random-size records across several segments, then resume") {
+    TempDir tmp;
+    std::mt19937 rng(21);
+    std::vector<Record> written;
+    auto writer = open_writer(tmp.wal(), 1, fast_options(4096));
+    for (int i = 0; i < 400; ++i) {
+        std::size_t size = (i % 50 == 0) ? 5000 : rng() % 700;  // some records larger than a segment
+        std::string payload(size, '\0');
+        for (auto& c : payload) c = char(rng());
+        std::uint8_t type = std::uint8_t(1 + rng() % 7);
+        auto lsn = writer->append(type, payload.data(), payload.size());
+        REQUIRE_OK(lsn);
+        CHECK_EQ(lsn.value(), std::uint64_t(i + 1));
+        written.push_back({type, 0, lsn.value(), payload});
+    }
+    REQUIRE_OK(writer->sync_to(400));
+    CHECK_EQ(writer->synced_lsn(), 400u);
+    REQUIRE_OK(writer->close());
+    std::size_t segments = segment_paths(tmp.wal()).size();
+    CHECK(segments > 20);
+
+    Replayed got = replay(tmp.wal());
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.records, 400u);
+    CHECK_EQ(got.report.replayed, 400u);
+    CHECK_EQ(got.report.first_lsn, 1u);
+    CHECK_EQ(got.report.last_lsn, 400u);
+    CHECK_EQ(got.report.next_lsn, 401u);
+    CHECK_EQ(got.report.segments, std::uint64_t(segments));
+    CHECK_EQ(got.report.truncated_bytes, 0u);
+    CHECK(got.report.truncated_at.empty());
+    REQUIRE(got.records.size() == written.size());
+    for (std::size_t i = 0; i < written.size(); ++i) {
+        CHECK_EQ(int(got.records[i].type), int(written[i].type));
+        CHECK_EQ(got.records[i].lsn, written[i].lsn);
+        CHECK(got.records[i].payload == written[i].payload);
+    }
+    // Every segment but the last holds at most segment_bytes unless it is a single large record.
+    for (const std::string& path : segment_paths(tmp.wal())) {
+        auto end = read_segment_end(path, db_uuid);
+        REQUIRE_OK(end);
+        bool single = end.value().next_lsn - end.value().first_lsn == 1;
+        CHECK(end.value().file_bytes <= 4096 || single);
+        CHECK_EQ(end.value().valid_bytes, end.value().file_bytes);
+    }
+
+    write_log(tmp.wal(), {10, 20}, got.report.next_lsn, fast_options(4096));
+    Replayed again = replay(tmp.wal());
+    REQUIRE_OK(again.status);
+    CHECK_EQ(again.report.last_lsn, 402u);
+    CHECK(again.records.back().payload == payload_for(402, 20));
+}
+
+TEST_CASE("recovery: truncation at every byte inside the last three records keeps the records before the cut") {
+    TempDir tmp;
+    const std::vector<std::size_t> sizes = {5, 0, 17, 40, 3, 8, 12, 1, 30, 13};
+    write_log(tmp.wal(), sizes);
+    const std::string segment = segment_paths(tmp.wal()).at(0);
+    const std::string original = read_file(segment);
+    const std::vector<std::uint64_t> offsets = frame_offsets(sizes);
+    REQUIRE(original.size() == offsets.back());
+
+    const std::size_t n = sizes.size();
+    for (std::uint64_t cut = offsets[n - 3]; cut < offsets[n]; ++cut) {
+        // Records wholly before the cut survive; the one the cut falls into is the torn tail.
+        std::size_t complete = 0;
+        while (offsets[complete + 1] <= cut) ++complete;
+        write_file(segment, original.substr(0, cut));
+
+        Replayed got = replay(tmp.wal(), /*truncate_tail=*/true);
+        REQUIRE_OK(got.status);
+        CHECK_EQ(got.report.records, std::uint64_t(complete));
+        CHECK_EQ(got.records.size(), complete);
+        CHECK_EQ(got.report.last_lsn, std::uint64_t(complete));
+        CHECK_EQ(got.report.truncated_bytes, cut - offsets[complete]);
+        if (cut == offsets[complete])
+            CHECK(got.report.truncated_at.empty());
+        else
+            CHECK_EQ(got.report.truncated_at, segment + ":" + std::to_string(offsets[complete]));
+        CHECK_EQ(std::uint64_t(fs::file_size(segment)), offsets[complete]);
+
+        // Appending resumes where the cut was, and the log recovers again.
+        auto writer = open_writer(tmp.wal(), got.report.next_lsn);
+        auto lsn = writer->append(std::uint8_t(RecordType::delete_nodes), "resumed", 7);
+        REQUIRE_OK(lsn);
+        CHECK_EQ(lsn.value(), std::uint64_t(complete + 1));
+        REQUIRE_OK(writer->close());
+        Replayed again = replay(tmp.wal());
+        REQUIRE_OK(again.status);
+        CHECK_EQ(again.report.records, std::uint64_t(complete + 1));
+        CHECK_EQ(again.report.truncated_bytes, 0u);
+        REQUIRE(!again.records.empty());
+        CHECK_EQ(again.records.back().payload, std::string("resumed"));
+        for (std::size_t i = 0; i < complete; ++i) CHECK(again.records[i].payload == payload_for(i + 1, sizes[i]));
+    }
+}
+
+TEST_CASE("recovery: every single-bit flip in the last record recovers to the previous record") {
+    TempDir tmp;
+    const std::vector<std::size_t> sizes = {9, 21, 13};  // the last frame has 7 pad bytes
+    write_log(tmp.wal(), sizes);
+    const std::string segment = segment_paths(tmp.wal()).at(0);
+    const std::string original = read_file(segment);
+    const std::vector<std::uint64_t> offsets = frame_offsets(sizes);
+    const std::uint64_t last = offsets[2];
+    for (std::size_t bit = last * 8; bit < original.size() * 8; ++bit) {
+        std::string damaged = original;
+        flip_bit(damaged, bit);
+        write_file(segment, damaged);
+        Replayed got = replay(tmp.wal());
+        if (!got.status.ok()) {
+            std::printf("  bit %zu: %s\n", bit, got.status.message().c_str());
+            CHECK(got.status.ok());
+            continue;
+        }
+        CHECK_EQ(got.report.records, 2u);
+        CHECK_EQ(got.report.last_lsn, 2u);
+        CHECK_EQ(got.report.truncated_bytes, original.size() - last);
+        CHECK_EQ(got.report.truncated_at, segment + ":" + std::to_string(last));
+    }
+}
+
+TEST_CASE("recovery: a damaged record followed by valid ones is damage in the middle of the log") {
+    TempDir tmp;
+    const std::vector<std::size_t> sizes = {9, 21, 13, 30};
+    write_log(tmp.wal(), sizes);
+    const std::string segment = segment_paths(tmp.wal()).at(0);
+    const std::string original = read_file(segment);
+    const std::vector<std::uint64_t> offsets = frame_offsets(sizes);
+    // A bit in the CRC, the length, the LSN and the payload of record 2.
+    for (std::uint64_t byte : {offsets[1] + 0, offsets[1] + 5, offsets[1] + 13, offsets[1] + 25}) {
+        std::string damaged = original;
+        flip_bit(damaged, byte * 8 + 3);
+        write_file(segment, damaged);
+        for (bool truncate_tail : {false, true}) {
+            Replayed got = replay(tmp.wal(), truncate_tail);
+            CHECK(got.status.code() == StatusCode::corruption);
+            CHECK(contains(got.status.message(), "damage in the middle of the log"));
+            CHECK(contains(got.status.message(), segment));
+            CHECK(contains(got.status.message(), "offset " + std::to_string(offsets[1])));
+            CHECK(read_file(segment) == damaged);  // nothing is cut
+        }
+    }
+}
+
+TEST_CASE("recovery: a bad record in a segment that is not the last is corruption") {
+    TempDir tmp;
+    write_log(tmp.wal(), std::vector<std::size_t>(40, 100), 1, fast_options(1024));
+    std::vector<std::string> paths = segment_paths(tmp.wal());
+    REQUIRE(paths.size() >= 3);
+    const std::string first = paths[0];
+    const std::string original = read_file(first);
+
+    std::string flipped = original;
+    flip_bit(flipped, (original.size() - 10) * 8);  // in the segment's last record
+    write_file(first, flipped);
+    Replayed got = replay(tmp.wal(), true);
+    CHECK(got.status.code() == StatusCode::corruption);
+    CHECK(contains(got.status.message(), first));
+    CHECK(contains(got.status.message(), "not the last"));
+
+    write_file(first, original.substr(0, original.size() - 3));  // torn, but not the last segment
+    got = replay(tmp.wal(), true);
+    CHECK(got.status.code() == StatusCode::corruption);
+    CHECK(contains(got.status.message(), "not the last"));
+    CHECK_EQ(std::uint64_t(fs::file_size(first)), std::uint64_t(original.size() - 3));
+
+    write_file(first, original.substr(0, 20));  // a torn header, not in the last segment
+    got = replay(tmp.wal(), true);
+    CHECK(got.status.code() == StatusCode::corruption);
+    CHECK(contains(got.status.message(), "shorter than its 48-byte header"));
+}
+
+TEST_CASE("recovery: a zero-filled tail is cut") {
+    TempDir tmp;
+    write_log(tmp.wal(), {10, 20, 30});
+    const std::string segment = segment_paths(tmp.wal()).at(0);
+    const std::uint64_t size = fs::file_size(segment);
+    append_file(segment, std::string(4096, '\0'));
+    Replayed got = replay(tmp.wal(), true);
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.records, 3u);
+    CHECK_EQ(got.report.truncated_bytes, 4096u);
+    CHECK_EQ(got.report.truncated_at, segment + ":" + std::to_string(size));
+    CHECK_EQ(std::uint64_t(fs::file_size(segment)), size);
+    write_log(tmp.wal(), {5}, got.report.next_lsn);
+    CHECK_EQ(replay(tmp.wal()).report.records, 4u);
+}
+
+TEST_CASE("recovery: a random garbage tail is cut") {
+    TempDir tmp;
+    write_log(tmp.wal(), {10, 20, 30});
+    const std::string segment = segment_paths(tmp.wal()).at(0);
+    const std::uint64_t size = fs::file_size(segment);
+    std::mt19937 rng(99);
+    for (std::size_t garbage_bytes : {1u, 7u, 19u, 20u, 100u, 3001u}) {
+        std::string garbage(garbage_bytes, '\0');
+        for (auto& c : garbage) c = char(rng());
+        append_file(segment, garbage);
+        Replayed got = replay(tmp.wal(), true);
+        REQUIRE_OK(got.status);
+        CHECK_EQ(got.report.records, 3u);
+        CHECK_EQ(got.report.truncated_bytes, std::uint64_t(garbage_bytes));
+        CHECK_EQ(std::uint64_t(fs::file_size(segment)), size);
+    }
+}
+
+TEST_CASE("recovery: a last segment shorter than its header is a torn tail and is deleted") {
+    TempDir tmp;
+    write_log(tmp.wal(), {10, 20});
+    const std::string torn = tmp.wal() + "/" + segment_file_name(3);
+    write_file(torn, make_segment_header(db_uuid, 3).substr(0, 30));
+    Replayed reported = replay(tmp.wal(), false);
+    REQUIRE_OK(reported.status);
+    CHECK_EQ(reported.report.records, 2u);
+    CHECK_EQ(reported.report.truncated_bytes, 30u);
+    CHECK_EQ(reported.report.truncated_at, torn + ":0");
+    CHECK(fs::exists(torn));
+    Replayed cut = replay(tmp.wal(), true);
+    REQUIRE_OK(cut.status);
+    CHECK(!fs::exists(torn));
+    CHECK_EQ(cut.report.next_lsn, 3u);
+    write_log(tmp.wal(), {1}, cut.report.next_lsn);
+    CHECK_EQ(replay(tmp.wal()).report.last_lsn, 3u);
+}
+
+TEST_CASE("recovery: bad magic, version, header size or header checksum is corruption") {
+    TempDir tmp;
+    write_log(tmp.wal(), {10, 20});
+    const std::string segment = segment_paths(tmp.wal()).at(0);
+    const std::string original = read_file(segment);
+    struct damage_t {
+        std::size_t byte;
+        const char* expected;
+    };
+    for (damage_t damage : {damage_t{0, "magic"}, damage_t{8, "format version"}, damage_t{12, "header size"},
+                            damage_t{20, "checksum"}, damage_t{33, "checksum"}, damage_t{41, "checksum"}}) {
+        std::string damaged = original;
+        flip_bit(damaged, damage.byte * 8 + 1);
+        write_file(segment, damaged);
+        Replayed got = replay(tmp.wal(), true);
+        CHECK(got.status.code() == StatusCode::corruption);
+        CHECK(contains(got.status.message(), damage.expected));
+        CHECK(contains(got.status.message(), segment));
+        CHECK(read_file(segment) == damaged);
+    }
+}
+
+TEST_CASE("recovery: a segment of another database is corruption naming both uuids") {
+    TempDir tmp;
+    write_log(tmp.wal(), {10});
+    Replayed got = replay(tmp.wal(), true, 1, other_uuid);
+    CHECK(got.status.code() == StatusCode::corruption);
+    CHECK(contains(got.status.message(), "belongs to database " + format_uuid(db_uuid) + ", expected " +
+                                             format_uuid(other_uuid)));
+    auto writer = Writer::open(tmp.wal(), other_uuid, 2, fast_options());
+    CHECK(writer.status().code() == StatusCode::corruption);
+}
+
+TEST_CASE("recovery: a header whose first LSN differs from the file name is corruption") {
+    TempDir tmp;
+    fs::create_directories(tmp.wal());
+    write_file(tmp.wal() + "/" + segment_file_name(5), make_segment_header(db_uuid, 6) + make_frame(1, 0, 6, "x"));
+    Replayed got = replay(tmp.wal());
+    CHECK(got.status.code() == StatusCode::corruption);
+    CHECK(contains(got.status.message(), "first LSN is 6"));
+}
+
+TEST_CASE("recovery: an unknown record type without the skippable flag is corruption naming type and LSN") {
+    TempDir tmp;
+    auto writer = open_writer(tmp.wal(), 1);
+    REQUIRE_OK(writer->append(1, "a", 1));
+    REQUIRE_OK(writer->append(2, "b", 1));
+    REQUIRE_OK(writer->append(99, "from the future", 15));
+    REQUIRE_OK(writer->append(3, "c", 1));
+    REQUIRE_OK(writer->close());
+    Replayed got = replay(tmp.wal());
+    CHECK(got.status.code() == StatusCode::corruption);
+    CHECK(contains(got.status.message(), "record type 99 at LSN 3"));
+    CHECK(contains(got.status.message(), "not marked skippable"));
+    // Below from_lsn a record is checked, not interpreted.
+    Replayed later = replay(tmp.wal(), false, 4);
+    REQUIRE_OK(later.status);
+    CHECK_EQ(later.report.replayed, 1u);
+}
+
+TEST_CASE("recovery: an unknown record type with the skippable flag is skipped") {
+    TempDir tmp;
+    auto writer = open_writer(tmp.wal(), 1);
+    REQUIRE_OK(writer->append(1, "a", 1));
+    REQUIRE_OK(writer->append(200, "optional hint", 13, flag_skippable));
+    REQUIRE_OK(writer->append(7, "b", 1, flag_skippable));  // a known type is replayed, flag or not
+    REQUIRE_OK(writer->close());
+    Replayed got = replay(tmp.wal());
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.records, 3u);
+    CHECK_EQ(got.report.skipped, 1u);
+    CHECK_EQ(got.report.replayed, 2u);
+    REQUIRE(got.records.size() == 2);
+    CHECK_EQ(got.records[0].lsn, 1u);
+    CHECK_EQ(got.records[1].lsn, 3u);
+    CHECK_EQ(int(got.records[1].flags), int(flag_skippable));
+}
+
+TEST_CASE("recovery: an LSN gap between segments is corruption") {
+    TempDir tmp, other;
+    write_log(tmp.wal(), {10, 10, 10});       // LSNs 1..3
+    write_log(other.wal(), {10, 10}, 5);      // LSNs 5..6
+    fs::copy_file(segment_paths(other.wal()).at(0), tmp.wal() + "/" + segment_file_name(5));
+    Replayed got = replay(tmp.wal(), true);
+    CHECK(got.status.code() == StatusCode::corruption);
+    CHECK(contains(got.status.message(), "LSN gap between WAL segments"));
+    CHECK(contains(got.status.message(), "ends at LSN 3"));
+    CHECK(contains(got.status.message(), "starts at LSN 5"));
+}
+
+TEST_CASE("recovery: inside the last segment, a valid record that skips LSNs is corruption, a stale one a torn tail") {
+    TempDir tmp;
+    fs::create_directories(tmp.wal());
+    const std::string path = tmp.wal() + "/" + segment_file_name(1);
+    const std::string head = make_segment_header(db_uuid, 1) + make_frame(1, 0, 1, "one") + make_frame(1, 0, 2, "two");
+    // 1, 2, 4, 5: a record is missing in the middle.
+    write_file(path, head + make_frame(1, 0, 4, "four") + make_frame(1, 0, 5, "five"));
+    Replayed got = replay(tmp.wal(), true);
+    CHECK(got.status.code() == StatusCode::corruption);
+    CHECK(contains(got.status.message(), "its LSN is 4, expected 3"));
+    // 1, 2, 4 at the very end: still a gap, not a torn write.
+    write_file(path, head + make_frame(1, 0, 4, "four"));
+    got = replay(tmp.wal(), true);
+    CHECK(got.status.code() == StatusCode::corruption);
+    // 1, 2, then a stale copy of record 2 (an old block surfacing after a crash): cut.
+    write_file(path, head + make_frame(1, 0, 2, "two"));
+    got = replay(tmp.wal(), true);
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.last_lsn, 2u);
+    CHECK_EQ(got.report.truncated_bytes, frame_bytes(3));
+}
+
+TEST_CASE("recovery: records with LSN below from_lsn are checked but not visited") {
+    TempDir tmp;
+    write_log(tmp.wal(), std::vector<std::size_t>(10, 16));
+    Replayed got = replay(tmp.wal(), false, 6);
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.records, 10u);
+    CHECK_EQ(got.report.replayed, 5u);
+    REQUIRE(got.records.size() == 5);
+    CHECK_EQ(got.records.front().lsn, 6u);
+    CHECK_EQ(got.records.back().lsn, 10u);
+    Replayed none = replay(tmp.wal(), false, 11);
+    REQUIRE_OK(none.status);
+    CHECK(none.records.empty());
+    CHECK_EQ(none.report.next_lsn, 11u);
+
+    // A damaged record below from_lsn is still found.
+    const std::string segment = segment_paths(tmp.wal()).at(0);
+    std::string damaged = read_file(segment);
+    flip_bit(damaged, (segment_header_bytes + 22) * 8);
+    write_file(segment, damaged);
+    CHECK(replay(tmp.wal(), false, 6).status.code() == StatusCode::corruption);
+}
+
+TEST_CASE("recovery: a visitor's error stops recovery and is returned") {
+    TempDir tmp;
+    write_log(tmp.wal(), std::vector<std::size_t>(5, 8));
+    int calls = 0;
+    auto result = recover(
+        tmp.wal(), db_uuid, 1,
+        [&](std::uint8_t, std::uint8_t, std::uint64_t lsn, std::string_view) {
+            ++calls;
+            return lsn == 3 ? Status::invalid_argument("record 3 does not apply") : Status::OK();
+        },
+        true);
+    CHECK(result.status().code() == StatusCode::invalid_argument);
+    CHECK_EQ(result.status().message(), std::string("record 3 does not apply"));
+    CHECK_EQ(calls, 3);
+}
+
+TEST_CASE("recovery: the first segment starting after from_lsn means missing records") {
+    TempDir tmp;
+    write_log(tmp.wal(), {8, 8}, 10);  // LSNs 10, 11
+    CHECK(replay(tmp.wal(), false, 10).status.ok());
+    CHECK(replay(tmp.wal(), false, 12).status.ok());
+    Replayed got = replay(tmp.wal(), false, 7);
+    CHECK(got.status.code() == StatusCode::corruption);
+    CHECK(contains(got.status.message(), "LSNs 7 to 9 are missing"));
+}
+
+TEST_CASE("recovery: leftover .log.tmp files are ignored, and the writer deletes them") {
+    TempDir tmp;
+    write_log(tmp.wal(), {8, 8});
+    const std::string leftover = tmp.wal() + "/" + segment_file_name(3) + ".tmp";
+    write_file(leftover, make_segment_header(db_uuid, 3).substr(0, 11));
+    Replayed got = replay(tmp.wal());
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.records, 2u);
+    CHECK_EQ(got.report.truncated_bytes, 0u);
+    auto writer = open_writer(tmp.wal(), 3);
+    CHECK(!fs::exists(leftover));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer.
+
+TEST_CASE("writer: reopening appends to the last segment and continues its LSNs") {
+    TempDir tmp;
+    write_log(tmp.wal(), {8, 8});
+    write_log(tmp.wal(), {8}, 3);
+    CHECK_EQ(segment_paths(tmp.wal()).size(), 1u);
+    Replayed got = replay(tmp.wal());
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.last_lsn, 3u);
+}
+
+TEST_CASE("writer: open refuses a torn tail, a next_lsn that does not continue the log, and bad options") {
+    TempDir tmp;
+    write_log(tmp.wal(), {8, 8});
+    CHECK(Writer::open(tmp.wal(), db_uuid, 5, fast_options()).status().code() == StatusCode::invalid_argument);
+    CHECK(Writer::open(tmp.wal(), db_uuid, 2, fast_options()).status().code() == StatusCode::invalid_argument);
+    CHECK(Writer::open(tmp.wal(), db_uuid, 0, fast_options()).status().code() == StatusCode::invalid_argument);
+    CHECK(Writer::open(tmp.wal(), db_uuid, 3, fast_options(48)).status().code() == StatusCode::invalid_argument);
+    WriterOptions interval = fast_options();
+    interval.sync = SyncPolicy::interval;
+    interval.sync_interval_ms = 0;
+    CHECK(Writer::open(tmp.wal(), db_uuid, 3, interval).status().code() == StatusCode::invalid_argument);
+
+    append_file(segment_paths(tmp.wal()).at(0), "torn");
+    auto refused = Writer::open(tmp.wal(), db_uuid, 3, fast_options());
+    CHECK(refused.status().code() == StatusCode::corruption);
+    CHECK(contains(refused.status().message(), "truncate_tail"));
+    REQUIRE_OK(replay(tmp.wal(), true).status);
+    REQUIRE_OK(Writer::open(tmp.wal(), db_uuid, 3, fast_options()));
+}
+
+TEST_CASE("writer: append rejects type 0, undefined flags, oversize payloads and unwritten sync LSNs") {
+    TempDir tmp;
+    auto writer = open_writer(tmp.wal(), 1);
+    char byte = 'x';
+    CHECK(writer->append(0, &byte, 1).status().code() == StatusCode::invalid_argument);
+    CHECK(writer->append(1, &byte, 1, 0x02).status().code() == StatusCode::invalid_argument);
+    // The length is checked before the payload is touched.
+    CHECK(writer->append(1, &byte, std::size_t(max_payload_bytes) + 1).status().code() == StatusCode::invalid_argument);
+    CHECK(writer->append(1, nullptr, 3).status().code() == StatusCode::invalid_argument);
+    CHECK_EQ(writer->last_lsn(), 0u);
+    REQUIRE_OK(writer->append(1, nullptr, 0));
+    CHECK(writer->sync_to(2).code() == StatusCode::invalid_argument);
+    REQUIRE_OK(writer->sync_to(1));
+    CHECK(!writer->failed());
+}
+
+TEST_CASE("writer: drop_segments_before deletes only segments wholly below the LSN, never the current one") {
+    TempDir tmp;
+    auto writer = open_writer(tmp.wal(), 1, fast_options(256));
+    for (int i = 0; i < 40; ++i) REQUIRE_OK(writer->append(1, payload_for(i + 1, 60).data(), 60));
+    auto listed = list_segments(tmp.wal());
+    REQUIRE_OK(listed);
+    std::vector<SegmentFile> before = listed.value();
+    REQUIRE(before.size() >= 8);
+
+    const std::uint64_t keep_from = before[3].first_lsn + 1;  // inside segment 3
+    REQUIRE_OK(writer->drop_segments_before(keep_from));
+    std::vector<std::string> after = segment_paths(tmp.wal());
+    CHECK_EQ(after.size(), before.size() - 3);
+    CHECK_EQ(after.front(), before[3].path);
+    Replayed got = replay(tmp.wal(), false, keep_from);
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.records.front().lsn, keep_from);
+    CHECK_EQ(got.report.last_lsn, 40u);
+
+    // At a segment boundary the segment before it goes too.
+    REQUIRE_OK(writer->drop_segments_before(before[5].first_lsn));
+    CHECK_EQ(segment_paths(tmp.wal()).front(), before[5].path);
+
+    // Past the end: everything but the segment being written.
+    REQUIRE_OK(writer->drop_segments_before(1000));
+    after = segment_paths(tmp.wal());
+    REQUIRE(after.size() == 1);
+    CHECK_EQ(after.front(), before.back().path);
+    REQUIRE_OK(writer->append(1, "z", 1));
+    REQUIRE_OK(writer->close());
+    Replayed rest = replay(tmp.wal(), false, before.back().first_lsn);
+    REQUIRE_OK(rest.status);
+    CHECK_EQ(rest.report.last_lsn, 41u);
+}
+
+TEST_CASE("writer: group commit shares fdatasyncs among concurrent sync_to calls") {
+    TempDir tmp;
+    std::atomic<int> syncs{0};
+    WriterOptions options;
+    options.sync = SyncPolicy::always;
+    options.segment_bytes = 4096;  // rolls while others sync
+    options.sync_hook = [&](int fd) {
+        ++syncs;
+        std::this_thread::sleep_for(std::chrono::microseconds(500));  // a disk that takes its time
+        return ::fdatasync(fd);
+    };
+    auto writer = open_writer(tmp.wal(), 1, options);
+    const int baseline = syncs.load();
+    constexpr int threads = 4, commits_per_thread = 50;
+    std::mutex append_mutex;
+    std::atomic<int> failures{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            for (int i = 0; i < commits_per_thread; ++i) {
+                std::uint64_t lsn;
+                {
+                    std::lock_guard<std::mutex> lock(append_mutex);
+                    std::string payload = "thread " + std::to_string(t) + " commit " + std::to_string(i);
+                    payload.resize(100, '.');
+                    auto appended = writer->append(1, payload.data(), payload.size());
+                    if (!appended.ok()) {
+                        ++failures;
+                        return;
+                    }
+                    lsn = appended.value();
+                }
+                if (!writer->sync_to(lsn).ok()) ++failures;
+                if (writer->synced_lsn() < lsn) ++failures;
+            }
+        });
+    for (auto& thread : pool) thread.join();
+    const int commits = threads * commits_per_thread;
+    CHECK_EQ(failures.load(), 0);
+    CHECK_EQ(writer->synced_lsn(), std::uint64_t(commits));
+    const int used = syncs.load() - baseline;
+    std::printf("  %d commits, %d fdatasyncs\n", commits, used);
+    CHECK(used < commits);
+    REQUIRE_OK(writer->close());
+    Replayed got = replay(tmp.wal());
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.records, std::uint64_t(commits));
+}
+
+TEST_CASE("writer: a failed fdatasync is io_error once, read_only after, and never retried") {
+    TempDir tmp;
+    std::atomic<bool> broken{false};
+    std::atomic<int> calls_while_broken{0};
+    WriterOptions options = fast_options();
+    options.sync_hook = [&](int) {
+        if (!broken.load()) return 0;
+        ++calls_while_broken;
+        errno = EIO;
+        return -1;
+    };
+    auto writer = open_writer(tmp.wal(), 1, options);
+    REQUIRE_OK(writer->append(1, "a", 1));
+    REQUIRE_OK(writer->sync_to(1));
+    REQUIRE_OK(writer->append(1, "b", 1));
+    broken = true;
+
+    Status first = writer->sync_to(2);
+    CHECK(first.code() == StatusCode::io_error);
+    CHECK(contains(first.message(), std::strerror(EIO)));
+    CHECK(contains(first.message(), "fdatasync"));
+    CHECK(writer->failed());
+    CHECK_EQ(writer->synced_lsn(), 1u);
+
+    auto later = writer->append(1, "c", 1);
+    CHECK(later.status().code() == StatusCode::read_only);
+    CHECK(contains(later.status().message(), "the WAL could not be synced"));
+    CHECK(contains(later.status().message(), std::strerror(EIO)));
+    CHECK(contains(later.status().message(), "the graph is read-only, reopen it to recover"));
+    CHECK(writer->sync_to(2).code() == StatusCode::read_only);
+    CHECK(writer->sync().code() == StatusCode::read_only);
+    CHECK(writer->drop_segments_before(2).code() == StatusCode::read_only);
+    CHECK(writer->close().code() == StatusCode::read_only);
+    CHECK_EQ(calls_while_broken.load(), 1);  // the failed fdatasync was not retried
+    CHECK_EQ(writer->last_lsn(), 2u);
+
+    Replayed got = replay(tmp.wal(), true);  // reopening is the way back
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.last_lsn, 2u);
+}
+
+TEST_CASE("writer: a failed write is io_error once, read_only after; recovery cuts the partial frame") {
+    TempDir tmp;
+    auto writer = open_writer(tmp.wal(), 1);
+    REQUIRE_OK(writer->append(1, "kept", 4));
+    const std::string segment = segment_paths(tmp.wal()).at(0);
+    const std::uint64_t size = fs::file_size(segment);
+
+    // A file size limit makes the next write stop part-way (EFBIG) instead of killing us (SIGXFSZ).
+    struct rlimit saved;
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limited = saved;
+    limited.rlim_cur = size + 100;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+    std::string big(1000, 'x');
+    auto failed = writer->append(1, big.data(), big.size());
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, old_handler);
+
+    CHECK(failed.status().code() == StatusCode::io_error);
+    CHECK(contains(failed.status().message(), std::strerror(EFBIG)));
+    CHECK(writer->failed());
+    auto later = writer->append(1, "x", 1);
+    CHECK(later.status().code() == StatusCode::read_only);
+    CHECK(contains(later.status().message(), "the WAL could not be written"));
+    CHECK(writer->sync_to(1).code() == StatusCode::read_only);
+    writer.reset();
+
+    Replayed got = replay(tmp.wal(), true);
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.last_lsn, 1u);
+    CHECK_EQ(got.report.truncated_bytes, 100u);
+    CHECK_EQ(std::uint64_t(fs::file_size(segment)), size);
+}
+
+TEST_CASE("writer: the interval policy syncs in the background") {
+    TempDir tmp;
+    std::atomic<int> syncs{0};
+    WriterOptions options;
+    options.sync = SyncPolicy::interval;
+    options.sync_interval_ms = 10;
+    options.sync_hook = [&](int) {
+        ++syncs;
+        return 0;
+    };
+    auto writer = open_writer(tmp.wal(), 1, options);
+    REQUIRE_OK(writer->append(1, "a", 1));
+    REQUIRE_OK(writer->append(1, "b", 1));
+    REQUIRE_OK(writer->sync_to(2));  // returns at once under this policy
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (writer->synced_lsn() < 2 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    CHECK_EQ(writer->synced_lsn(), 2u);
+    // Nothing new: the thread does not sync again.
+    int after = syncs.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK_EQ(syncs.load(), after);
+    REQUIRE_OK(writer->close());
+}
+
+TEST_CASE("writer: the off policy syncs only on sync(), a roll, and not on close") {
+    TempDir tmp;
+    std::atomic<int> syncs{0};
+    WriterOptions options;
+    options.sync = SyncPolicy::off;
+    options.sync_hook = [&](int) {
+        ++syncs;
+        return 0;
+    };
+    auto writer = open_writer(tmp.wal(), 1, options);
+    const int baseline = syncs.load();
+    REQUIRE_OK(writer->append(1, "a", 1));
+    REQUIRE_OK(writer->sync_to(1));
+    CHECK_EQ(writer->synced_lsn(), 0u);
+    CHECK_EQ(syncs.load(), baseline);
+    REQUIRE_OK(writer->sync());
+    CHECK_EQ(writer->synced_lsn(), 1u);
+    CHECK_EQ(syncs.load(), baseline + 1);
+    REQUIRE_OK(writer->append(1, "b", 1));
+    REQUIRE_OK(writer->close());
+    CHECK_EQ(syncs.load(), baseline + 1);
+    CHECK_EQ(replay(tmp.wal()).report.last_lsn, 2u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Golden file: a segment written by format version 1. It must keep loading, byte for byte.
+
+namespace {
+
+const Uuid golden_uuid = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+                          0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
+
+std::vector<Record> golden_records() {
+    std::string ascending(32, '\0');
+    for (int i = 0; i < 32; ++i) ascending[i] = char(i);
+    std::string checkpoint_lsn(8, '\0');
+    checkpoint_lsn[0] = 6;
+    return {
+        {1, 0, 1, "add_nodes: alice, bob"},
+        {2, 0, 2, ascending},
+        {3, 0, 3, ""},
+        {4, 0, 4, std::string("node-1\0node-2", 13)},
+        {5, 0, 5, "\xff\xfe\xfd"},
+        {6, 0, 6, "tenant-a"},
+        {7, 0, 7, checkpoint_lsn},
+        {200, flag_skippable, 8, "a record type from a later version"},
+    };
+}
+
+}  // namespace
+
+TEST_CASE("golden: the v1 segment reads back with exact LSNs, types and payloads") {
+    const std::string golden = std::string(VECGRAPH_TEST_DATA_DIR) + "/wal/v1/" + segment_file_name(1);
+    REQUIRE(fs::exists(golden));
+    TempDir tmp;
+    fs::create_directories(tmp.wal());
+    fs::copy_file(golden, tmp.wal() + "/" + segment_file_name(1));
+    Replayed got = replay(tmp.wal(), false, 1, golden_uuid);
+    REQUIRE_OK(got.status);
+    std::vector<Record> expected = golden_records();
+    CHECK_EQ(got.report.records, 8u);
+    CHECK_EQ(got.report.skipped, 1u);
+    CHECK_EQ(got.report.truncated_bytes, 0u);
+    REQUIRE(got.records.size() == 7);
+    for (std::size_t i = 0; i < 7; ++i) {
+        CHECK_EQ(int(got.records[i].type), int(expected[i].type));
+        CHECK_EQ(int(got.records[i].flags), int(expected[i].flags));
+        CHECK_EQ(got.records[i].lsn, expected[i].lsn);
+        CHECK(got.records[i].payload == expected[i].payload);
+    }
+}
+
+TEST_CASE("golden: this version writes the v1 segment byte for byte") {
+    const std::string golden = std::string(VECGRAPH_TEST_DATA_DIR) + "/wal/v1/" + segment_file_name(1);
+    TempDir tmp;
+    auto opened = Writer::open(tmp.wal(), golden_uuid, 1, fast_options());
+    REQUIRE_OK(opened);
+    auto writer = std::move(opened).value();
+    for (const Record& record : golden_records())
+        REQUIRE_OK(writer->append(record.type, record.payload.data(), record.payload.size(), record.flags));
+    REQUIRE_OK(writer->close());
+    CHECK(read_file(segment_paths(tmp.wal()).at(0)) == read_file(golden));
+}
+
+TEST_MAIN()
