@@ -18,10 +18,14 @@ constexpr std::size_t count_context_slots = 16;
 constexpr std::size_t max_dim = 65536;  // keeps every int32 dot product exact
 constexpr std::size_t max_expansion = 65536;  // HNSW beam widths (efConstruction, ef) beyond this only cost memory
 
-// WAL record types written by the engine (payloads: wal_records.hpp). Never renumbered.
+// WAL record types written by the engine (wal_format.hpp; payloads: wal_records.hpp).
 namespace record {
-constexpr std::uint8_t add_nodes = 1, add_edges = 2, upsert_nodes = 3, delete_nodes = 4, delete_edges = 5,
-                       delete_tenant = 6;
+constexpr auto add_nodes = static_cast<std::uint8_t>(wal::RecordType::add_nodes);
+constexpr auto add_edges = static_cast<std::uint8_t>(wal::RecordType::add_edges);
+constexpr auto upsert_nodes = static_cast<std::uint8_t>(wal::RecordType::upsert_nodes);
+constexpr auto delete_nodes = static_cast<std::uint8_t>(wal::RecordType::delete_nodes);
+constexpr auto delete_edges = static_cast<std::uint8_t>(wal::RecordType::delete_edges);
+constexpr auto delete_tenant = static_cast<std::uint8_t>(wal::RecordType::delete_tenant);
 }
 
 std::size_t default_threads(std::size_t threads) {
@@ -138,9 +142,12 @@ Result<std::uint64_t> Engine::log(std::uint8_t type, const std::string& payload)
     if (!wal_) return last_lsn_.load() + 1;
     auto lsn = wal_->append(type, payload.data(), payload.size());
     if (!lsn.ok()) {
-        read_only_ = "the WAL could not be written (" + lsn.status().message() +
-                     "); the graph is read-only, reopen it to recover";
-        return lsn.status();
+        const Status& failure = lsn.status();
+        read_only_ = failure.code() == StatusCode::read_only
+                         ? failure.message()
+                         : "the WAL could not be written (" + failure.message() +
+                               "); the graph is read-only, reopen it to recover";
+        return failure;
     }
     return lsn.value();
 }
@@ -156,7 +163,10 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
     if (!status.ok()) {
         std::lock_guard<std::mutex> again(writer_mutex_);
         if (read_only_.empty())
-            read_only_ = "the WAL could not be synced (" + status.message() + "); the graph is read-only, reopen it to recover";
+            read_only_ = status.code() == StatusCode::read_only
+                             ? status.message()
+                             : "the WAL could not be synced (" + status.message() +
+                                   "); the graph is read-only, reopen it to recover";
     }
     return status;
 }
@@ -243,6 +253,15 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         }
         node_dead_.resize(node_keys_.size(), 0);
         delta_.flags.resize(node_keys_.size(), 0);
+    }
+    if (replaying_) {  // one parallel HNSW build at the end of replay (finish_replay)
+        for (std::size_t i = 0; i < prepared.count_new; ++i) deferred_hnsw_.push_back(static_cast<node_id_t>(first + i));
+        for (node_id_t node : replaced) {
+            if (node >= indexed_before_replay_) continue;  // not indexed yet: indexed once, at the end
+            deferred_hnsw_.push_back(node);
+            ++deferred_reindexed_;
+        }
+        return Status::OK();
     }
     // HNSW inserts run beside searches (USearch locks the members it links).
     auto lock = read_lock();
@@ -626,6 +645,8 @@ Status Engine::compact() {
     std::size_t count_nodes = 0, count_edges = 0;
     {
         std::lock_guard<std::mutex> writer(writer_mutex_);
+        if (delta_.count_edges == 0 && dead_edges_since_compaction_ == 0 && base_edges_ == edge_src_.size())
+            return Status::OK();  // the base CSR already holds every edge
         count_nodes = node_keys_.size();
         count_edges = edge_src_.size();
         src = edge_src_;
@@ -711,7 +732,7 @@ Status Engine::close_wal() {
     if (!wal_) return Status::OK();
     Status status = wal_->sync();
     wal_.reset();
-    read_only_ = "the graph is closed";
+    read_only_ = "the graph is closed; open it again with vecgraph.Graph.open to write";
     return status;
 }
 
@@ -719,12 +740,31 @@ std::uint64_t Engine::last_lsn() const { return last_lsn_.load(); }
 
 Result<wal::RecoveryReport> Engine::replay_wal(const std::string& dir, const wal::Uuid& uuid, std::uint64_t from_lsn,
                                                bool truncate_tail) {
+    replaying_ = true;
+    indexed_before_replay_ = node_keys_.size();
+    deferred_hnsw_.clear();
+    deferred_reindexed_ = 0;
     auto report = wal::recover(
         dir, uuid, from_lsn,
         [this](std::uint8_t type, std::uint8_t /*flags*/, std::uint64_t lsn, std::string_view payload) {
             return replay_record(type, lsn, payload);
         },
         truncate_tail);
+    replaying_ = false;
+    // Index the replayed nodes in one parallel pass (deleted ones are left out: never returned).
+    std::vector<node_id_t> pending;
+    pending.swap(deferred_hnsw_);
+    pending.erase(std::remove_if(pending.begin(), pending.end(), [&](node_id_t n) { return node_dead_[n] != 0; }),
+                  pending.end());
+    if (!pending.empty()) {
+        {
+            auto lock = write_lock();
+            VG_RETURN_IF_ERROR(seed_index_->reserve_more(pending.size()));
+        }
+        auto lock = read_lock();
+        VG_RETURN_IF_ERROR(seed_index_->add_nodes(pending.data(), pending.size(), config_.threads, contexts_));
+        if (deferred_reindexed_) seed_index_->count_reindexed(deferred_reindexed_);
+    }
     if (report.ok() && report.value().last_lsn > last_lsn_.load()) last_lsn_.store(report.value().last_lsn);
     return report;
 }
@@ -853,6 +893,8 @@ Status Engine::replay_record(std::uint8_t type, std::uint64_t lsn, std::string_v
             apply_node_deletes(tenant_nodes(tenant));
             break;
         }
+        case static_cast<std::uint8_t>(wal::RecordType::checkpoint):
+            break;  // a marker: nothing to apply
         default:
             return bad("the record type is unknown to this version");
     }

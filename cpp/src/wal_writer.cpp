@@ -4,7 +4,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -275,7 +274,8 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& dir, const Uuid&
         if (!end.ok()) return end.status();
         const SegmentEnd& e = end.value();
         if (e.valid_bytes != e.file_bytes)
-            return Status::corruption("WAL segment " + last.path + " has " + std::to_string(e.file_bytes - e.valid_bytes) +
+            return Status::corruption("WAL segment " + last.path + " has " +
+                                      std::to_string(e.file_bytes - e.valid_bytes) +
                                       " bytes of damaged or torn data from offset " + std::to_string(e.valid_bytes) +
                                       "; recover the log with truncate_tail before opening a writer");
         if (e.next_lsn != next_lsn)

@@ -425,7 +425,8 @@ class Graph:
             snapshot_lsn = int(manifest["snapshot_lsn"])
             report = graph._engine.replay_wal(wal_dir, uuid, snapshot_lsn + 1, True)
             graph._engine.compact()
-            next_lsn = max(report["next_lsn"], report["last_lsn"] + 1, snapshot_lsn + 1)
+            # The WAL continues where its last segment ends; with no segment, after the snapshot.
+            next_lsn = report["next_lsn"] or snapshot_lsn + 1
             graph._engine.attach_wal(wal_dir, uuid, next_lsn, sync, sync_interval_ms, segment_bytes)
         except BaseException:
             lock.release()
@@ -453,6 +454,7 @@ class Graph:
         """
         self._require_folder("checkpoint")
         state = self._engine.export_state()
+        self._engine.sync()  # the WAL must never be behind a committed snapshot
         manifest = storage.write_snapshot(self._path, self._manifest, state)
         storage.write_manifest(self._path, manifest)
         self._manifest = manifest
@@ -487,6 +489,14 @@ class Graph:
 
     def __enter__(self) -> "Graph":
         return self
+
+    def __del__(self) -> None:
+        # A graph dropped without close(): sync the WAL before the LOCK goes.
+        if getattr(self, "_lock", None) is not None:
+            try:
+                self.close()
+            except Exception:
+                pass
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()

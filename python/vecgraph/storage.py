@@ -92,6 +92,9 @@ class FolderLock:
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None
 
+    def __del__(self) -> None:
+        self.release()
+
 
 def new_manifest(dim: int, metric: str, hnsw: dict) -> dict:
     return {

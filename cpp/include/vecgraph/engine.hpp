@@ -317,6 +317,10 @@ class Engine {
     wal::SyncPolicy sync_policy_ = wal::SyncPolicy::off;
     std::string read_only_;  // why writes are refused; empty: writable
     std::atomic<std::uint64_t> last_lsn_{0};
+    // Replay appends rows and defers HNSW inserts to one parallel pass at its end.
+    bool replaying_ = false;
+    std::size_t indexed_before_replay_ = 0, deferred_reindexed_ = 0;
+    std::vector<node_id_t> deferred_hnsw_;
     mutable detail::ContextPool contexts_;
     mutable std::vector<TraversalScratch> scratch_;  // one per context slot
 };

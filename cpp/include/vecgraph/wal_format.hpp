@@ -26,7 +26,7 @@
 //   12  lsn             u64       the previous record's LSN + 1 (the first record's: first_lsn)
 //   20  payload         payload_bytes bytes, opaque to the log
 //       pad             zero bytes up to the next multiple of 8; frame_bytes = align8(20 + payload_bytes)
-//   A frame is written with one write(2), pad included.
+//   A frame is written with one writev(2), pad included.
 //
 // MASKED CRC
 //   Stored checksums are masked as in LevelDB: masked = rotate_right(crc, 15) + 0xa282ead8. The CRC

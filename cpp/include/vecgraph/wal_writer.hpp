@@ -47,11 +47,12 @@ class Writer {
     /// Opens the log in `dir` (the folder is created if missing) for appending; the next record
     /// gets `next_lsn` (1 for a new database; after recovery, RecoveryReport::next_lsn).
     ///
-    /// If the folder has segments, the last one must belong to `uuid`, end in a valid record
-    /// (recover() with truncate_tail has cut any torn tail; else corruption) and continue at
-    /// next_lsn (else invalid_argument); the writer fdatasyncs it and appends to it. Otherwise it
-    /// creates segment <next_lsn>.log: written as .log.tmp, fdatasynced, renamed, folder fsynced.
-    /// Leftover .log.tmp files from a crash during creation are deleted.
+    /// If the folder has segments, the last one (read once, every record checked) must belong
+    /// to `uuid`, end in a valid record (recover() with truncate_tail has cut any torn tail; else
+    /// corruption) and continue at next_lsn (else invalid_argument); the writer fdatasyncs it and
+    /// appends to it. Otherwise it creates segment <next_lsn>.log: written as .log.tmp,
+    /// fdatasynced, renamed, folder fsynced. Leftover .log.tmp files from a crash during creation
+    /// are deleted.
     static Result<std::unique_ptr<Writer>> open(const std::string& dir, const Uuid& uuid, std::uint64_t next_lsn,
                                                 const WriterOptions& options);
 
