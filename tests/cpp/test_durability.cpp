@@ -1,0 +1,169 @@
+// Engine + WAL: every write kind replays into a fresh engine to the same state; a failed fsync
+// fails the write that saw it and turns the engine read-only (never retried); a rejected batch
+// is not logged.
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "check.hpp"
+#include "vecgraph/engine.hpp"
+
+using namespace vecgraph;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t dim = 8;
+const wal::Uuid uuid = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+std::string temp_dir(const char* name) {
+    fs::path dir = fs::temp_directory_path() / ("vecgraph-test-" + std::string(name) + "-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir.string();
+}
+
+std::unique_ptr<Engine> make() {
+    EngineConfig config;
+    config.dim = dim;
+    config.auto_compact_edges = 3;
+    auto created = Engine::create(config);
+    REQUIRE(created.ok());
+    return std::move(created).value();
+}
+
+std::vector<float> vector_of(std::size_t i) {
+    std::mt19937 rng(static_cast<unsigned>(i + 1));
+    std::normal_distribution<float> normal;
+    std::vector<float> v(dim);
+    for (float& x : v) x = normal(rng);
+    return v;
+}
+
+Status add_node(Engine& engine, const std::string& name, std::size_t seed, const std::string& tenant = "",
+                bool upsert = false) {
+    std::string key = encode_text_key(name);
+    std::vector<float> v = vector_of(seed);
+    NodeBatch batch;
+    batch.count = 1;
+    batch.keys = &key;
+    batch.vectors = v.data();
+    batch.tenants = &tenant;
+    return upsert ? engine.upsert_nodes(batch) : engine.add_nodes(batch);
+}
+
+Status add_edge(Engine& engine, const std::string& a, const std::string& b, const std::string& rel) {
+    std::string src = encode_text_key(a), dst = encode_text_key(b);
+    EdgeBatch batch;
+    batch.count = 1;
+    batch.src = &src;
+    batch.dst = &dst;
+    batch.rels = &rel;
+    return engine.add_edges(batch);
+}
+
+// Keys and scores of an exact search with traversal, as one comparable string.
+std::string fingerprint(const Engine& engine, std::size_t seed) {
+    std::vector<float> q = vector_of(seed);
+    SearchRequest request;
+    request.k = 20;
+    request.seeds = 3;
+    request.hops = 3;
+    request.exact = true;
+    auto result = engine.search(q.data(), dim, request);
+    REQUIRE(result.ok());
+    std::string out;
+    for (const Hit& hit : result.value().hits)
+        out += std::string(engine.key(hit.node)) + ":" + std::to_string(hit.score) + ":" + std::to_string(hit.hop) + " ";
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("every write kind replays into a fresh engine to the same state") {
+    std::string dir = temp_dir("replay");
+    auto engine = make();
+    wal::WriterOptions options;
+    options.sync = wal::SyncPolicy::off;
+    REQUIRE(engine->attach_wal(dir, uuid, 1, options).ok());
+    for (std::size_t i = 0; i < 12; ++i)
+        REQUIRE(add_node(*engine, "n" + std::to_string(i), i, i % 3 == 0 ? "t" : "").ok());
+    for (std::size_t i = 0; i + 1 < 12; ++i)
+        REQUIRE(add_edge(*engine, "n" + std::to_string(i), "n" + std::to_string(i + 1), i % 2 ? "r" : "s").ok());
+    REQUIRE(add_node(*engine, "n4", 100, "", true).ok());  // upsert: new vector, edges stay
+    std::string gone = encode_text_key("n7");
+    std::size_t count = 0;
+    REQUIRE(engine->delete_nodes(&gone, 1, false, &count).ok());
+    CHECK_EQ(count, std::size_t{1});
+    std::string s = encode_text_key("n1"), d = encode_text_key("n2");
+    EdgeSelection selection{1, &s, &d, nullptr};
+    REQUIRE(engine->delete_edges(selection, false, &count).ok());
+    CHECK_EQ(count, std::size_t{1});
+    REQUIRE(engine->delete_tenant("t", &count).ok());
+    CHECK_EQ(count, std::size_t{4});  // n0, n3, n6, n9
+    REQUIRE(add_node(*engine, "n7", 7).ok());  // a deleted key comes back as a new node
+    // A rejected batch is not logged.
+    CHECK(add_node(*engine, "n7", 8).code() == StatusCode::already_exists);
+    std::uint64_t last = engine->last_lsn();
+    CHECK_EQ(last, std::uint64_t{12 + 11 + 1 + 1 + 1 + 1 + 1});
+    REQUIRE(engine->compact().ok());
+    std::vector<std::string> before;
+    for (std::size_t q = 0; q < 6; ++q) before.push_back(fingerprint(*engine, q * 5));
+    std::size_t nodes = engine->count_nodes(), edges = engine->count_edges();
+    REQUIRE(engine->close_wal().ok());
+
+    auto again = make();
+    auto report = again->replay_wal(dir, uuid, 1, true);
+    REQUIRE(report.ok());
+    CHECK_EQ(report.value().last_lsn, last);
+    CHECK_EQ(report.value().replayed, last);
+    CHECK_EQ(again->count_nodes(), nodes);
+    CHECK_EQ(again->count_edges(), edges);
+    CHECK_EQ(again->last_lsn(), last);
+    for (std::size_t q = 0; q < 6; ++q) CHECK_EQ(fingerprint(*again, q * 5), before[q]);
+    REQUIRE(again->compact().ok());  // base + delta and compacted base agree
+    for (std::size_t q = 0; q < 6; ++q) CHECK_EQ(fingerprint(*again, q * 5), before[q]);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("a failed fsync fails that write, is not retried, and makes the engine read-only") {
+    std::string dir = temp_dir("fsync");
+    auto engine = make();
+    int calls = 0;
+    bool fail = false;
+    wal::WriterOptions options;
+    options.sync = wal::SyncPolicy::always;
+    options.sync_hook = [&](int) {
+        ++calls;
+        if (fail) {
+            errno = EIO;
+            return -1;
+        }
+        return 0;
+    };
+    REQUIRE(engine->attach_wal(dir, uuid, 1, options).ok());
+    REQUIRE(add_node(*engine, "a", 1).ok());
+    int after_attach = calls;
+    fail = true;
+    Status failed = add_node(*engine, "b", 2);
+    CHECK(failed.code() == StatusCode::io_error);
+    int after_failure = calls;
+    Status refused = add_node(*engine, "c", 3);
+    CHECK(refused.code() == StatusCode::read_only);
+    CHECK(refused.message().find("read-only") != std::string::npos);
+    CHECK_EQ(calls, after_failure);  // no retry: the refused write did not sync again
+    CHECK(after_failure > after_attach);
+    std::string key = encode_text_key("a");
+    std::size_t count = 0;
+    CHECK(engine->delete_nodes(&key, 1, false, &count).code() == StatusCode::read_only);
+    CHECK(engine->stats().read_only);
+    CHECK(engine->find(encode_text_key("c")).status().code() == StatusCode::not_found);
+    fs::remove_all(dir);
+}
+
+TEST_MAIN()
