@@ -1,0 +1,279 @@
+"""Searches concurrent with writes: 4 searching threads and 1 writing thread on a durable graph.
+
+The writer adds, upserts (existing, new and previously deleted keys), deletes nodes, edges and
+tenants, compacts and checkpoints. After each delete returns it records the key as deleted, at a
+new epoch; before a deleted key is added again it takes it off the deleted set. A search that
+started after the delete was recorded (and finished with the key still deleted at that epoch)
+must not return the key, neither as a seed nor as a node reached through an edge. At the end
+every live key is found first by exact search for its own vector, before and after a reopen.
+
+bench/stress_concurrency.py runs :func:`run_stress` for longer.
+"""
+
+from __future__ import annotations
+
+import collections
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import vecgraph as vg
+
+DIM = 24
+TENANTS = ("a", "b", "c", "d", "e", "f")
+RELS = ("x", "y", "z")
+LIVE_CAP = 1500
+
+
+@dataclass
+class StressReport:
+    writes: collections.Counter = field(default_factory=collections.Counter)
+    searches: int = 0
+    neighbor_reads: int = 0
+    contains_checks: int = 0
+    queries_for_deleted_vectors: int = 0
+    live: int = 0
+    deleted: int = 0
+    errors: list = field(default_factory=list)
+
+
+class _Shared:
+    """The writer's record of deletes, read by the searchers. ``deleted[key]`` is the epoch at
+    which the key's delete returned; a key being added again is removed first."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.epoch = 0
+        self.deleted: dict = {}
+        self.live_vectors: dict = {}  # key -> vector (the writer's view)
+        self.recent_deleted = collections.deque(maxlen=64)  # (key, vector) of recent deletes
+
+    def now(self) -> int:
+        with self.lock:
+            return self.epoch
+
+    def record_deleted(self, keys: list) -> None:
+        with self.lock:
+            self.epoch += 1
+            for k in keys:
+                self.deleted[k] = self.epoch
+                vec = self.live_vectors.pop(k)
+                self.recent_deleted.append((k, vec))
+
+    def deleted_before(self, key, start_epoch: int) -> bool:
+        """True if ``key`` was deleted at or before ``start_epoch`` and has not been re-added since."""
+        e = self.deleted.get(key)
+        return e is not None and e <= start_epoch
+
+
+def _writer(g: vg.Graph, shared: _Shared, deadline: float, rng: random.Random, report: StressReport) -> None:
+    tenants: dict = {}  # key -> tenant of live keys
+    edges: list = []  # (src, dst, rel) of live edges, parallel duplicates included
+    serial = 0
+
+    def vec() -> np.ndarray:
+        return np.asarray([rng.gauss(0, 1) for _ in range(DIM)], dtype=np.float32)
+
+    def new_key():
+        nonlocal serial
+        serial += 1
+        return serial if serial % 5 == 0 else f"k{serial}"  # int and str keys
+
+    def forget(keys: set) -> None:
+        edges[:] = [e for e in edges if e[0] not in keys and e[1] not in keys]
+        for k in keys:
+            tenants.pop(k)
+
+    while time.monotonic() < deadline:
+        live = list(tenants)
+        r = rng.random()
+        if len(live) < 20 or (r < 0.30 and len(live) < LIVE_CAP):
+            keys = [new_key() for _ in range(rng.randint(1, 8))]
+            vectors = [vec() for _ in keys]
+            ts = [rng.choice(TENANTS) for _ in keys]
+            g.add_nodes(keys, np.stack(vectors), tenants=ts)
+            with shared.lock:
+                shared.live_vectors.update(zip(keys, vectors))
+            tenants.update(zip(keys, ts))
+            report.writes["add_nodes"] += 1
+        elif r < 0.45:
+            keys = rng.sample(live, min(len(live), rng.randint(1, 3)))
+            with shared.lock:
+                gone = [k for k, _ in list(shared.recent_deleted) if k in shared.deleted]
+            if gone and rng.random() < 0.6:
+                keys.append(rng.choice(gone))
+            keys.append(new_key())
+            keys = list(dict.fromkeys(keys))
+            with shared.lock:  # a key about to come back is no longer "deleted"
+                for k in keys:
+                    shared.deleted.pop(k, None)
+            vectors = [vec() for _ in keys]
+            ts = [rng.choice(TENANTS) for _ in keys]
+            g.upsert_nodes(keys, np.stack(vectors), tenants=ts)
+            with shared.lock:
+                shared.live_vectors.update(zip(keys, vectors))
+            tenants.update(zip(keys, ts))
+            report.writes["upsert_nodes"] += 1
+        elif r < 0.62:
+            m = rng.randint(1, 6)
+            src = [rng.choice(live) for _ in range(m)]
+            dst = [rng.choice(live) for _ in range(m)]
+            rels = [rng.choice(RELS) for _ in range(m)]
+            g.add_edges(src, dst, rels=rels, weights=np.array([rng.uniform(0.1, 2.0) for _ in range(m)], np.float32))
+            edges.extend(zip(src, dst, rels))
+            report.writes["add_edges"] += 1
+        elif r < 0.85:
+            keys = rng.sample(live, min(len(live) - 10, rng.randint(1, 4)))
+            assert g.delete_nodes(keys) == len(keys)
+            shared.record_deleted(keys)
+            forget(set(keys))
+            for k in keys:
+                assert k not in g
+            report.writes["delete_nodes"] += 1
+        elif r < 0.95:
+            if edges:
+                s, d, rel = rng.choice(edges)
+                n = sum(1 for e in edges if e == (s, d, rel))
+                assert g.delete_edges([s], [d], rels=[rel]) == n
+                edges[:] = [e for e in edges if e != (s, d, rel)]
+                report.writes["delete_edges"] += 1
+        elif r < 0.96 and len(live) > 300:
+            t = rng.choice(TENANTS)
+            keys = [k for k in live if tenants[k] == t]
+            assert g.delete_tenant(t) == len(keys)
+            shared.record_deleted(keys)
+            forget(set(keys))
+            report.writes["delete_tenant"] += 1
+        elif r < 0.99:
+            g.compact()
+            report.writes["compact"] += 1
+        else:
+            info = g.checkpoint()
+            assert info["nodes"] >= 0
+            report.writes["checkpoint"] += 1
+
+
+def _searcher(g: vg.Graph, shared: _Shared, stop: threading.Event, rng: random.Random, report: StressReport,
+              counts: dict) -> None:
+    np_rng = np.random.default_rng(rng.randrange(1 << 30))
+    while not stop.is_set():
+        with shared.lock:
+            recent = list(shared.recent_deleted)
+            some_live = None
+            if shared.live_vectors and rng.random() < 0.3:
+                some_live = next(iter(shared.live_vectors.items()))
+        r = rng.random()
+        if recent and r < 0.5:
+            target, query = rng.choice(recent)
+        elif some_live is not None and r < 0.8:
+            target, query = some_live
+        else:
+            target, query = None, np_rng.standard_normal(DIM).astype(np.float32)
+        kind = rng.random()
+        start = shared.now()
+        if kind < 0.8:
+            exact = rng.random() < 0.5
+            tenants = [rng.choice(TENANTS)] if rng.random() < 0.2 else None
+            res = g.search(query, k=rng.choice((1, 10, 50)), exact=exact, seeds=rng.choice((1, 8, 32)),
+                           hops=rng.choice((0, 1, 2)), tenants=tenants)
+            counts["searches"] += 1
+            keys = res.keys
+            assert len(set(keys)) == len(keys), f"duplicate keys in {keys}"
+            assert all(a >= b for a, b in zip(res.scores, res.scores[1:])), f"scores not sorted: {res.scores}"
+            bad = [k for k in keys if shared.deleted_before(k, start)]
+            assert not bad, f"search returned keys deleted before it started: {bad} (exact={exact})"
+            if target is not None and shared.deleted_before(target, start):
+                counts["queries_for_deleted_vectors"] += 1
+            for path in res.paths:
+                for e in path:
+                    assert not shared.deleted_before(e.src, start) and not shared.deleted_before(e.dst, start), (
+                        f"path through a deleted node: {path}")
+        elif kind < 0.9 and target is not None:
+            try:
+                out = g.neighbors(target, direction="both")
+            except vg.NotFoundError:
+                continue  # the target is deleted (or being deleted)
+            counts["neighbor_reads"] += 1
+            bad = [e for e in out if shared.deleted_before(e.src, start) or shared.deleted_before(e.dst, start)]
+            assert not bad, f"neighbors({target!r}) holds edges of deleted nodes: {bad}"
+        elif recent:
+            key, _ = rng.choice(recent)
+            if shared.deleted_before(key, start):
+                present = key in g
+                assert not present or not shared.deleted_before(key, start), f"{key!r} in g after its delete"
+                counts["contains_checks"] += 1
+
+
+def check_final_state(g: vg.Graph, shared: _Shared) -> None:
+    """Every live key is found first by exact search for its own vector; deleted keys are gone."""
+    assert len(g) == len(shared.live_vectors)
+    for key, v in shared.live_vectors.items():
+        found = g.search(v, k=1, exact=True).keys
+        assert found == [key], f"exact search for {key!r}'s own vector returned {found}"
+    for key in shared.deleted:
+        assert key not in g, f"deleted key {key!r} is in the graph"
+
+
+def run_stress(folder: str, seconds: float, *, searchers: int = 4, seed: int = 0, sync: str = "interval") -> StressReport:
+    report = StressReport()
+    shared = _Shared()
+    rng = random.Random(seed)
+    g = vg.Graph.open(folder, dim=DIM, metric="cos", sync=sync)
+    stop = threading.Event()
+    errors: list = []
+    per_thread = [collections.Counter() for _ in range(searchers)]
+
+    def guarded(fn, *args):
+        try:
+            fn(*args)
+        except BaseException as e:  # noqa: BLE001 - reported by the caller
+            import traceback
+
+            errors.append(f"{threading.current_thread().name}: {type(e).__name__}: {e}\n{traceback.format_exc()}")
+            stop.set()
+
+    threads = [threading.Thread(target=guarded, name=f"searcher-{i}",
+                                args=(_searcher, g, shared, stop, random.Random(rng.random()), report, per_thread[i]))
+               for i in range(searchers)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + seconds
+    writer = threading.Thread(target=guarded, name="writer",
+                              args=(_writer, g, shared, deadline, random.Random(rng.random()), report))
+    writer.start()
+    writer.join()
+    stop.set()
+    for t in threads:
+        t.join()
+    report.errors = errors
+    for c in per_thread:
+        report.searches += c["searches"]
+        report.neighbor_reads += c["neighbor_reads"]
+        report.contains_checks += c["contains_checks"]
+        report.queries_for_deleted_vectors += c["queries_for_deleted_vectors"]
+    report.live, report.deleted = len(shared.live_vectors), len(shared.deleted)
+    if errors:
+        g.close()
+        return report
+    try:
+        check_final_state(g, shared)
+        g.close()
+        with vg.Graph.open(folder) as again:
+            check_final_state(again, shared)
+    except AssertionError as e:
+        report.errors.append(f"final state: {e}")
+    finally:
+        g.close()
+    return report
+
+
+def test_searches_never_see_deleted_keys_while_one_thread_writes(tmp_path):
+    report = run_stress(str(tmp_path / "db"), 5.0, searchers=4, seed=7)
+    assert not report.errors, "\n".join(report.errors)
+    # Both sides did real work, every kind of write ran, and the graph ended non-trivial.
+    assert report.searches >= 200 and report.queries_for_deleted_vectors >= 50
+    for kind in ("add_nodes", "upsert_nodes", "add_edges", "delete_nodes", "delete_edges", "compact"):
+        assert report.writes[kind] >= 2, f"only {report.writes[kind]} {kind} writes: {dict(report.writes)}"
+    assert report.live >= 20 and report.deleted >= 20
