@@ -222,7 +222,6 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         reserve_rows(node_ts_, total);
         reserve_rows(node_texts_, total);
         reserve_rows(node_props_, total);
-        node_vectors_.reserve(std::max(total, node_vectors_.size() + node_vectors_.size() / 2));
         for (std::size_t i = 0; i < batch.count; ++i) {
             const std::string& label = batch.labels ? batch.labels[i] : empty_string();
             const std::string& tenant = batch.tenants ? batch.tenants[i] : empty_string();
