@@ -116,6 +116,8 @@ def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
 
 
 def _keys(values: Any, name: str) -> Sequence:
+    if type(values) is list or type(values) is tuple:  # the common case, without ABC checks
+        return values
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of keys, not a single {type(values).__name__}; wrap it in a list")
     if isinstance(values, (set, frozenset, dict)):
@@ -136,6 +138,8 @@ def _strings(values: Any, name: str, count: int) -> Optional[list]:
         return None
     if isinstance(values, str):
         return [values] * count
+    if type(values) is list and len(values) == count:  # items are checked by the core
+        return values
     if isinstance(values, (bytes, dict, set, frozenset)) or not isinstance(values, Iterable):
         raise TypeError(f"{name} must be a str or a list of {count} str, got {type(values).__name__}")
     values = list(values)
