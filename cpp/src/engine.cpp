@@ -45,6 +45,26 @@ void reserve_rows(std::unordered_map<key_at, value_at>& map, std::size_t total) 
     if (total > map.bucket_count() * map.max_load_factor()) map.reserve(std::max(total, map.size() * 2));
 }
 
+// Growing a column copies it. The copy is made before the exclusive lock (searches keep
+// reading the old buffer; other writers are held off by writer_mutex_), so that only an O(1)
+// swap happens under the lock; the old buffer is freed after the lock is released.
+template <typename value_at>
+class Regrow {
+  public:
+    Regrow(std::vector<value_at>& column, std::size_t total) : column_(column) {
+        if (total <= column.capacity()) return;
+        grown_.reserve(std::max(total, column.capacity() + column.capacity() / 2));
+        grown_.assign(column.begin(), column.end());
+    }
+    void commit() noexcept {
+        if (grown_.capacity()) column_.swap(grown_);
+    }
+
+  private:
+    std::vector<value_at>& column_;
+    std::vector<value_at> grown_;
+};
+
 const std::string& empty_string() {
     static const std::string empty;
     return empty;
@@ -211,15 +231,24 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     const std::size_t stride = node_vectors_.stride_bytes();
     const std::size_t first = node_keys_.size();
     std::vector<node_id_t> replaced;
+    const std::size_t total = first + prepared.count_new;
+    Regrow<const std::string*> keys(node_keys_, total);
+    Regrow<label_id_t> labels(node_labels_, total);
+    Regrow<tenant_id_t> tenants(node_tenants_, total);
+    Regrow<std::int64_t> ts_column(node_ts_, total);
+    Regrow<std::uint8_t> dead(node_dead_, total), flags(delta_.flags, total);
+    std::vector<std::int8_t> rows = node_vectors_.grown_buffer(prepared.count_new);
     {
         auto lock = write_lock();
         VG_RETURN_IF_ERROR(seed_index_->reserve_more(batch.count));
-        std::size_t total = first + prepared.count_new;
+        keys.commit();
+        labels.commit();
+        tenants.commit();
+        ts_column.commit();
+        dead.commit();
+        flags.commit();
+        node_vectors_.adopt_buffer(rows);
         reserve_rows(key_to_node_, total);
-        reserve_rows(node_keys_, total);
-        reserve_rows(node_labels_, total);
-        reserve_rows(node_tenants_, total);
-        reserve_rows(node_ts_, total);
         reserve_rows(node_texts_, total);
         reserve_rows(node_props_, total);
         for (std::size_t i = 0; i < batch.count; ++i) {
@@ -373,16 +402,21 @@ Status Engine::apply_edges(const EdgeBatch& batch, PreparedEdges& prepared) {
     const std::size_t stride = edge_vectors_.stride_bytes();
     // A batch this large is folded into a new base CSR at once rather than into the delta.
     const bool bulk = config_.auto_compact_edges && batch.count >= config_.auto_compact_edges;
+    Regrow<node_id_t> src(edge_src_, total), dst(edge_dst_, total);
+    Regrow<rel_id_t> rels(edge_rels_, total);
+    Regrow<float> weights(edge_weights_, total);
+    Regrow<std::int64_t> ts_column(edge_ts_, total);
+    Regrow<std::uint8_t> dead(edge_dead_, total);
     {
         auto lock = write_lock();
-        reserve_rows(edge_src_, total);
-        reserve_rows(edge_dst_, total);
-        reserve_rows(edge_rels_, total);
-        reserve_rows(edge_weights_, total);
-        reserve_rows(edge_ts_, total);
+        src.commit();
+        dst.commit();
+        rels.commit();
+        weights.commit();
+        ts_column.commit();
+        dead.commit();
         reserve_rows(edge_texts_, total);
         reserve_rows(edge_props_, total);
-        reserve_rows(edge_dead_, total);
         edge_src_.insert(edge_src_.end(), prepared.src.begin(), prepared.src.end());
         edge_dst_.insert(edge_dst_.end(), prepared.dst.begin(), prepared.dst.end());
         for (std::size_t i = 0; i < batch.count; ++i) {

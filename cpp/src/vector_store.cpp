@@ -80,6 +80,15 @@ Status VectorStore::validate(const float* rows, std::size_t count, const char* w
 
 void VectorStore::reserve(std::size_t count) { rows_.reserve(count * stride_); }
 
+std::vector<std::int8_t> VectorStore::grown_buffer(std::size_t extra_rows) const {
+    std::vector<std::int8_t> grown;
+    std::size_t needed = (count_ + extra_rows) * stride_;
+    if (needed <= rows_.capacity()) return grown;
+    grown.reserve(std::max(needed, (count_ + count_ / 2) * stride_));
+    grown.assign(rows_.begin(), rows_.end());
+    return grown;
+}
+
 void VectorStore::quantize_rows(const float* rows, std::size_t count, std::size_t threads, std::int8_t* out) const {
     auto work = [&](std::size_t begin, std::size_t end) {
         for (std::size_t r = begin; r < end; ++r) {

@@ -98,6 +98,14 @@ class VectorStore {
     float score(const QuantizedVector& query, std::size_t row) const noexcept;
 
     void reserve(std::size_t count);
+    /// A copy of the row buffer with room for `extra_rows` more rows (grown geometrically), or
+    /// an empty buffer when the current one has room. Lets a writer copy outside a lock that
+    /// readers wait for, then adopt_buffer() under it.
+    std::vector<std::int8_t> grown_buffer(std::size_t extra_rows) const;
+    /// Takes a buffer from grown_buffer() (nothing to do for an empty one); `buffer` receives the old one.
+    void adopt_buffer(std::vector<std::int8_t>& buffer) noexcept {
+        if (buffer.capacity()) rows_.swap(buffer);
+    }
     std::size_t memory_bytes() const noexcept { return rows_.capacity(); }
 
   private:
