@@ -297,7 +297,8 @@ class Graph:
     Concurrency: any number of threads may search while one writes. Writes are serialised: a
     second thread's write waits until the first one has finished (no error). A write is visible
     to every search that starts after it returns. Searches never wait for a disk sync or an
-    HNSW insert; they wait only while a write appends its rows in memory (microseconds).
+    HNSW insert; they wait only while a write appends its rows in memory (microseconds; a
+    rehash when the key map doubles).
 
     Raises:
         InvalidArgumentError: dim, metric or an HNSW parameter out of range.

@@ -6,9 +6,11 @@
 // A write is checked completely first (a rejected batch changes nothing and is not logged),
 // then appended to the WAL, then applied, then (sync "always") made durable before the call
 // returns. Applying takes the exclusive lock only to append or flip rows in memory (no
-// quantization, no HNSW work, no I/O inside it); HNSW inserts run under the shared lock,
-// concurrently with searches (USearch locks the members it links). So searches wait for a
-// writer at most for an in-memory append, never for a disk sync or an HNSW insert.
+// quantization, no HNSW work, no I/O inside it; a growing column is copied before the lock
+// and swapped in under it); HNSW inserts run under the shared lock, concurrently with
+// searches (USearch locks the members it links). So searches wait for a writer at most for
+// an in-memory append (and a key-map rehash when it doubles), never for a disk sync, an HNSW
+// insert or a column copy.
 //
 // Delta graph and compaction. Edges added since the base CSR was built live in a delta
 // (DeltaAdjacency, per-node sorted lists) that traversal merges with the CSR in the same
