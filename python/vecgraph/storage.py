@@ -207,6 +207,15 @@ def write_snapshot(folder: str, manifest: dict, state: dict) -> dict:
         }
     ).replace_schema_metadata(metadata)
     e_scale, e_sq_norm, e_codes = _rows_to_columns(state["edge_rows"], dim)
+    has_vector = state["edge_has_vector"].astype(bool)
+    # Edge vectors are optional: a list column, null where an edge has none (no bytes stored).
+    offsets = np.zeros(len(has_vector) + 1, dtype=np.int32)
+    np.cumsum(has_vector * dim, out=offsets[1:])
+    edge_codes = pa.ListArray.from_arrays(
+        pa.array(offsets, type=pa.int32()),
+        pa.array(e_codes[has_vector].reshape(-1), type=pa.int8()),
+        mask=pa.array(~has_vector, type=pa.bool_()),
+    )
     edges = pa.table(
         {
             "src": pa.array(state["edge_src"], type=pa.uint32()),
@@ -216,10 +225,10 @@ def write_snapshot(folder: str, manifest: dict, state: dict) -> dict:
             "ts": pa.array(state["edge_ts"], type=pa.int64()),
             "text": pa.array(state["edge_texts"], type=pa.large_string()),
             "props": pa.array(state["edge_props"], type=pa.large_string()),
-            "has_vector": pa.array(state["edge_has_vector"].astype(bool), type=pa.bool_()),
+            "has_vector": pa.array(has_vector, type=pa.bool_()),
             "scale": pa.array(e_scale, type=pa.float32()),
             "sq_norm": pa.array(e_sq_norm, type=pa.float32()),
-            "codes": codes_column(e_codes),
+            "codes": edge_codes,
         }
     ).replace_schema_metadata(metadata)
     files = {}
@@ -308,7 +317,12 @@ def load_snapshot(engine: Any, folder: str, manifest: dict) -> None:
             dst = edges.column("dst").to_numpy()
             if len(src) and (src.max() >= len(keys) or dst.max() >= len(keys)):
                 raise CorruptionError(f"snapshot {snapshot}: an edge names a node position beyond the node table")
-            e_codes = edges.column("codes").combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+            has_vector = edges.column("has_vector").to_numpy(zero_copy_only=False).astype(bool)
+            e_codes = np.zeros((len(edges), dim), dtype=np.int8)
+            values = edges.column("codes").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+            if values.size != int(has_vector.sum()) * dim:
+                raise CorruptionError(f"snapshot {snapshot}: edge vectors do not match has_vector")
+            e_codes[has_vector] = values.reshape(-1, dim)
             e_rows = _columns_to_rows(edges.column("scale").to_numpy(), edges.column("sq_norm").to_numpy(), e_codes, dim)
             engine.load_edges(
                 [keys[i] for i in src],
@@ -318,7 +332,7 @@ def load_snapshot(engine: Any, folder: str, manifest: dict) -> None:
                 edges.column("ts").to_numpy().astype(np.int64),
                 edges.column("text").to_pylist(),
                 edges.column("props").to_pylist(),
-                edges.column("has_vector").to_numpy(zero_copy_only=False).astype(np.uint8),
+                has_vector.astype(np.uint8),
                 e_rows,
             )
     except (KeyError, pa.ArrowException) as e:
