@@ -335,7 +335,7 @@ def load_snapshot(engine: Any, folder: str, manifest: dict) -> None:
                 has_vector.astype(np.uint8),
                 e_rows,
             )
-    except (KeyError, pa.ArrowException) as e:
-        raise CorruptionError(f"snapshot {snapshot} does not have the expected columns: {e}") from None
     except InvalidArgumentError as e:
         raise CorruptionError(f"snapshot {snapshot} holds invalid data: {e}") from None
+    except (KeyError, ValueError, TypeError, pa.ArrowException) as e:
+        raise CorruptionError(f"snapshot {snapshot} does not have the expected columns or shapes: {e}") from None
