@@ -175,7 +175,7 @@ Result<std::uint64_t> Engine::log(std::uint8_t type, const std::string& payload)
 Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn) {
     last_lsn_.store(lsn);
     bool sync = wal_ && sync_policy_ == wal::SyncPolicy::always;
-    wal::Writer* wal = wal_.get();
+    std::shared_ptr<wal::Writer> wal = wal_;
     writer.unlock();
     maybe_start_compaction();
     if (!sync) return Status::OK();
@@ -748,7 +748,7 @@ Status Engine::attach_wal(const std::string& dir, const wal::Uuid& uuid, std::ui
 Status Engine::sync() {
     std::unique_lock<std::mutex> writer(writer_mutex_);
     if (!wal_) return Status::OK();
-    wal::Writer* wal = wal_.get();
+    std::shared_ptr<wal::Writer> wal = wal_;
     writer.unlock();
     return wal->sync();
 }

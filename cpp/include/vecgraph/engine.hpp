@@ -315,7 +315,7 @@ class Engine {
     std::mutex thread_mutex_;      // guards compaction_thread_
     std::thread compaction_thread_;
     std::atomic<bool> compaction_running_{false};
-    std::unique_ptr<wal::Writer> wal_;
+    std::shared_ptr<wal::Writer> wal_;  // shared: a write syncing after it released the writer lock keeps it alive
     wal::SyncPolicy sync_policy_ = wal::SyncPolicy::off;
     std::string read_only_;  // why writes are refused; empty: writable
     std::atomic<std::uint64_t> last_lsn_{0};
