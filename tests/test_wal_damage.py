@@ -267,9 +267,10 @@ def test_torn_tail_after_a_checkpoint(tmp_path):
             if i == 29:
                 assert g.checkpoint()["lsn"] == 30
     keys = universe(states)
+    # The checkpoint started a new segment at LSN 31 and dropped the one before it.
     (seg,) = segments(src)
     recs = frames(seg)
-    assert recs[-1][3] == 40
+    assert recs[0][3] == 31 and recs[-1][3] == 40
     start, size, _, _ = recs[-1]
     for cut in (start, start + 1, start + 19, start + 20, start + size - 1):
         folder = fresh_copy(src, str(tmp_path / "db"))
@@ -277,7 +278,7 @@ def test_torn_tail_after_a_checkpoint(tmp_path):
         assert_recovers(folder, states[-2], keys)
     # every record after the snapshot cut away: the snapshot alone
     folder = fresh_copy(src, str(tmp_path / "db"))
-    os.truncate(segments(folder)[0], recs[30][0])
+    os.truncate(segments(folder)[0], recs[0][0])
     assert_recovers(folder, states[30], keys)
 
 

@@ -940,7 +940,18 @@ void Engine::pause_writes(const std::function<void()>& fn) const {
     fn();
 }
 
-ExportedState Engine::export_state() const {
+Result<ExportedState> Engine::export_state() {
+    // Called inside pause_writes: no append can run. Start a new WAL segment at the next LSN,
+    // so that once the snapshot is committed every older segment can be dropped.
+    if (wal_) {
+        Status rolled = wal_->roll_segment();
+        if (!rolled.ok()) {
+            if (read_only_.empty())
+                read_only_ = "the WAL could not start a new segment (" + rolled.message() +
+                             "); the graph is read-only, reopen it to recover";
+            return rolled;
+        }
+    }
     auto lock = read_lock();
     ExportedState state;
     state.lsn = last_lsn_.load();

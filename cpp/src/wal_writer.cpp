@@ -340,6 +340,14 @@ Result<std::uint64_t> Writer::append(std::uint8_t type, const void* payload, std
     return lsn;
 }
 
+Status Writer::roll_segment() {
+    Impl& s = *impl_;
+    if (s.closed) return Status::invalid_argument("roll_segment on a closed WAL writer");
+    if (s.has_failed.load()) return s.read_only_status();
+    if (s.segment_size <= segment_header_bytes) return Status::OK();
+    return s.roll();
+}
+
 Status Writer::sync_to(std::uint64_t lsn) {
     Impl& s = *impl_;
     if (s.closed) return Status::invalid_argument("sync_to on a closed WAL writer");

@@ -326,16 +326,21 @@ class PyEngine {
         return d;
     }
 
-    py::dict export_state() const {
+    py::dict export_state() {
         py::dict d;
+        Status status;
         // Writers wait meanwhile; they release the GIL before taking the writer lock, so holding
         // the GIL here cannot deadlock with them.
-        engine_->pause_writes([&] { export_locked(d); });
+        engine_->pause_writes([&] {
+            Result<ExportedState> state = engine_->export_state();
+            if (state.ok()) export_locked(state.value(), d);
+            else status = state.status();
+        });
+        check(status);
         return d;
     }
 
-    void export_locked(py::dict& d) const {
-        ExportedState state = engine_->export_state();
+    void export_locked(const ExportedState& state, py::dict& d) const {
         const VectorStore& nodes = engine_->node_store();
         const VectorStore& edge_store = engine_->edge_store();
         std::size_t stride = nodes.stride_bytes();

@@ -202,8 +202,9 @@ class Engine {
     std::uint64_t last_lsn() const;
     /// Runs fn with writes held back (they wait): a snapshot taken inside it is one LSN's state.
     void pause_writes(const std::function<void()>& fn) const;
-    /// Live node and edge ids at the current LSN (call inside pause_writes).
-    ExportedState export_state() const;
+    /// Live node and edge ids at the current LSN (call inside pause_writes). With a WAL, first
+    /// starts a new segment, so that a checkpoint at this LSN can drop every older one.
+    Result<ExportedState> export_state();
     /// Raw columns for snapshots (ids from export_state).
     const VectorStore& node_store() const noexcept { return node_vectors_; }
     const VectorStore& edge_store() const noexcept { return edge_vectors_; }

@@ -79,6 +79,10 @@ class Writer {
     /// snapshot, so that the log is never behind it). Thread-safe.
     Status sync();
 
+    /// Ends the current segment (fdatasync) and starts the next one at the next LSN, so that a
+    /// checkpoint at the last LSN can drop every older segment. Nothing to do when the current
+    /// segment holds no record. The caller serialises it with append().
+    Status roll_segment();
     /// Deletes, oldest first, the segments all of whose records have LSN < lsn (those whose
     /// successor starts at or below lsn), then fsyncs the folder; never the segment being
     /// written. Call with snapshot LSN + 1 after the snapshot is committed. Thread-safe.
