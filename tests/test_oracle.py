@@ -90,7 +90,7 @@ class DurableGraphMachine(RuleBasedStateMachine):
     @rule(tenant=st.sampled_from(TENANTS))
     def delete_tenant(self, tenant):
         gone = [k for k, t in self.nodes.items() if t == tenant]
-        assert self.graph.delete_tenant(tenant) == len(gone)
+        assert self.graph.delete_tenant(tenant, allow_default_tenant=True) == len(gone)
         for key in gone:
             del self.nodes[key]
         self.edges = [e for e in self.edges if not any(_is(e[0], k) or _is(e[1], k) for k in gone)]

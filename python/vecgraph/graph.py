@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import numbers
+import shutil
+import threading
 import operator
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -330,6 +332,7 @@ class Graph:
         self._lock: Optional[storage.FolderLock] = None
         self._manifest: Optional[dict] = None
         self._closed = False
+        self._checkpoint_lock = threading.Lock()  # one checkpoint at a time; close waits for it
 
     # ---------------------------------------------------------------- durable graphs
 
@@ -380,17 +383,32 @@ class Graph:
         sync = _choice(sync, "sync", ("always", "interval", "off"))
         sync_interval_ms = _count(sync_interval_ms, "sync_interval_ms")
         segment_bytes = _count(segment_bytes, "segment_bytes")
-        if sync_interval_ms < 1:
-            raise InvalidArgumentError(f"sync_interval_ms must be >= 1, got {sync_interval_ms}")
+        if not 1 <= sync_interval_ms <= 86_400_000:
+            raise InvalidArgumentError(f"sync_interval_ms must be in [1, 86400000] (one day), got {sync_interval_ms}")
         if segment_bytes < 4096:
             raise InvalidArgumentError(f"segment_bytes must be >= 4096, got {segment_bytes}")
-        folder = os.path.abspath(os.fspath(path))
+        if _count(auto_compact_edges, "auto_compact_edges") < 0:
+            raise InvalidArgumentError(f"auto_compact_edges must be >= 0 (0: never), got {auto_compact_edges}")
+        if metric is not None:
+            metric = _choice(metric, "metric", _METRICS)
+        if dim is not None and _count(dim, "dim") < 1:
+            raise InvalidArgumentError(f"dim must be >= 1, got {dim}")
+        raw_path = os.fspath(path)
+        if not isinstance(raw_path, str) or not raw_path:
+            raise TypeError(f"path must be a non-empty str or os.PathLike, got {path!r}")
+        folder = os.path.abspath(raw_path)
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise storage.StorageError(f"{folder} is a file, not a graph folder")
+        created = not os.path.exists(folder)
+        if created and dim is None:
+            raise InvalidArgumentError(f"{folder} does not exist; pass dim (and metric) to create a graph there")
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as e:
             raise storage.StorageError(f"cannot create graph folder {folder}: {e}") from e
         lock = storage.FolderLock(folder)
         try:
+            storage.remove_stale_temporaries(folder)
             manifest = storage.read_manifest(folder)
             if manifest is None:
                 if dim is None:
@@ -401,7 +419,7 @@ class Graph:
                         f"{folder} is not empty and has no MANIFEST ({', '.join(sorted(leftovers)[:5])}); "
                         "refusing to create a graph over other files"
                     )
-                metric = _choice(metric or "cos", "metric", _METRICS)
+                metric = metric or "cos"
                 manifest = storage.new_manifest(
                     _count(dim, "dim"), metric,
                     {"connectivity": connectivity, "expansion_add": expansion_add,
@@ -417,13 +435,13 @@ class Graph:
                 if metric is not None and metric != manifest["metric"]:
                     raise InvalidArgumentError(
                         f"{folder} holds a graph with metric {manifest['metric']!r}, metric={metric!r} was given")
-                hnsw = manifest.get("hnsw", {})
+                hnsw = manifest["hnsw"]
                 graph = cls(manifest["dim"], manifest["metric"],
                             connectivity=hnsw.get("connectivity", connectivity),
                             expansion_add=hnsw.get("expansion_add", expansion_add),
                             expansion_search=hnsw.get("expansion_search", expansion_search),
                             threads=threads, auto_compact_edges=auto_compact_edges)
-                if manifest.get("snapshot"):
+                if manifest["snapshot"] is not None:
                     storage.load_snapshot(graph._engine, folder, manifest)
             uuid = bytes.fromhex(manifest["uuid"])
             wal_dir = os.path.join(folder, storage.WAL_DIR)
@@ -435,6 +453,8 @@ class Graph:
             graph._engine.attach_wal(wal_dir, uuid, next_lsn, sync, sync_interval_ms, segment_bytes)
         except BaseException:
             lock.release()
+            if created:  # leave no trace of a graph that was never created
+                shutil.rmtree(folder, ignore_errors=True)
             raise
         graph._path, graph._lock, graph._manifest = folder, lock, manifest
         graph._recovery = report
@@ -457,16 +477,25 @@ class Graph:
             ReadOnlyError: the graph is closed.
             StorageError: the snapshot could not be written.
         """
-        self._require_folder("checkpoint")
-        state = self._engine.export_state()
-        self._engine.sync()  # the WAL must never be behind a committed snapshot
-        manifest = storage.write_snapshot(self._path, self._manifest, state)
-        storage.write_manifest(self._path, manifest)
-        self._manifest = manifest
-        self._engine.drop_wal_before(int(state["lsn"]) + 1)
-        storage.remove_old_snapshots(self._path, manifest)
-        return {"lsn": int(state["lsn"]), "snapshot": os.path.join(self._path, manifest["snapshot"]),
-                "nodes": len(state["keys"]), "edges": len(state["edge_src"])}
+        with self._checkpoint_lock:
+            self._require_folder("checkpoint")
+            if self._manifest["snapshot"] is not None and self._manifest["snapshot_lsn"] == self._engine.last_lsn():
+                stats = self._engine.stats()  # nothing written since the last snapshot
+                return {"lsn": self._manifest["snapshot_lsn"],
+                        "snapshot": os.path.join(self._path, self._manifest["snapshot"]),
+                        "nodes": stats["nodes"], "edges": stats["edges"]}
+            state = self._engine.export_state()
+            self._engine.sync()  # the WAL must never be behind a committed snapshot
+            try:
+                manifest = storage.write_snapshot(self._path, self._manifest, state)
+                storage.write_manifest(self._path, manifest)
+            except OSError as e:
+                raise storage.StorageError(f"checkpoint of {self._path} failed: {e}") from e
+            self._manifest = manifest
+            self._engine.drop_wal_before(int(state["lsn"]) + 1)
+            storage.remove_old_snapshots(self._path, manifest)
+            return {"lsn": int(state["lsn"]), "snapshot": os.path.join(self._path, manifest["snapshot"]),
+                    "nodes": len(state["keys"]), "edges": len(state["edge_src"])}
 
     def sync(self) -> None:
         """Make every write so far durable (fsync), whatever the sync policy."""
@@ -480,17 +509,20 @@ class Graph:
     def close(self) -> None:
         """Sync and close the WAL and release the folder's LOCK. Later writes raise
         ReadOnlyError; searches keep working on the in-memory state. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._engine.wait_for_compaction()
-            if self._path is not None:
-                self._engine.close_wal()
-        finally:
-            if self._lock is not None:
-                self._lock.release()
-                self._lock = None
+        with self._checkpoint_lock:  # a checkpoint in another thread finishes first
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._engine.wait_for_compaction()
+                if self._path is not None:
+                    self._engine.close_wal()
+            except ReadOnlyError:
+                pass  # the WAL had already failed; that write raised, and the LOCK goes below
+            finally:
+                if self._lock is not None:
+                    self._lock.release()
+                    self._lock = None
 
     def __enter__(self) -> "Graph":
         return self
@@ -505,6 +537,11 @@ class Graph:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            where = f" at {self._path}" if self._path else ""
+            raise ReadOnlyError(f"the graph{where} is closed; writes need an open graph")
 
     def _require_folder(self, what: str) -> None:
         if self._path is None:
@@ -580,6 +617,7 @@ class Graph:
                 props that are not JSON.
             TypeError / ValueError: keys, columns or arrays of the wrong type or length.
         """
+        self._check_open()
         keys = _keys(keys, "keys")
         n = len(keys)
         matrix = _float_array(vectors, "vectors", 2)
@@ -624,6 +662,7 @@ class Graph:
             InvalidArgumentError: a NaN or infinite weight, a bad edge vector.
             DimensionMismatchError: edge vectors of the wrong length.
         """
+        self._check_open()
         src = _keys(src, "src")
         dst = _keys(dst, "dst")
         n = len(src)
@@ -667,6 +706,7 @@ class Graph:
         Arguments and errors as :meth:`add_nodes`, except that a key already in the graph is
         not an error (a key repeated within the batch still is).
         """
+        self._check_open()
         keys = _keys(keys, "keys")
         n = len(keys)
         matrix = _float_array(vectors, "vectors", 2)
@@ -685,6 +725,7 @@ class Graph:
         Raises:
             NotFoundError: a key not in the graph (unless ``missing_ok``).
         """
+        self._check_open()
         return self._engine.delete_nodes(_keys(keys, "keys"), _flag(missing_ok, "missing_ok"))
 
     def delete_edges(
@@ -704,20 +745,32 @@ class Graph:
         Raises:
             NotFoundError: a pair with no such edge (unless ``missing_ok``).
         """
+        self._check_open()
         src = _keys(src, "src")
         dst = _keys(dst, "dst")
         if len(src) != len(dst):
             raise ValueError(f"src has {len(src)} keys, dst has {len(dst)}")
         return self._engine.delete_edges(src, dst, _strings(rels, "rels", len(src)), _flag(missing_ok, "missing_ok"))
 
-    def delete_tenant(self, tenant: str) -> int:
+    def delete_tenant(self, tenant: str, *, allow_default_tenant: bool = False) -> int:
         """Delete every node of ``tenant`` and their edges, as one logged write.
+
+        Nodes added without ``tenants=`` belong to the default tenant ``""``; deleting it takes
+        ``allow_default_tenant=True``, so that an empty string cannot wipe them by accident.
 
         Returns:
             The number of nodes deleted (0 for a tenant the graph does not have).
+
+        Raises:
+            InvalidArgumentError: ``tenant`` is "" without ``allow_default_tenant=True``.
         """
+        self._check_open()
         if not isinstance(tenant, str):
             raise TypeError(f"tenant must be str, got {type(tenant).__name__}")
+        if tenant == "" and not _flag(allow_default_tenant, "allow_default_tenant"):
+            raise InvalidArgumentError(
+                'tenant "" is the default tenant of every node added without tenants=; '
+                "pass allow_default_tenant=True to delete all of them")
         return self._engine.delete_tenant(tenant)
 
     # ---------------------------------------------------------------- search

@@ -64,10 +64,14 @@ class FolderLock:
     """
 
     def __init__(self, folder: str) -> None:
+        self._fd: Optional[int] = None
         import fcntl  # POSIX only
 
         self.path = os.path.join(folder, LOCK)
-        self._fd: Optional[int] = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise StorageError(f"cannot open {self.path} for writing: {e}") from e
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -79,6 +83,11 @@ class FolderLock:
             os.close(self._fd)
             self._fd = None
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                if holder == str(os.getpid()):
+                    raise StorageError(
+                        f"{folder} is already open for writing in this process (another Graph object that "
+                        "was not closed, or a forked child holding it); close it first"
+                    ) from None
                 raise StorageError(
                     f"{folder} is already open for writing (LOCK held by pid {holder or '?'}); "
                     "close the other Graph or process first"
@@ -93,7 +102,8 @@ class FolderLock:
             self._fd = None
 
     def __del__(self) -> None:
-        self.release()
+        if getattr(self, "_fd", None) is not None:
+            self.release()
 
 
 def new_manifest(dim: int, metric: str, hnsw: dict) -> dict:
@@ -124,14 +134,64 @@ def read_manifest(folder: str) -> Optional[dict]:
         raise StorageError(f"cannot read {path}: {e}") from e
     try:
         manifest = json.loads(raw)
-        version = manifest["format_version"]
-        uuidlib.UUID(hex=manifest["uuid"])
-        int(manifest["dim"]), str(manifest["metric"]), int(manifest["snapshot_lsn"])
-    except (ValueError, KeyError, TypeError) as e:
-        raise CorruptionError(f"{path} is not a valid vecgraph MANIFEST ({e})") from None
-    if version != FORMAT_VERSION:
-        raise CorruptionError(f"{path} has format version {version}; this vecgraph reads version {FORMAT_VERSION}")
+    except ValueError as e:
+        raise CorruptionError(f"{path} is not valid JSON ({e})") from None
+    problem = _manifest_problem(manifest)
+    if problem:
+        raise CorruptionError(f"{path} is not a valid vecgraph MANIFEST: {problem}")
     return manifest
+
+
+def _manifest_problem(m: Any) -> str:
+    """What is wrong with a parsed MANIFEST, or "" if nothing."""
+    def is_int(v: Any) -> bool:
+        return type(v) is int
+
+    if not isinstance(m, dict):
+        return "not a JSON object"
+    for key in ("format_version", "uuid", "dim", "metric", "hnsw", "snapshot", "snapshot_lsn", "generation", "files"):
+        if key not in m:
+            return f"{key!r} is missing"
+    if not is_int(m["format_version"]):
+        return f"format_version must be an int, got {m['format_version']!r}"
+    if m["format_version"] != FORMAT_VERSION:
+        return f"format version {m['format_version']}; this vecgraph reads version {FORMAT_VERSION}"
+    if not (isinstance(m["uuid"], str) and len(m["uuid"]) == 32 and all(c in "0123456789abcdef" for c in m["uuid"])):
+        return f"uuid must be 32 lowercase hex digits, got {m['uuid']!r}"
+    if not is_int(m["dim"]) or not 1 <= m["dim"] <= 65536:
+        return f"dim must be an int in [1, 65536], got {m['dim']!r}"
+    if m["metric"] not in ("cos", "ip", "l2"):
+        return f"metric must be 'cos', 'ip' or 'l2', got {m['metric']!r}"
+    hnsw = m["hnsw"]
+    if not isinstance(hnsw, dict) or any(not is_int(hnsw.get(k)) or hnsw.get(k) < 1
+                                         for k in ("connectivity", "expansion_add", "expansion_search")):
+        return f"hnsw must hold positive ints connectivity, expansion_add, expansion_search; got {hnsw!r}"
+    if not is_int(m["snapshot_lsn"]) or m["snapshot_lsn"] < 0:
+        return f"snapshot_lsn must be an int >= 0, got {m['snapshot_lsn']!r}"
+    if not is_int(m["generation"]) or m["generation"] < 0:
+        return f"generation must be an int >= 0, got {m['generation']!r}"
+    snapshot = m["snapshot"]
+    if snapshot is None:
+        if m["snapshot_lsn"] != 0:
+            return f"snapshot_lsn is {m['snapshot_lsn']} but no snapshot is named"
+    elif not (isinstance(snapshot, str) and snapshot.startswith(SNAPSHOT_DIR + "/") and ".." not in snapshot):
+        return f"snapshot must be null or '{SNAPSHOT_DIR}/<generation>', got {snapshot!r}"
+    files = m["files"]
+    if not isinstance(files, dict) or (snapshot is not None and set(files) != {"nodes.arrow", "edges.arrow"}):
+        return f"files must name the sha256 of nodes.arrow and edges.arrow, got {files!r}"
+    return ""
+
+
+def remove_stale_temporaries(folder: str) -> None:
+    """Remove what an interrupted checkpoint or MANIFEST commit left behind."""
+    tmp_manifest = os.path.join(folder, MANIFEST + ".tmp")
+    if os.path.isfile(tmp_manifest):
+        os.unlink(tmp_manifest)
+    root = os.path.join(folder, SNAPSHOT_DIR)
+    if os.path.isdir(root):
+        for name in os.listdir(root):
+            if name.endswith(".tmp"):
+                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
 
 def write_manifest(folder: str, manifest: dict) -> None:
@@ -297,6 +357,10 @@ def load_snapshot(engine: Any, folder: str, manifest: dict) -> None:
             raise CorruptionError(f"snapshot file {path} belongs to another database (uuid)")
         if meta.get(b"vecgraph.schema_version") != str(SNAPSHOT_SCHEMA_VERSION).encode():
             raise CorruptionError(f"snapshot file {path} has an unknown schema version")
+        for key, expected in (("dim", str(dim)), ("metric", manifest["metric"]), ("lsn", str(manifest["snapshot_lsn"]))):
+            found = meta.get(f"vecgraph.{key}".encode(), b"").decode(errors="replace")
+            if found != expected:
+                raise CorruptionError(f"snapshot file {path} has {key} {found!r}, the MANIFEST says {expected!r}")
         tables[file_name] = table
     nodes, edges = tables["nodes.arrow"], tables["edges.arrow"]
     try:
