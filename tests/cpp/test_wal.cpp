@@ -708,6 +708,28 @@ TEST_CASE("writer: drop_segments_before deletes only segments wholly below the L
     CHECK_EQ(rest.report.last_lsn, 41u);
 }
 
+TEST_CASE("writer: roll_segment starts a segment at the next LSN, so a checkpoint can drop all older ones") {
+    TempDir tmp;
+    auto writer = open_writer(tmp.wal(), 1);
+    REQUIRE_OK(writer->roll_segment());  // nothing written yet: no new segment
+    CHECK_EQ(segment_paths(tmp.wal()).size(), 1u);
+    for (int i = 0; i < 5; ++i) REQUIRE_OK(writer->append(1, payload_for(i + 1, 30).data(), 30));
+    REQUIRE_OK(writer->roll_segment());
+    REQUIRE_OK(writer->roll_segment());  // the new segment is empty: no third one
+    std::vector<std::string> paths = segment_paths(tmp.wal());
+    REQUIRE(paths.size() == 2);
+    CHECK(contains(paths.back(), segment_file_name(6)));
+    CHECK(writer->synced_lsn() >= 5u);  // the ended segment was synced
+    REQUIRE_OK(writer->drop_segments_before(6));
+    CHECK_EQ(segment_paths(tmp.wal()).size(), 1u);
+    REQUIRE_OK(writer->append(1, "z", 1));
+    REQUIRE_OK(writer->close());
+    Replayed got = replay(tmp.wal(), false, 6);
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.first_lsn, 6u);
+    CHECK_EQ(got.report.last_lsn, 6u);
+}
+
 TEST_CASE("writer: group commit shares fdatasyncs among concurrent sync_to calls") {
     TempDir tmp;
     std::atomic<int> syncs{0};
