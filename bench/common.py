@@ -248,6 +248,20 @@ def batch_throughput(graph: vg.Graph, qs: np.ndarray, threads: int, repeats: int
     return {"qps": best_wall, "qps_per_cpu_s": best_cpu}
 
 
+def fmt(value, digits=1) -> str:
+    """A table cell: thousands separators, `digits` decimals for floats, "–" for None."""
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}"
+
+
+def verdict(ok) -> str:
+    """A target's verdict cell: met, **missed**, or "–" when there is no target."""
+    return "–" if ok is None else ("met" if ok else "**missed**")
+
+
 def load_average() -> float:
     try:
         return os.getloadavg()[0]

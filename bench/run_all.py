@@ -138,16 +138,7 @@ def measure_size(n: int, count_queries: int, count_recall: int, count_exact: int
 # ------------------------------------------------------------------------------------- tables
 
 
-def fmt(value, digits=1) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:,.{digits}f}"
-    return f"{value:,}"
-
-
-def verdict(ok: bool) -> str:
-    return "met" if ok else "**missed**"
+fmt, verdict = common.fmt, common.verdict
 
 
 def tables(results: list[dict], kernels: list[dict]) -> str:

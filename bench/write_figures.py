@@ -736,16 +736,7 @@ def search_during_compaction(graph: vg.Graph, dd: DeltaData, seconds: float) -> 
 # ------------------------------------------------------------------------------------- table
 
 
-def fmt(value, digits=1) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:,.{digits}f}"
-    return f"{value:,}"
-
-
-def verdict(ok) -> str:
-    return "–" if ok is None else ("met" if ok else "**missed**")
+fmt, verdict = common.fmt, common.verdict
 
 
 def table(r: dict) -> str:

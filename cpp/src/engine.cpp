@@ -65,12 +65,23 @@ class Regrow {
     std::vector<value_at> grown_;
 };
 
+// Every live edge at a node (both directions, no fanout limit), or every live out-edge.
+const TraversalParams every_edge = [] {
+    TraversalParams params;
+    params.direction = Direction::both;
+    params.max_fanout = SIZE_MAX;
+    return params;
+}();
+const TraversalParams every_out_edge = [] {
+    TraversalParams params = every_edge;
+    params.direction = Direction::out;
+    return params;
+}();
+
 const std::string& empty_string() {
     static const std::string empty;
     return empty;
 }
-
-Status corruption(std::string message) { return Status(StatusCode::corruption, std::move(message)); }
 
 }  // namespace
 
@@ -154,13 +165,16 @@ NodeColumns Engine::node_columns() const noexcept {
 // Write path: writable -> prepare (check everything) -> log -> apply -> finish (sync).
 
 Status Engine::writable() const {
-    if (!read_only_.empty()) return Status(StatusCode::read_only, read_only_);
+    if (!read_only_.empty()) return Status::read_only(read_only_);
     return Status::OK();
 }
 
-Result<std::uint64_t> Engine::log(std::uint8_t type, const std::string& payload) {
-    if (!wal_) return last_lsn_.load() + 1;
-    auto lsn = wal_->append(type, payload.data(), payload.size());
+template <typename encode_at>
+Result<std::uint64_t> Engine::log(std::uint8_t type, encode_at&& encode) {
+    if (!wal_) return last_lsn_.load() + 1;  // in memory: LSNs still count the writes
+    wal::PayloadWriter payload;
+    encode(payload);
+    auto lsn = wal_->append(type, payload.payload().data(), payload.payload().size());
     if (!lsn.ok()) {
         const Status& failure = lsn.status();
         read_only_ = failure.code() == StatusCode::read_only
@@ -321,41 +335,23 @@ void encode_nodes(const NodeBatch& batch, const std::vector<std::int8_t>& rows, 
 
 }  // namespace
 
-Status Engine::add_nodes(const NodeBatch& batch) {
+Status Engine::write_nodes(const NodeBatch& batch, bool upsert) {
     if (batch.count == 0) return Status::OK();
     std::unique_lock<std::mutex> writer(writer_mutex_);
     VG_RETURN_IF_ERROR(writable());
-    auto prepared = prepare_nodes(batch, false);
+    auto prepared = prepare_nodes(batch, upsert);
     if (!prepared.ok()) return prepared.status();
-    std::uint64_t lsn = last_lsn_.load() + 1;
-    if (wal_) {
-        wal::PayloadWriter payload;
-        encode_nodes(batch, prepared.value().rows, config_.dim, node_vectors_.stride_bytes(), payload);
-        auto logged = log(record::add_nodes, payload.payload());
-        if (!logged.ok()) return logged.status();
-        lsn = logged.value();
-    }
+    auto lsn = log(upsert ? record::upsert_nodes : record::add_nodes, [&](wal::PayloadWriter& out) {
+        encode_nodes(batch, prepared.value().rows, config_.dim, node_vectors_.stride_bytes(), out);
+    });
+    if (!lsn.ok()) return lsn.status();
     VG_RETURN_IF_ERROR(apply_nodes(batch, prepared.value()));
-    return finish_write(writer, lsn);
+    return finish_write(writer, lsn.value());
 }
 
-Status Engine::upsert_nodes(const NodeBatch& batch) {
-    if (batch.count == 0) return Status::OK();
-    std::unique_lock<std::mutex> writer(writer_mutex_);
-    VG_RETURN_IF_ERROR(writable());
-    auto prepared = prepare_nodes(batch, true);
-    if (!prepared.ok()) return prepared.status();
-    std::uint64_t lsn = last_lsn_.load() + 1;
-    if (wal_) {
-        wal::PayloadWriter payload;
-        encode_nodes(batch, prepared.value().rows, config_.dim, node_vectors_.stride_bytes(), payload);
-        auto logged = log(record::upsert_nodes, payload.payload());
-        if (!logged.ok()) return logged.status();
-        lsn = logged.value();
-    }
-    VG_RETURN_IF_ERROR(apply_nodes(batch, prepared.value()));
-    return finish_write(writer, lsn);
-}
+Status Engine::add_nodes(const NodeBatch& batch) { return write_nodes(batch, false); }
+
+Status Engine::upsert_nodes(const NodeBatch& batch) { return write_nodes(batch, true); }
 
 Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) const {
     if (!batch.src || !batch.dst) return Status::invalid_argument("add_edges needs src and dst keys");
@@ -451,11 +447,9 @@ Status Engine::add_edges(const EdgeBatch& batch) {
     VG_RETURN_IF_ERROR(writable());
     auto prepared = prepare_edges(batch);
     if (!prepared.ok()) return prepared.status();
-    std::uint64_t lsn = last_lsn_.load() + 1;
-    if (wal_) {
+    auto lsn = log(record::add_edges, [&](wal::PayloadWriter& out) {
         const std::size_t stride = edge_vectors_.stride_bytes();
         const PreparedEdges& p = prepared.value();
-        wal::PayloadWriter out;
         out.u32(static_cast<std::uint32_t>(batch.count));
         out.u32(static_cast<std::uint32_t>(config_.dim));
         out.u32(static_cast<std::uint32_t>(stride));
@@ -472,27 +466,11 @@ Status Engine::add_edges(const EdgeBatch& batch) {
             out.u8(has ? 1 : 0);
             if (has) out.bytes(p.rows.data() + i * stride, stride);
         }
-        auto logged = log(record::add_edges, out.payload());
-        if (!logged.ok()) return logged.status();
-        lsn = logged.value();
-    }
+    });
+    if (!lsn.ok()) return lsn.status();
     VG_RETURN_IF_ERROR(apply_edges(batch, prepared.value()));
-    if (config_.auto_compact_edges && batch.count >= config_.auto_compact_edges) VG_RETURN_IF_ERROR(rebuild_base(writer));
-    return finish_write(writer, lsn);
-}
-
-template <typename fn_at>
-void Engine::for_each_edge_at(node_id_t node, fn_at&& fn) const {
-    // Every edge id touching `node`, live or not: base CSR runs, then delta lists.
-    if (node < csr_.count_nodes()) {
-        for (const Adjacency* adj : {&csr_.out(), &csr_.in()})
-            for (std::uint32_t i = adj->offsets[node]; i < adj->offsets[node + 1]; ++i) fn(adj->entries[i]);
-    }
-    std::uint8_t flags = node < delta_.flags.size() ? delta_.flags[node] : 0;
-    if (flags & 1)
-        for (const AdjEntry& entry : delta_.out.find(node)->second) fn(entry);
-    if (flags & 2)
-        for (const AdjEntry& entry : delta_.in.find(node)->second) fn(entry);
+    if (config_.auto_compact_edges && batch.count >= config_.auto_compact_edges) rebuild_base();
+    return finish_write(writer, lsn.value());
 }
 
 Result<std::vector<node_id_t>> Engine::select_nodes(const std::string* keys, std::size_t count, bool missing_ok) const {
@@ -520,19 +498,14 @@ Result<std::vector<edge_id_t>> Engine::select_edges(const EdgeSelection& selecti
         bool rel_known = !selection.rels || rels_.find(selection.rels[i], &rel);
         std::size_t matched = 0;
         if (s != key_to_node_.end() && d != key_to_node_.end() && rel_known) {
-            node_id_t src = s->second, dst = d->second;
-            auto take = [&](edge_id_t e) {
-                if (edge_dead_[e] || edge_src_[e] != src || edge_dst_[e] != dst) return;
-                if (selection.rels && edge_rels_[e] != rel) return;
-                ++matched;
-                if (seen.insert(e).second) edges.push_back(e);
-            };
-            // Out-edges of src: base run, then delta list.
-            if (src < csr_.count_nodes())
-                for (std::uint32_t j = csr_.out().offsets[src]; j < csr_.out().offsets[src + 1]; ++j)
-                    take(csr_.out().entries[j].edge);
-            if (delta_.flags[src] & 1)
-                for (const AdjEntry& entry : delta_.out.find(src)->second) take(entry.edge);
+            const node_id_t dst = d->second;
+            for_each_allowed_edge(graph_view(), s->second, every_out_edge, [&](node_id_t neighbor, edge_id_t e) {
+                if (neighbor == dst && (!selection.rels || edge_rels_[e] == rel)) {
+                    ++matched;
+                    if (seen.insert(e).second) edges.push_back(e);
+                }
+                return true;
+            });
         }
         if (!matched && !missing_ok)
             return Status::not_found("edge row " + std::to_string(i) + ": no edge from " + display_key(selection.src[i]) +
@@ -568,11 +541,13 @@ void Engine::apply_node_deletes(const std::vector<node_id_t>& nodes) {
         if (node_dead_[node]) continue;
         node_dead_[node] = 1;
         ++count_dead_nodes_;
-        for_each_edge_at(node, [&](const AdjEntry& entry) {
-            if (edge_dead_[entry.edge]) return;
-            edge_dead_[entry.edge] = 1;
-            ++count_dead_edges_;
-            ++dead_edges_since_compaction_;
+        for_each_allowed_edge(graph_view(), node, every_edge, [&](node_id_t, edge_id_t edge) {
+            if (!edge_dead_[edge]) {
+                edge_dead_[edge] = 1;
+                ++count_dead_edges_;
+                ++dead_edges_since_compaction_;
+            }
+            return true;
         });
         // Release the key (a later add makes a new node); keep its bytes for node_keys_.
         dead_keys_.push_back(key_to_node_.extract(*node_keys_[node]));
@@ -588,18 +563,14 @@ Status Engine::delete_nodes(const std::string* keys, std::size_t count, bool mis
     auto nodes = select_nodes(keys, count, missing_ok);
     if (!nodes.ok()) return nodes.status();
     if (nodes.value().empty()) return Status::OK();
-    std::uint64_t lsn = last_lsn_.load() + 1;
-    if (wal_) {
-        wal::PayloadWriter out;
+    auto lsn = log(record::delete_nodes, [&](wal::PayloadWriter& out) {
         out.u32(static_cast<std::uint32_t>(nodes.value().size()));
         for (node_id_t node : nodes.value()) out.str(*node_keys_[node]);
-        auto logged = log(record::delete_nodes, out.payload());
-        if (!logged.ok()) return logged.status();
-        lsn = logged.value();
-    }
+    });
+    if (!lsn.ok()) return lsn.status();
     apply_node_deletes(nodes.value());
     if (deleted) *deleted = nodes.value().size();
-    return finish_write(writer, lsn);
+    return finish_write(writer, lsn.value());
 }
 
 Status Engine::delete_edges(const EdgeSelection& selection, bool missing_ok, std::size_t* deleted) {
@@ -611,9 +582,7 @@ Status Engine::delete_edges(const EdgeSelection& selection, bool missing_ok, std
     auto edges = select_edges(selection, missing_ok);
     if (!edges.ok()) return edges.status();
     if (edges.value().empty()) return Status::OK();
-    std::uint64_t lsn = last_lsn_.load() + 1;
-    if (wal_) {
-        wal::PayloadWriter out;
+    auto lsn = log(record::delete_edges, [&](wal::PayloadWriter& out) {
         out.u32(static_cast<std::uint32_t>(selection.count));
         out.u8(selection.rels ? 1 : 0);
         for (std::size_t i = 0; i < selection.count; ++i) {
@@ -621,13 +590,11 @@ Status Engine::delete_edges(const EdgeSelection& selection, bool missing_ok, std
             out.str(selection.dst[i]);
             if (selection.rels) out.str(selection.rels[i]);
         }
-        auto logged = log(record::delete_edges, out.payload());
-        if (!logged.ok()) return logged.status();
-        lsn = logged.value();
-    }
+    });
+    if (!lsn.ok()) return lsn.status();
     apply_edge_deletes(edges.value());
     if (deleted) *deleted = edges.value().size();
-    return finish_write(writer, lsn);
+    return finish_write(writer, lsn.value());
 }
 
 Status Engine::delete_tenant(const std::string& tenant, std::size_t* deleted) {
@@ -636,61 +603,17 @@ Status Engine::delete_tenant(const std::string& tenant, std::size_t* deleted) {
     VG_RETURN_IF_ERROR(writable());
     std::vector<node_id_t> nodes = tenant_nodes(tenant);
     if (nodes.empty()) return Status::OK();
-    std::uint64_t lsn = last_lsn_.load() + 1;
-    if (wal_) {
-        wal::PayloadWriter out;
-        out.str(tenant);
-        auto logged = log(record::delete_tenant, out.payload());
-        if (!logged.ok()) return logged.status();
-        lsn = logged.value();
-    }
+    auto lsn = log(record::delete_tenant, [&](wal::PayloadWriter& out) { out.str(tenant); });
+    if (!lsn.ok()) return lsn.status();
     apply_node_deletes(nodes);
     if (deleted) *deleted = nodes.size();
-    return finish_write(writer, lsn);
+    return finish_write(writer, lsn.value());
 }
 
 // ---------------------------------------------------------------------------------------------
 // Compaction.
 
-Status Engine::rebuild_base(std::unique_lock<std::mutex>& writer) {
-    // With the writer lock held the edge columns cannot change: build from them directly while
-    // searches keep reading the current base and delta, then swap.
-    (void)writer;
-    EdgeColumns columns{edge_src_.data(), edge_dst_.data(), edge_rels_.data(), edge_weights_.data(), edge_src_.size(),
-                        count_dead_edges_ ? edge_dead_.data() : nullptr};
-    CsrGraph next = CsrGraph::build(node_keys_.size(), columns);
-    auto lock = write_lock();
-    csr_ = std::move(next);
-    base_edges_ = edge_src_.size();
-    delta_.clear();
-    dead_edges_since_compaction_ = 0;
-    ++count_compactions_;
-    return Status::OK();
-}
-
-Status Engine::compact() {
-    std::lock_guard<std::mutex> one(compaction_mutex_);
-    // Copy the edge columns under the writer lock (writes wait for a memcpy, not for the build).
-    std::vector<node_id_t> src, dst;
-    std::vector<rel_id_t> rels;
-    std::vector<float> weights;
-    std::vector<std::uint8_t> dead;
-    std::size_t count_nodes = 0, count_edges = 0;
-    {
-        std::lock_guard<std::mutex> writer(writer_mutex_);
-        if (delta_.count_edges == 0 && dead_edges_since_compaction_ == 0 && base_edges_ == edge_src_.size())
-            return Status::OK();  // the base CSR already holds every edge
-        count_nodes = node_keys_.size();
-        count_edges = edge_src_.size();
-        src = edge_src_;
-        dst = edge_dst_;
-        rels = edge_rels_;
-        weights = edge_weights_;
-        dead = edge_dead_;
-    }
-    EdgeColumns columns{src.data(), dst.data(), rels.data(), weights.data(), count_edges, dead.data()};
-    CsrGraph next = CsrGraph::build(count_nodes, columns);
-    std::lock_guard<std::mutex> writer(writer_mutex_);
+void Engine::install_base(CsrGraph next, std::size_t count_edges, const std::uint8_t* dead_at_build) {
     auto lock = write_lock();
     csr_ = std::move(next);
     base_edges_ = count_edges;
@@ -700,8 +623,42 @@ Status Engine::compact() {
     for (std::size_t e = count_edges; e < edge_src_.size(); ++e)
         delta_.add(edge_src_[e], edge_dst_[e], static_cast<edge_id_t>(e), edge_weights_[e], edge_rels_[e]);
     dead_edges_since_compaction_ = 0;
-    for (std::size_t e = 0; e < count_edges; ++e) dead_edges_since_compaction_ += edge_dead_[e] && !dead[e];
+    if (dead_at_build)
+        for (std::size_t e = 0; e < count_edges; ++e) dead_edges_since_compaction_ += edge_dead_[e] && !dead_at_build[e];
     ++count_compactions_;
+}
+
+void Engine::rebuild_base() {
+    // The writer lock is held, so the edge columns cannot change: build from them directly
+    // while searches keep reading the current base and delta, then swap.
+    EdgeColumns columns{edge_src_.data(), edge_dst_.data(), edge_rels_.data(), edge_weights_.data(), edge_src_.size(),
+                        count_dead_edges_ ? edge_dead_.data() : nullptr};
+    install_base(CsrGraph::build(node_keys_.size(), columns), edge_src_.size(), nullptr);
+}
+
+Status Engine::compact() {
+    std::lock_guard<std::mutex> one(compaction_mutex_);
+    // Copy the edge columns under the writer lock (writes wait for a memcpy, not for the build).
+    std::vector<node_id_t> src, dst;
+    std::vector<rel_id_t> rels;
+    std::vector<float> weights;
+    std::vector<std::uint8_t> dead;
+    std::size_t count_nodes = 0;
+    {
+        std::lock_guard<std::mutex> writer(writer_mutex_);
+        if (delta_.count_edges == 0 && dead_edges_since_compaction_ == 0 && base_edges_ == edge_src_.size())
+            return Status::OK();  // the base CSR already holds every edge
+        count_nodes = node_keys_.size();
+        src = edge_src_;
+        dst = edge_dst_;
+        rels = edge_rels_;
+        weights = edge_weights_;
+        dead = edge_dead_;
+    }
+    EdgeColumns columns{src.data(), dst.data(), rels.data(), weights.data(), src.size(), dead.data()};
+    CsrGraph next = CsrGraph::build(count_nodes, columns);
+    std::lock_guard<std::mutex> writer(writer_mutex_);
+    install_base(std::move(next), src.size(), dead.data());
     return Status::OK();
 }
 
@@ -804,7 +761,7 @@ Result<wal::RecoveryReport> Engine::replay_wal(const std::string& dir, const wal
 
 Status Engine::replay_record(std::uint8_t type, std::uint64_t lsn, std::string_view payload) {
     auto bad = [&](const std::string& why) {
-        return corruption("WAL record " + std::to_string(lsn) + " (type " + std::to_string(type) + "): " + why);
+        return Status::corruption("WAL record " + std::to_string(lsn) + " (type " + std::to_string(type) + "): " + why);
     };
     auto check = [&](Status status) {
         return status.ok() ? status : bad("it does not apply to the graph: " + status.message());
@@ -889,7 +846,7 @@ Status Engine::replay_record(std::uint8_t type, std::uint64_t lsn, std::string_v
             auto prepared = prepare_edges(batch);
             if (!prepared.ok()) return check(prepared.status());
             VG_RETURN_IF_ERROR(check(apply_edges(batch, prepared.value())));
-            if (config_.auto_compact_edges && count >= config_.auto_compact_edges) VG_RETURN_IF_ERROR(rebuild_base(writer));
+            if (config_.auto_compact_edges && count >= config_.auto_compact_edges) rebuild_base();
             break;
         }
         case record::delete_nodes: {
@@ -1171,7 +1128,7 @@ std::vector<std::string_view> Engine::keys_of(const std::vector<Hit>& hits) cons
     return keys;
 }
 
-NodeRecord Engine::node(node_id_t node) const {
+NodeRecord Engine::node(node_id_t node, bool with_vector) const {
     auto lock = read_lock();
     NodeRecord record;
     record.key = *node_keys_[node];
@@ -1180,8 +1137,10 @@ NodeRecord Engine::node(node_id_t node) const {
     record.ts = node_ts_[node];
     record.text = std::string(node_texts_[node]);
     record.props = std::string(node_props_[node]);
-    record.vector.resize(config_.dim);
-    node_vectors_.dequantize(node, record.vector.data());
+    if (with_vector) {
+        record.vector.resize(config_.dim);
+        node_vectors_.dequantize(node, record.vector.data());
+    }
     return record;
 }
 

@@ -169,15 +169,12 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
         return a.score != b.score ? a.score > b.score : a.node < b.node;
     });
     if (count_reindexed_) {
-        // Both members of an upserted node score the same (the metric reads the current row).
-        std::vector<ScoredNode> unique;
-        for (const ScoredNode& s : out) {
-            bool seen = false;
-            for (const ScoredNode& u : unique) seen = seen || u.node == s.node;
-            if (!seen) unique.push_back(s);
-        }
-        if (unique.size() > asked) unique.resize(asked);
-        out.swap(unique);
+        // Both members of an upserted node score the same (the metric reads the current row), so
+        // after the sort its repeats are adjacent.
+        out.erase(std::unique(out.begin(), out.end(),
+                              [](const ScoredNode& a, const ScoredNode& b) { return a.node == b.node; }),
+                  out.end());
+        if (out.size() > asked) out.resize(asked);
     }
 }
 

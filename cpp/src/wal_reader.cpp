@@ -11,18 +11,15 @@
 #include <cstring>
 #include <new>
 
+#include "wal_files.hpp"
+
 namespace vecgraph::wal {
 
+using detail::errno_text;
+using detail::fsync_dir;
+using detail::join_path;
+
 namespace {
-
-std::string errno_text(const char* operation, const std::string& path, int error) {
-    return std::string(operation) + " of " + path + " failed: " + std::strerror(error);
-}
-
-std::string join_path(const std::string& dir, const std::string& name) {
-    if (!dir.empty() && dir.back() == '/') return dir + name;
-    return dir + "/" + name;
-}
 
 std::string base_name(const std::string& path) {
     std::size_t slash = path.find_last_of('/');
@@ -30,16 +27,6 @@ std::string base_name(const std::string& path) {
 }
 
 std::string where(const std::string& path, std::uint64_t offset) { return path + ":" + std::to_string(offset); }
-
-Status fsync_dir(const std::string& dir) {
-    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return Status::io_error(errno_text("open", dir, errno));
-    int rc = ::fsync(fd);
-    int error = errno;
-    ::close(fd);
-    if (rc != 0) return Status::io_error(errno_text("fsync", dir, error));
-    return Status::OK();
-}
 
 // Read-only file with a window buffer: sequential and nearby reads cost one pread per chunk,
 // and no request can reach past the file's size as measured at open.

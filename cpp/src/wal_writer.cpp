@@ -20,28 +20,15 @@
 
 #include "vecgraph/wal_reader.hpp"
 
+#include "wal_files.hpp"
+
 namespace vecgraph::wal {
 
+using detail::errno_text;
+using detail::fsync_dir;
+using detail::join_path;
+
 namespace {
-
-std::string errno_text(const char* operation, const std::string& path, int error) {
-    return std::string(operation) + " of " + path + " failed: " + std::strerror(error);
-}
-
-std::string join_path(const std::string& dir, const std::string& name) {
-    if (!dir.empty() && dir.back() == '/') return dir + name;
-    return dir + "/" + name;
-}
-
-Status fsync_dir(const std::string& dir) {
-    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return Status::io_error(errno_text("open", dir, errno));
-    int rc = ::fsync(fd);
-    int error = errno;
-    ::close(fd);
-    if (rc != 0) return Status::io_error(errno_text("fsync", dir, error));
-    return Status::OK();
-}
 
 // Writes every byte of `iov`, continuing after short writes and EINTR.
 Status write_all(int fd, struct iovec* iov, int count, const std::string& path) {

@@ -349,7 +349,7 @@ class PyEngine {
         py::array_t<std::int64_t> ts(static_cast<py::ssize_t>(n));
         py::array_t<std::int8_t> rows({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(stride)});
         for (std::size_t i = 0; i < n; ++i) {
-            NodeRecord r = engine_->node(state.nodes[i]);
+            NodeRecord r = engine_->node(state.nodes[i], false);  // the row is copied below, quantized
             keys[i] = py::bytes(r.key);
             labels[i] = to_py_str(r.label);
             tenants[i] = to_py_str(r.tenant);

@@ -617,21 +617,18 @@ class Graph:
                 props that are not JSON.
             TypeError / ValueError: keys, columns or arrays of the wrong type or length.
         """
+        self._write_nodes(self._engine.add_nodes, keys, vectors, labels, texts, tenants, ts, props)
+
+    def _write_nodes(self, write, keys, vectors, labels, texts, tenants, ts, props) -> None:
+        # Checks and converts the columns of add_nodes / upsert_nodes, then calls the core's `write`.
         self._check_open()
         keys = _keys(keys, "keys")
         n = len(keys)
         matrix = _float_array(vectors, "vectors", 2)
         if matrix.shape[0] != n:
             raise ValueError(f"vectors has {matrix.shape[0]} rows, keys has {n}")
-        self._engine.add_nodes(
-            keys,
-            matrix,
-            _strings(labels, "labels", n),
-            _strings(tenants, "tenants", n),
-            _int64s(ts, "ts", n),
-            _strings(texts, "texts", n),
-            _props(props, n),
-        )
+        write(keys, matrix, _strings(labels, "labels", n), _strings(tenants, "tenants", n), _int64s(ts, "ts", n),
+              _strings(texts, "texts", n), _props(props, n))
 
     def add_edges(
         self,
@@ -706,14 +703,7 @@ class Graph:
         Arguments and errors as :meth:`add_nodes`, except that a key already in the graph is
         not an error (a key repeated within the batch still is).
         """
-        self._check_open()
-        keys = _keys(keys, "keys")
-        n = len(keys)
-        matrix = _float_array(vectors, "vectors", 2)
-        if matrix.shape[0] != n:
-            raise ValueError(f"vectors has {matrix.shape[0]} rows, keys has {n}")
-        self._engine.upsert_nodes(keys, matrix, _strings(labels, "labels", n), _strings(tenants, "tenants", n),
-                                  _int64s(ts, "ts", n), _strings(texts, "texts", n), _props(props, n))
+        self._write_nodes(self._engine.upsert_nodes, keys, vectors, labels, texts, tenants, ts, props)
 
     def delete_nodes(self, keys: Sequence[Key], *, missing_ok: bool = False) -> int:
         """Delete nodes and every edge at them; they are never returned again. A deleted key

@@ -225,7 +225,8 @@ class Engine {
 
     /// The node of an encoded key, or not_found.
     Result<node_id_t> find(std::string_view key) const;
-    NodeRecord node(node_id_t node) const;
+    /// A node's fields; `with_vector` false leaves `vector` empty (no dequantization).
+    NodeRecord node(node_id_t node, bool with_vector = true) const;
     /// Key bytes of a node (valid while the engine lives).
     std::string_view key(node_id_t node) const;
     /// Key bytes of each hit, under one lock.
@@ -258,12 +259,17 @@ class Engine {
     std::vector<node_id_t> tenant_nodes(const std::string& tenant) const;
     void apply_node_deletes(const std::vector<node_id_t>& nodes);
     void apply_edge_deletes(const std::vector<edge_id_t>& edges);
-    template <typename fn_at>
-    void for_each_edge_at(node_id_t node, fn_at&& fn) const;
-    Result<std::uint64_t> log(std::uint8_t type, const std::string& payload);
+    Status write_nodes(const NodeBatch& batch, bool upsert);
+    /// Appends a record whose payload `encode(PayloadWriter&)` writes (only when a WAL is attached); its LSN.
+    template <typename encode_at>
+    Result<std::uint64_t> log(std::uint8_t type, encode_at&& encode);
     Status finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn);
     Status replay_record(std::uint8_t type, std::uint64_t lsn, std::string_view payload);
-    Status rebuild_base(std::unique_lock<std::mutex>& writer);
+    /// Builds the next CSR from the live edge columns and installs it (writer lock held).
+    void rebuild_base();
+    /// Swaps in a CSR of edges [0, count_edges) built with deleted flags `dead_at_build` (nullptr:
+    /// the current ones); later edges go back into the delta (writer lock held).
+    void install_base(CsrGraph next, std::size_t count_edges, const std::uint8_t* dead_at_build);
     void maybe_start_compaction();
     GraphView graph_view() const noexcept;
     NodeColumns node_columns() const noexcept;
