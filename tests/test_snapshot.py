@@ -13,7 +13,9 @@ import vecgraph as vg
 
 
 def _state(g: vg.Graph) -> dict:
-    return g._engine.export_state()
+    from test_snapshot_io import plain_state
+
+    return plain_state(g)
 
 
 def _assert_same_state(a: dict, b: dict) -> None:

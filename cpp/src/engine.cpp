@@ -296,10 +296,10 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         node_dead_.resize(node_keys_.size(), 0);
         delta_.flags.resize(node_keys_.size(), 0);
     }
-    if (replaying_) {  // one parallel HNSW build at the end of replay (finish_replay)
+    if (replaying_ || defer_index_) {  // one parallel HNSW pass later (flush_deferred)
         for (std::size_t i = 0; i < prepared.count_new; ++i) deferred_hnsw_.push_back(static_cast<node_id_t>(first + i));
         for (node_id_t node : replaced) {
-            if (node >= indexed_before_replay_) continue;  // not indexed yet: indexed once, at the end
+            if (node >= indexed_before_defer_) continue;  // not indexed yet: indexed once, later
             deferred_hnsw_.push_back(node);
             ++deferred_reindexed_;
         }
@@ -354,13 +354,26 @@ Status Engine::add_nodes(const NodeBatch& batch) { return write_nodes(batch, fal
 Status Engine::upsert_nodes(const NodeBatch& batch) { return write_nodes(batch, true); }
 
 Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) const {
-    if (!batch.src || !batch.dst) return Status::invalid_argument("add_edges needs src and dst keys");
+    const bool by_id = batch.src_ids && batch.dst_ids;
+    if (!by_id && (!batch.src || !batch.dst)) return Status::invalid_argument("add_edges needs src and dst keys");
     if (batch.count > max_count_nodes - edge_src_.size())
         return Status::invalid_argument("a graph holds at most " + std::to_string(max_count_nodes) + " edges");
     PreparedEdges prepared;
     prepared.src.resize(batch.count);
     prepared.dst.resize(batch.count);
     for (std::size_t i = 0; i < batch.count; ++i) {
+        if (by_id) {
+            for (node_id_t node : {batch.src_ids[i], batch.dst_ids[i]})
+                if (node >= node_keys_.size() || node_dead_[node])
+                    return Status::not_found("edge row " + std::to_string(i) + ": node id " + std::to_string(node) +
+                                             " is not a live node of the graph");
+            prepared.src[i] = batch.src_ids[i];
+            prepared.dst[i] = batch.dst_ids[i];
+            if (batch.weights && !std::isfinite(batch.weights[i]))
+                return Status::invalid_argument("edge row " + std::to_string(i) + ": weight is " +
+                                                std::to_string(batch.weights[i]) + "; weights must be finite");
+            continue;
+        }
         auto s = key_to_node_.find(batch.src[i]);
         if (s == key_to_node_.end())
             return Status::not_found("edge row " + std::to_string(i) + ": src key " + display_key(batch.src[i]) +
@@ -447,6 +460,7 @@ Status Engine::add_edges(const EdgeBatch& batch) {
     VG_RETURN_IF_ERROR(writable());
     auto prepared = prepare_edges(batch);
     if (!prepared.ok()) return prepared.status();
+    const bool by_id = batch.src_ids && batch.dst_ids;
     auto lsn = log(record::add_edges, [&](wal::PayloadWriter& out) {
         const std::size_t stride = edge_vectors_.stride_bytes();
         const PreparedEdges& p = prepared.value();
@@ -455,8 +469,8 @@ Status Engine::add_edges(const EdgeBatch& batch) {
         out.u32(static_cast<std::uint32_t>(stride));
         out.u8(p.has_vector.empty() ? 0 : 1);
         for (std::size_t i = 0; i < batch.count; ++i) {
-            out.str(batch.src[i]);
-            out.str(batch.dst[i]);
+            out.str(by_id ? *node_keys_[p.src[i]] : batch.src[i]);
+            out.str(by_id ? *node_keys_[p.dst[i]] : batch.dst[i]);
             out.str(batch.rels ? batch.rels[i] : empty_string());
             out.f32(batch.weights ? batch.weights[i] : 1.f);
             out.i64(batch.ts ? batch.ts[i] : 0);
@@ -728,12 +742,198 @@ Status Engine::close_wal() {
 
 std::uint64_t Engine::last_lsn() const { return last_lsn_.load(); }
 
-Result<wal::RecoveryReport> Engine::replay_wal(const std::string& dir, const wal::Uuid& uuid, std::uint64_t from_lsn,
-                                               bool truncate_tail) {
-    replaying_ = true;
-    indexed_before_replay_ = node_keys_.size();
+void Engine::begin_deferral() {
+    if (replaying_ || defer_index_) return;
+    indexed_before_defer_ = node_keys_.size();
     deferred_hnsw_.clear();
     deferred_reindexed_ = 0;
+}
+
+Status Engine::flush_deferred() {
+    std::vector<node_id_t> pending;
+    pending.swap(deferred_hnsw_);
+    std::size_t reindexed = deferred_reindexed_;
+    deferred_reindexed_ = 0;
+    pending.erase(std::remove_if(pending.begin(), pending.end(), [&](node_id_t n) { return node_dead_[n] != 0; }),
+                  pending.end());
+    if (pending.empty()) return Status::OK();
+    {
+        auto lock = write_lock();
+        VG_RETURN_IF_ERROR(seed_index_->reserve_more(pending.size()));
+    }
+    auto lock = read_lock();
+    VG_RETURN_IF_ERROR(seed_index_->add_nodes(pending.data(), pending.size(), config_.threads, contexts_));
+    if (reindexed) seed_index_->count_reindexed(reindexed);
+    return Status::OK();
+}
+
+Status Engine::defer_indexing(bool on) {
+    std::unique_lock<std::mutex> writer(writer_mutex_);
+    if (on) {
+        begin_deferral();
+        defer_index_ = true;
+        return Status::OK();
+    }
+    if (!defer_index_) return Status::OK();
+    defer_index_ = false;
+    return flush_deferred();
+}
+
+bool Engine::indexing_deferred() const {
+    std::lock_guard<std::mutex> writer(writer_mutex_);
+    return defer_index_;
+}
+
+std::size_t Engine::count_deferred() const {
+    std::lock_guard<std::mutex> writer(writer_mutex_);
+    return deferred_hnsw_.size();
+}
+
+Status Engine::save_seed_index(const std::string& path, bool* saved) {
+    *saved = false;  // writes are paused by the caller (pause_writes holds writer_mutex_)
+    if (count_dead_nodes_ || !deferred_hnsw_.empty() || seed_index_->count_reindexed() ||
+        seed_index_->size() != node_keys_.size())
+        return Status::OK();
+    auto lock = read_lock();
+    VG_RETURN_IF_ERROR(seed_index_->save(path));
+    *saved = true;
+    return Status::OK();
+}
+
+Status Engine::load_seed_index(const std::string& path) {
+    std::lock_guard<std::mutex> writer(writer_mutex_);
+    if (!defer_index_ || seed_index_->size() != 0 || deferred_reindexed_ || indexed_before_defer_ != 0 ||
+        deferred_hnsw_.size() != node_keys_.size() || count_dead_nodes_)
+        return Status::invalid_argument(
+            "load_seed_index needs deferred indexing and only freshly loaded nodes, none indexed or deleted");
+    auto lock = write_lock();
+    VG_RETURN_IF_ERROR(seed_index_->load(path, node_keys_.size()));
+    deferred_hnsw_.clear();
+    indexed_before_defer_ = node_keys_.size();
+    return Status::OK();
+}
+
+std::vector<std::string> Engine::verify(std::size_t limit) const {
+    std::lock_guard<std::mutex> writer(writer_mutex_);
+    auto lock = read_lock();
+    std::vector<std::string> problems;
+    auto report = [&](std::string line) {
+        if (problems.size() < limit) problems.push_back(std::move(line));
+    };
+    const std::size_t n = node_keys_.size(), m = edge_src_.size();
+    auto text = [](std::size_t v) { return std::to_string(v); };
+
+    // Column lengths.
+    for (auto [name, size] : {std::pair<const char*, std::size_t>{"labels", node_labels_.size()},
+                              {"tenants", node_tenants_.size()}, {"ts", node_ts_.size()},
+                              {"texts", node_texts_.size()}, {"props", node_props_.size()},
+                              {"vectors", node_vectors_.size()}, {"tombstones", node_dead_.size()},
+                              {"delta flags", delta_.flags.size()}})
+        if (size != n) report(std::string("node column ") + name + " holds " + text(size) + " rows, not " + text(n));
+    for (auto [name, size] : {std::pair<const char*, std::size_t>{"dst", edge_dst_.size()},
+                              {"rels", edge_rels_.size()}, {"weights", edge_weights_.size()},
+                              {"ts", edge_ts_.size()}, {"texts", edge_texts_.size()}, {"props", edge_props_.size()},
+                              {"tombstones", edge_dead_.size()}})
+        if (size != m) report(std::string("edge column ") + name + " holds " + text(size) + " rows, not " + text(m));
+    if (!problems.empty()) return problems;  // the checks below index these columns
+
+    // Nodes: key map, tombstones, interned ids, vector rows.
+    std::size_t dead_nodes = 0;
+    for (std::size_t v = 0; v < n; ++v) {
+        dead_nodes += node_dead_[v] != 0;
+        if (node_labels_[v] >= labels_.size()) report("node " + text(v) + " has label id " + text(node_labels_[v]) + " beyond the labels");
+        if (node_tenants_[v] >= tenants_.size()) report("node " + text(v) + " has tenant id " + text(node_tenants_[v]) + " beyond the tenants");
+        if (!std::isfinite(node_vectors_.scale(v)) || !std::isfinite(node_vectors_.sq_norm(v)))
+            report("node " + text(v) + " has a non-finite vector scale or norm");
+    }
+    if (dead_nodes != count_dead_nodes_)
+        report(text(dead_nodes) + " nodes are flagged deleted but the count says " + text(count_dead_nodes_));
+    if (key_to_node_.size() != n - dead_nodes)
+        report("the key map holds " + text(key_to_node_.size()) + " keys for " + text(n - dead_nodes) + " live nodes");
+    for (const auto& [key, node] : key_to_node_) {
+        if (node >= n) { report("key " + display_key(key) + " maps to node " + text(node) + " beyond the nodes"); continue; }
+        if (node_dead_[node]) report("key " + display_key(key) + " maps to deleted node " + text(node));
+        if (node_keys_[node] != &key) report("key " + display_key(key) + " maps to node " + text(node) + " whose key differs");
+    }
+
+    // Edges: endpoints, rels, tombstones.
+    std::size_t dead_edges = 0;
+    for (std::size_t e = 0; e < m; ++e) {
+        dead_edges += edge_dead_[e] != 0;
+        if (edge_src_[e] >= n || edge_dst_[e] >= n) { report("edge " + text(e) + " names a node beyond the nodes"); continue; }
+        if (edge_rels_[e] >= rels_.size()) report("edge " + text(e) + " has rel id " + text(edge_rels_[e]) + " beyond the rels");
+        if (!edge_dead_[e] && (node_dead_[edge_src_[e]] || node_dead_[edge_dst_[e]]))
+            report("edge " + text(e) + " is live but an endpoint is deleted");
+        if (!edge_vector_rows_.empty() && edge_vector_rows_[e] != invalid_id && edge_vector_rows_[e] >= edge_vectors_.size())
+            report("edge " + text(e) + " names vector row " + text(edge_vector_rows_[e]) + " beyond the edge vectors");
+    }
+    if (dead_edges != count_dead_edges_)
+        report(text(dead_edges) + " edges are flagged deleted but the count says " + text(count_dead_edges_));
+    if (!problems.empty()) return problems;
+
+    // Adjacency: base CSR plus delta hold every live edge once per direction, in traversal order,
+    // with the endpoints, weight and rel of the edge columns.
+    std::vector<std::uint8_t> seen_out(m, 0), seen_in(m, 0);
+    auto check_list = [&](const char* where, node_id_t u, const AdjEntry* begin, const AdjEntry* end, bool out,
+                          std::vector<std::uint8_t>& seen) {
+        for (const AdjEntry* a = begin; a != end; ++a) {
+            if (a->edge >= m) { report(std::string(where) + " entry at node " + text(u) + " names edge " + text(a->edge) + " beyond the edges"); return; }
+            node_id_t from = out ? edge_src_[a->edge] : edge_dst_[a->edge], to = out ? edge_dst_[a->edge] : edge_src_[a->edge];
+            if (from != u || to != a->neighbor || edge_weights_[a->edge] != a->weight || edge_rels_[a->edge] != a->rel)
+                report(std::string(where) + " entry at node " + text(u) + " disagrees with edge " + text(a->edge));
+            if (a != begin && !comes_before(a[-1], *a))
+                report(std::string(where) + " entries at node " + text(u) + " are not in (weight desc, edge id asc) order");
+            if (seen[a->edge]++) report("edge " + text(a->edge) + " appears twice in the " + where + " adjacency");
+        }
+    };
+    for (int direction = 0; direction < 2; ++direction) {
+        bool out = direction == 0;
+        const Adjacency& adj = out ? csr_.out() : csr_.in();
+        const char* where = out ? "CSR out" : "CSR in";
+        std::vector<std::uint8_t>& seen = out ? seen_out : seen_in;
+        if (csr_.count_nodes() > n) report(std::string(where) + " covers " + text(csr_.count_nodes()) + " nodes, the graph has " + text(n));
+        if (adj.offsets.empty() && adj.entries.empty() && csr_.count_nodes() == 0) {
+            // no base CSR yet
+        } else if (adj.offsets.size() != csr_.count_nodes() + 1) {
+            report(std::string(where) + " offsets have the wrong length");
+        } else if (adj.offsets.front() != 0 || adj.offsets.back() != adj.entries.size()) {
+            report(std::string(where) + " offsets do not span the entries");
+        } else if (!std::is_sorted(adj.offsets.begin(), adj.offsets.end())) {
+            report(std::string(where) + " offsets decrease");
+        } else {
+            for (std::size_t u = 0; u < csr_.count_nodes(); ++u)
+                check_list(where, static_cast<node_id_t>(u), adj.entries.data() + adj.offsets[u],
+                           adj.entries.data() + adj.offsets[u + 1], out, seen);
+        }
+        const auto& lists = out ? delta_.out : delta_.in;
+        std::size_t delta_entries = 0;
+        for (const auto& [u, list] : lists) {
+            delta_entries += list.size();
+            if (u >= n) { report(std::string("delta entry at node ") + text(u) + " beyond the nodes"); continue; }
+            if (!list.empty() && !(delta_.flags[u] & (out ? 1 : 2)))
+                report("node " + text(u) + " has delta edges but its delta flag is clear");
+            check_list(out ? "delta out" : "delta in", u, list.data(), list.data() + list.size(), out, seen);
+        }
+        if (delta_entries != delta_.count_edges)
+            report(std::string(out ? "delta out" : "delta in") + " holds " + text(delta_entries) + " entries, the count says " + text(delta_.count_edges));
+    }
+    for (std::size_t e = 0; e < m; ++e)
+        if (!edge_dead_[e] && (!seen_out[e] || !seen_in[e]))
+            report("live edge " + text(e) + " is missing from the " + (seen_out[e] ? "in" : "out") + " adjacency");
+
+    // Seed index against the store: every live node that is not waiting is a member.
+    std::vector<std::uint8_t> skip(node_dead_);
+    for (node_id_t v : deferred_hnsw_) skip[v] = 1;
+    for (auto& line : seed_index_->verify(n, skip.data(), limit > problems.size() ? limit - problems.size() : 0))
+        report(std::move(line));
+    return problems;
+}
+
+Result<wal::RecoveryReport> Engine::replay_wal(const std::string& dir, const wal::Uuid& uuid, std::uint64_t from_lsn,
+                                               bool truncate_tail) {
+    bool was_deferring = defer_index_;
+    begin_deferral();
+    replaying_ = true;
     auto report = wal::recover(
         dir, uuid, from_lsn,
         [this](std::uint8_t type, std::uint8_t /*flags*/, std::uint64_t lsn, std::string_view payload) {
@@ -741,20 +941,9 @@ Result<wal::RecoveryReport> Engine::replay_wal(const std::string& dir, const wal
         },
         truncate_tail);
     replaying_ = false;
-    // Index the replayed nodes in one parallel pass (deleted ones are left out: never returned).
-    std::vector<node_id_t> pending;
-    pending.swap(deferred_hnsw_);
-    pending.erase(std::remove_if(pending.begin(), pending.end(), [&](node_id_t n) { return node_dead_[n] != 0; }),
-                  pending.end());
-    if (!pending.empty()) {
-        {
-            auto lock = write_lock();
-            VG_RETURN_IF_ERROR(seed_index_->reserve_more(pending.size()));
-        }
-        auto lock = read_lock();
-        VG_RETURN_IF_ERROR(seed_index_->add_nodes(pending.data(), pending.size(), config_.threads, contexts_));
-        if (deferred_reindexed_) seed_index_->count_reindexed(deferred_reindexed_);
-    }
+    // Index the replayed nodes in one parallel pass (deleted ones are left out: never returned),
+    // unless the caller keeps deferring.
+    if (!was_deferring) VG_RETURN_IF_ERROR(flush_deferred());
     if (report.ok() && report.value().last_lsn > last_lsn_.load()) last_lsn_.store(report.value().last_lsn);
     return report;
 }

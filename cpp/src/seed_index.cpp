@@ -3,14 +3,19 @@
 
 #include <algorithm>
 #include <atomic>
-#include <string>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <usearch/index.hpp>
 
 #include "vecgraph/simd/kernels.hpp"
-
 
 
 namespace vecgraph {
@@ -129,6 +134,167 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
 }
 
 void SeedIndex::count_reindexed(std::size_t count) noexcept { count_reindexed_ += count; }
+
+Status SeedIndex::save(const std::string& path) const {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::io_error("cannot create " + path + ": " + std::strerror(errno));
+    // Buffer the many small writes of the stream format into 1 MiB blocks.
+    std::vector<char> buffer;
+    buffer.reserve(1 << 20);
+    int write_errno = 0;
+    auto flush = [&]() {
+        std::size_t done = 0;
+        while (done < buffer.size() && !write_errno) {
+            ssize_t n = ::write(fd, buffer.data() + done, buffer.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) write_errno = errno;
+            else done += static_cast<std::size_t>(n);
+        }
+        buffer.clear();
+        return write_errno == 0;
+    };
+    auto output = [&](const void* data, std::size_t length) {
+        if (buffer.size() + length > buffer.capacity() && !flush()) return false;
+        if (length >= buffer.capacity()) {
+            buffer.assign(static_cast<const char*>(data), static_cast<const char*>(data) + length);
+            return flush();
+        }
+        buffer.insert(buffer.end(), static_cast<const char*>(data), static_cast<const char*>(data) + length);
+        return true;
+    };
+    auto result = impl_->index.save_to_stream(output);
+    bool ok = result && flush();
+    if (ok && ::fsync(fd) != 0) write_errno = errno, ok = false;
+    ::close(fd);
+    if (!result) return Status::io_error("cannot write the HNSW index to " + path + ": " + take_error(result.error));
+    if (!ok) return Status::io_error("cannot write the HNSW index to " + path + ": " + std::strerror(write_errno));
+    return Status::OK();
+}
+
+Status SeedIndex::load(const std::string& path, std::size_t count_nodes) {
+    hnsw_t& index = impl_->index;
+    if (index.size() != 0) return Status::internal("HNSW load: the index is not empty");
+    auto fail = [&](const std::string& why) {
+        index.reset();
+        std::fill(impl_->slot_to_node.begin(), impl_->slot_to_node.end(), invalid_id);
+        return Status::corruption("HNSW index file " + path + ": " + why);
+    };
+    // Read the whole file and check that its layout adds up before USearch parses it: USearch
+    // trusts the header and the levels (a truncated file would make it free unread nodes).
+    std::vector<char> bytes;
+    {
+        std::FILE* file = std::fopen(path.c_str(), "rb");
+        if (!file) return Status::io_error("cannot open " + path + ": " + std::strerror(errno));
+        char block[1 << 16];
+        for (std::size_t got; (got = std::fread(block, 1, sizeof(block), file)) > 0;) bytes.insert(bytes.end(), block, block + got);
+        bool failed = std::ferror(file) != 0;
+        std::fclose(file);
+        if (failed) return Status::io_error("cannot read " + path);
+    }
+    us::index_serialized_header_t header;
+    if (bytes.size() < sizeof(header)) return fail("shorter than its header");
+    std::memcpy(&header, bytes.data(), sizeof(header));
+    const std::size_t links = params_.connectivity, base_links = 2 * params_.connectivity;
+    if (header.connectivity != links || header.connectivity_base != base_links)
+        return fail("connectivity " + std::to_string(header.connectivity) + "/" + std::to_string(header.connectivity_base) +
+                    ", the graph uses " + std::to_string(links) + "/" + std::to_string(base_links));
+    if (header.size != count_nodes)
+        return fail(std::to_string(header.size) + " members for a graph of " + std::to_string(count_nodes) + " nodes");
+    if (header.size && (header.entry_slot >= header.size || header.max_level > 64)) return fail("bad entry slot or top level");
+    using level_t = std::int16_t;
+    const std::size_t n = static_cast<std::size_t>(header.size);
+    if ((bytes.size() - sizeof(header)) / sizeof(level_t) < n) return fail("shorter than its levels");
+    const std::size_t slot_bytes = sizeof(std::uint32_t), count_bytes = sizeof(std::uint32_t);
+    const std::size_t head_bytes = sizeof(std::uint64_t) + sizeof(level_t);
+    std::size_t expected = sizeof(header) + n * sizeof(level_t);
+    for (std::size_t i = 0; i < n; ++i) {
+        level_t level;
+        std::memcpy(&level, bytes.data() + sizeof(header) + i * sizeof(level_t), sizeof(level));
+        if (level < 0 || static_cast<std::uint64_t>(level) > header.max_level)
+            return fail("member " + std::to_string(i) + " has level " + std::to_string(level));
+        expected += head_bytes + base_links * slot_bytes + count_bytes + static_cast<std::size_t>(level) * (links * slot_bytes + count_bytes);
+    }
+    if (expected != bytes.size())
+        return fail(std::to_string(bytes.size()) + " bytes where the header and levels make " + std::to_string(expected));
+    std::size_t offset = 0;
+    auto input = [&](void* data, std::size_t length) {
+        if (length > bytes.size() - offset) return false;
+        std::memcpy(data, bytes.data() + offset, length);
+        offset += length;
+        return true;
+    };
+    auto result = index.load_from_stream(input);
+    if (!result) return fail(take_error(result.error));
+    if (offset != bytes.size()) return fail("bytes after the last node");
+    bytes = std::vector<char>();
+    if (!index.try_reserve(us::index_limits_t(index.size(), impl_->count_contexts))) {
+        index.reset();
+        return Status::internal("HNSW index could not reserve " + std::to_string(index.size()) + " members");
+    }
+    // Keys are checked before slot_to_node is filled from them: a key beyond the store must
+    // never reach the metric.
+    impl_->slot_to_node.assign(index.capacity(), invalid_id);
+    for (std::size_t slot = 0; slot < index.size(); ++slot) {
+        std::uint64_t key = index.at(static_cast<std::uint32_t>(slot)).key;
+        if (key >= count_nodes) return fail("member " + std::to_string(slot) + " names node " + std::to_string(key) +
+                                            " of a graph of " + std::to_string(count_nodes) + " nodes");
+        impl_->slot_to_node[slot] = static_cast<node_id_t>(key);
+    }
+    auto problems = verify(count_nodes, nullptr, 1);
+    if (!problems.empty()) return fail(problems.front());
+    count_reindexed_ = 0;
+    return Status::OK();
+}
+
+std::vector<std::string> SeedIndex::verify(std::size_t count_nodes, const std::uint8_t* dead, std::size_t limit) const {
+    std::vector<std::string> problems;
+    const hnsw_t& index = impl_->index;
+    const std::size_t size = index.size();
+    const std::size_t top = index.max_level();
+    const std::size_t base_links = index.config().connectivity_base, links = index.config().connectivity;
+    std::vector<std::uint8_t> held(count_nodes, 0);
+    auto report = [&](std::string line) {
+        if (problems.size() < limit) problems.push_back(std::move(line));
+    };
+    for (std::size_t slot = 0; slot < size && problems.size() < limit; ++slot) {
+        auto member = static_cast<std::uint32_t>(slot);
+        std::uint64_t key = index.at(member).key;
+        if (key >= count_nodes) {
+            report("HNSW member " + std::to_string(slot) + " names node " + std::to_string(key) + " beyond the " +
+                   std::to_string(count_nodes) + " nodes");
+            continue;
+        }
+        if (impl_->slot_to_node[slot] != key)
+            report("HNSW member " + std::to_string(slot) + " maps to node " + std::to_string(impl_->slot_to_node[slot]) +
+                   " but its key is " + std::to_string(key));
+        held[key] = 1;
+        std::size_t level = index.level_of(member);
+        if (level > top) {
+            report("HNSW member " + std::to_string(slot) + " has level " + std::to_string(level) + " above the top level " +
+                   std::to_string(top));
+            continue;
+        }
+        for (std::size_t l = 0; l <= level; ++l) {
+            auto neighbors = index.neighbors(member, l);
+            std::size_t most = l == 0 ? base_links : links;
+            if (neighbors.size() > most) {
+                report("HNSW member " + std::to_string(slot) + " has " + std::to_string(neighbors.size()) +
+                       " neighbours on level " + std::to_string(l) + " (at most " + std::to_string(most) + ")");
+                break;
+            }
+            for (auto it = neighbors.begin(); it != neighbors.end(); ++it)
+                if (it.slot() >= size) {
+                    report("HNSW member " + std::to_string(slot) + " links to slot " + std::to_string(it.slot()) +
+                           " beyond the " + std::to_string(size) + " members");
+                    break;
+                }
+        }
+    }
+    for (std::size_t node = 0; node < count_nodes && problems.size() < limit; ++node)
+        if (!held[node] && !(dead && dead[node]))
+            report("node " + std::to_string(node) + " is live but not in the HNSW index");
+    return problems;
+}
 
 void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::size_t expansion,
                        const NodeFilter* filter, const NodeColumns& columns, std::size_t context,

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 
 #include "bind_errors.hpp"
 #include "ndarray_checks.hpp"
@@ -83,6 +84,43 @@ std::vector<std::string> to_strings(const py::handle& values, const char* name, 
     if (out.size() != count)
         throw py::value_error(std::string(name) + " has " + std::to_string(out.size()) + " items, expected " +
                               std::to_string(count));
+    return out;
+}
+
+// A column of n strings as passed by the snapshot loader, without a Python object per value:
+//   (offsets, data)   Arrow layout: int32 or int64 offsets (n + 1), uint8 data
+//   (indices, values) dictionary: int32 indices (n) into a list of str
+// or a list of str / bytes.
+std::vector<std::string> column_strings(const py::handle& column, const char* name, std::size_t n) {
+    if (!py::isinstance<py::tuple>(column)) return to_strings(column, name, n);
+    auto parts = column.cast<py::tuple>();
+    if (parts.size() != 2) throw py::value_error(std::string(name) + ": expected (offsets, data) or (indices, values)");
+    std::vector<std::string> out(n);
+    if (py::isinstance<py::list>(parts[1])) {
+        std::vector<std::string> values = to_strings(parts[1], name, py::len(parts[1]));
+        auto indices = py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>::ensure(parts[0]);
+        if (!indices || indices.ndim() != 1 || static_cast<std::size_t>(indices.shape(0)) != n)
+            throw py::value_error(std::string(name) + ": dictionary indices must be int32 of length " + std::to_string(n));
+        for (std::size_t i = 0; i < n; ++i) {
+            std::int32_t at = indices.data()[i];
+            if (at < 0 || static_cast<std::size_t>(at) >= values.size())
+                throw py::value_error(std::string(name) + ": dictionary index " + std::to_string(at) + " out of range");
+            out[i] = values[static_cast<std::size_t>(at)];
+        }
+        return out;
+    }
+    auto offsets = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(parts[0]);
+    auto data = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(parts[1]);
+    if (!offsets || !data || offsets.ndim() != 1 || static_cast<std::size_t>(offsets.shape(0)) != n + 1)
+        throw py::value_error(std::string(name) + ": offsets must be " + std::to_string(n + 1) + " integers");
+    const std::int64_t* o = offsets.data();
+    const char* bytes = reinterpret_cast<const char*>(data.data());
+    const auto size = static_cast<std::int64_t>(data.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        if (o[i] < 0 || o[i] > o[i + 1] || o[i + 1] > size)
+            throw py::value_error(std::string(name) + ": offsets are not increasing within the data");
+        out[i].assign(bytes + o[i], static_cast<std::size_t>(o[i + 1] - o[i]));
+    }
     return out;
 }
 
@@ -280,6 +318,19 @@ class PyEngine {
     void close_wal() { released([&] { return engine_->close_wal(); }); }
     void drop_wal_before(std::uint64_t lsn) { released([&] { return engine_->drop_wal_before(lsn); }); }
     std::uint64_t last_lsn() const { return engine_->last_lsn(); }
+    void defer_indexing(bool on) { released([&] { return engine_->defer_indexing(on); }); }
+    bool indexing_deferred() const { return engine_->indexing_deferred(); }
+    std::size_t count_deferred() const { return engine_->count_deferred(); }
+    bool save_seed_index(const std::string& path) {
+        bool saved = false;
+        released([&] { return engine_->save_seed_index(path, &saved); });
+        return saved;
+    }
+    void load_seed_index(const std::string& path) { released([&] { return engine_->load_seed_index(path); }); }
+    std::vector<std::string> verify(std::size_t limit) const {
+        py::gil_scoped_release release;
+        return engine_->verify(limit);
+    }
     void wait_for_compaction() {
         py::gil_scoped_release release;
         engine_->wait_for_compaction();
@@ -326,90 +377,139 @@ class PyEngine {
         return d;
     }
 
-    py::dict export_state() {
+    // With `hnsw_path`, also writes the HNSW graph there at the same LSN when it holds exactly
+    // the exported nodes (d["hnsw_saved"] says whether it did).
+    py::dict export_state(const std::string& hnsw_path) {
         py::dict d;
         Status status;
+        bool hnsw_saved = false;
         // Writers wait meanwhile; they release the GIL before taking the writer lock, so holding
         // the GIL here cannot deadlock with them.
         engine_->pause_writes([&] {
             Result<ExportedState> state = engine_->export_state();
-            if (state.ok()) export_locked(state.value(), d);
-            else status = state.status();
+            if (!state.ok()) {
+                status = state.status();
+                return;
+            }
+            export_locked(state.value(), d);
+            if (!hnsw_path.empty()) {
+                py::gil_scoped_release release;
+                status = engine_->save_seed_index(hnsw_path, &hnsw_saved);
+            }
         });
         check(status);
+        d["hnsw_saved"] = hnsw_saved;
         return d;
     }
+
+    // Columns without a Python object per value (writes are paused while this runs):
+    //   strings:   (offsets int64 (n + 1), data uint8), the Arrow layout
+    //   interned:  (indices int32 (n), values list of str), an Arrow dictionary
+    //   edge_rows: the rows of the edges that have a vector only, in edge order.
+    struct StringsOut {
+        std::vector<std::int64_t> offsets{0};
+        std::string data;
+        void add(std::string_view value) {
+            data.append(value.data(), value.size());
+            offsets.push_back(static_cast<std::int64_t>(data.size()));
+        }
+        py::tuple release() {
+            py::array_t<std::int64_t> o(static_cast<py::ssize_t>(offsets.size()));
+            std::memcpy(o.mutable_data(), offsets.data(), offsets.size() * sizeof(std::int64_t));
+            py::array_t<std::uint8_t> b(static_cast<py::ssize_t>(data.size()));
+            if (!data.empty()) std::memcpy(b.mutable_data(), data.data(), data.size());
+            return py::make_tuple(o, b);
+        }
+    };
+    struct InternedOut {
+        std::unordered_map<std::string, std::int32_t> ids;
+        py::list values;
+        std::vector<std::int32_t> indices;
+        void add(const std::string& value) {
+            auto [it, inserted] = ids.emplace(value, static_cast<std::int32_t>(ids.size()));
+            if (inserted) values.append(to_py_str(value));
+            indices.push_back(it->second);
+        }
+        py::tuple release() {
+            py::array_t<std::int32_t> i(static_cast<py::ssize_t>(indices.size()));
+            if (!indices.empty()) std::memcpy(i.mutable_data(), indices.data(), indices.size() * sizeof(std::int32_t));
+            return py::make_tuple(i, values);
+        }
+    };
 
     void export_locked(const ExportedState& state, py::dict& d) const {
         const VectorStore& nodes = engine_->node_store();
         const VectorStore& edge_store = engine_->edge_store();
         std::size_t stride = nodes.stride_bytes();
         std::size_t n = state.nodes.size(), m = state.edges.size();
-        py::list keys(n), labels(n), tenants(n), texts(n), props(n);
+        StringsOut keys, texts, props;
+        InternedOut labels, tenants;
         py::array_t<std::int64_t> ts(static_cast<py::ssize_t>(n));
         py::array_t<std::int8_t> rows({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(stride)});
         for (std::size_t i = 0; i < n; ++i) {
             NodeRecord r = engine_->node(state.nodes[i], false);  // the row is copied below, quantized
-            keys[i] = py::bytes(r.key);
-            labels[i] = to_py_str(r.label);
-            tenants[i] = to_py_str(r.tenant);
-            texts[i] = to_py_str(r.text);
-            props[i] = to_py_str(r.props);
+            keys.add(r.key);
+            labels.add(r.label);
+            tenants.add(r.tenant);
+            texts.add(r.text);
+            props.add(r.props);
             ts.mutable_data()[i] = r.ts;
             std::memcpy(rows.mutable_data() + i * stride, nodes.row_data(state.nodes[i]), stride);
         }
-        py::list rels(m), edge_texts(m), edge_props(m);
+        StringsOut edge_texts, edge_props;
+        InternedOut rels;
         py::array_t<std::uint32_t> src(static_cast<py::ssize_t>(m)), dst(static_cast<py::ssize_t>(m));
         py::array_t<float> weights(static_cast<py::ssize_t>(m));
         py::array_t<std::int64_t> edge_ts(static_cast<py::ssize_t>(m));
         py::array_t<std::uint8_t> has_vector(static_cast<py::ssize_t>(m));
-        py::array_t<std::int8_t> edge_rows({static_cast<py::ssize_t>(m), static_cast<py::ssize_t>(stride)});
-        std::memset(edge_rows.mutable_data(), 0, m * stride);
+        std::vector<std::uint32_t> vector_rows;
         for (std::size_t i = 0; i < m; ++i) {
             EdgeRecord e = engine_->edge(state.edges[i]);
             src.mutable_data()[i] = state.edge_src[i];
             dst.mutable_data()[i] = state.edge_dst[i];
-            rels[i] = to_py_str(e.rel);
+            rels.add(e.rel);
             weights.mutable_data()[i] = e.weight;
             edge_ts.mutable_data()[i] = e.ts;
-            edge_texts[i] = to_py_str(std::string(engine_->edge_text(e.edge)));
-            edge_props[i] = to_py_str(std::string(engine_->edge_props(e.edge)));
+            edge_texts.add(engine_->edge_text(e.edge));
+            edge_props.add(engine_->edge_props(e.edge));
             std::uint32_t row = engine_->edge_vector_row(e.edge);
             has_vector.mutable_data()[i] = row != invalid_id;
-            if (row != invalid_id) std::memcpy(edge_rows.mutable_data() + i * stride, edge_store.row_data(row), stride);
+            if (row != invalid_id) vector_rows.push_back(row);
         }
+        py::array_t<std::int8_t> edge_rows({static_cast<py::ssize_t>(vector_rows.size()), static_cast<py::ssize_t>(stride)});
+        for (std::size_t j = 0; j < vector_rows.size(); ++j)
+            std::memcpy(edge_rows.mutable_data() + j * stride, edge_store.row_data(vector_rows[j]), stride);
         d["lsn"] = state.lsn;
-        d["keys"] = keys;
-        d["labels"] = labels;
-        d["tenants"] = tenants;
+        d["keys"] = keys.release();
+        d["labels"] = labels.release();
+        d["tenants"] = tenants.release();
         d["ts"] = ts;
-        d["texts"] = texts;
-        d["props"] = props;
+        d["texts"] = texts.release();
+        d["props"] = props.release();
         d["rows"] = rows;
         d["edge_src"] = src;
         d["edge_dst"] = dst;
-        d["edge_rels"] = rels;
+        d["edge_rels"] = rels.release();
         d["edge_weights"] = weights;
         d["edge_ts"] = edge_ts;
-        d["edge_texts"] = edge_texts;
-        d["edge_props"] = edge_props;
+        d["edge_texts"] = edge_texts.release();
+        d["edge_props"] = edge_props.release();
         d["edge_has_vector"] = has_vector;
         d["edge_rows"] = edge_rows;
     }
 
     // Loads snapshot columns: encoded keys (bytes) and quantized rows in the store's layout.
-    void load_nodes(const py::list& keys, const py::array& rows, const py::list& labels, const py::list& tenants,
-                    const py::array& ts, const py::list& texts, const py::list& props) {
-        std::size_t n = keys.size();
-        std::vector<std::string> encoded;
-        encoded.reserve(n);
-        for (auto key : keys) encoded.push_back(key.cast<std::string>());
+    void load_nodes(const py::object& keys, const py::array& rows, const py::object& labels, const py::object& tenants,
+                    const py::array& ts, const py::object& texts, const py::object& props) {
+        std::size_t n = static_cast<std::size_t>(rows.ndim() == 2 ? rows.shape(0) : 0);
+        std::vector<std::string> encoded = column_strings(keys, "keys", n);
         std::size_t stride = engine_->node_store().stride_bytes();
         auto r = py::array_t<std::int8_t, py::array::c_style | py::array::forcecast>::ensure(rows);
         if (!r || r.ndim() != 2 || static_cast<std::size_t>(r.shape(0)) != n || static_cast<std::size_t>(r.shape(1)) != stride)
             throw py::value_error("rows must be an int8 array of shape (" + std::to_string(n) + ", " + std::to_string(stride) + ")");
-        std::vector<std::string> label_col = to_strings(labels, "labels", n), tenant_col = to_strings(tenants, "tenants", n),
-                                 text_col = to_strings(texts, "texts", n), props_col = to_strings(props, "props", n);
+        std::vector<std::string> label_col = column_strings(labels, "labels", n),
+                                 tenant_col = column_strings(tenants, "tenants", n),
+                                 text_col = column_strings(texts, "texts", n), props_col = column_strings(props, "props", n);
         auto ts_array = check_1d<std::int64_t>(ts, "ts", "int64", n);
         NodeBatch batch;
         batch.count = n;
@@ -423,34 +523,36 @@ class PyEngine {
         released([&] { return engine_->add_nodes(batch); });
     }
 
-    void load_edges(const py::list& src, const py::list& dst, const py::list& rels, const py::array& weights,
-                    const py::array& ts, const py::list& texts, const py::list& props, const py::array& has_vector,
+    // src and dst: node ids (uint32 arrays; snapshot positions equal ids in a freshly loaded graph).
+    void load_edges(const py::array& src, const py::array& dst, const py::object& rels, const py::array& weights,
+                    const py::array& ts, const py::object& texts, const py::object& props, const py::array& has_vector,
                     const py::array& rows) {
-        std::size_t n = src.size();
-        std::vector<std::string> src_keys, dst_keys;
-        for (auto key : src) src_keys.push_back(key.cast<std::string>());
-        for (auto key : dst) dst_keys.push_back(key.cast<std::string>());
-        if (dst_keys.size() != n) throw py::value_error("src and dst differ in length");
+        std::size_t n = static_cast<std::size_t>(src.ndim() == 1 ? src.shape(0) : 0);
+        auto src_ids = check_1d<std::uint32_t>(src, "src", "uint32", n);
+        auto dst_ids = check_1d<std::uint32_t>(dst, "dst", "uint32", n);
         std::size_t stride = engine_->edge_store().stride_bytes();
+        auto has = check_1d<std::uint8_t>(has_vector, "has_vector", "uint8", n);
+        bool any_vector = false;
+        for (std::size_t i = 0; i < n; ++i) any_vector = any_vector || has.data()[i];
+        // Without edge vectors, rows may be empty (0, stride): no buffer of n rows is needed.
         auto r = py::array_t<std::int8_t, py::array::c_style | py::array::forcecast>::ensure(rows);
-        if (!r || r.ndim() != 2 || static_cast<std::size_t>(r.shape(0)) != n || static_cast<std::size_t>(r.shape(1)) != stride)
+        std::size_t rows_wanted = any_vector ? n : 0;
+        if (!r || r.ndim() != 2 || (static_cast<std::size_t>(r.shape(0)) != n && static_cast<std::size_t>(r.shape(0)) != rows_wanted) ||
+            static_cast<std::size_t>(r.shape(1)) != stride)
             throw py::value_error("edge rows must be an int8 array of shape (" + std::to_string(n) + ", " + std::to_string(stride) + ")");
-        std::vector<std::string> rel_col = to_strings(rels, "rels", n), text_col = to_strings(texts, "texts", n),
-                                 props_col = to_strings(props, "props", n);
+        std::vector<std::string> rel_col = column_strings(rels, "rels", n), text_col = column_strings(texts, "texts", n),
+                                 props_col = column_strings(props, "props", n);
         auto w = check_1d<float>(weights, "weights", "float32", n);
         auto t = check_1d<std::int64_t>(ts, "ts", "int64", n);
-        auto has = check_1d<std::uint8_t>(has_vector, "has_vector", "uint8", n);
         EdgeBatch batch;
         batch.count = n;
-        batch.src = src_keys.data();
-        batch.dst = dst_keys.data();
+        batch.src_ids = src_ids.data();
+        batch.dst_ids = dst_ids.data();
         batch.rels = rel_col.data();
         batch.weights = w.data();
         batch.ts = t.data();
         batch.texts = text_col.data();
         batch.props = props_col.data();
-        bool any_vector = false;
-        for (std::size_t i = 0; i < n; ++i) any_vector = any_vector || has.data()[i];
         if (any_vector) {
             batch.rows = r.data();
             batch.has_vector = has.data();
@@ -675,6 +777,12 @@ void bind_engine(py::module_& m) {
         .def("delete_tenant", &PyEngine::delete_tenant, py::arg("tenant"))
         .def("compact", &PyEngine::compact)
         .def("wait_for_compaction", &PyEngine::wait_for_compaction)
+        .def("defer_indexing", &PyEngine::defer_indexing, py::arg("on"))
+        .def("indexing_deferred", &PyEngine::indexing_deferred)
+        .def("count_deferred", &PyEngine::count_deferred)
+        .def("save_seed_index", &PyEngine::save_seed_index, py::arg("path"))
+        .def("load_seed_index", &PyEngine::load_seed_index, py::arg("path"))
+        .def("verify", &PyEngine::verify, py::arg("limit") = 100)
         .def("sync", &PyEngine::sync)
         .def("close_wal", &PyEngine::close_wal)
         .def("drop_wal_before", &PyEngine::drop_wal_before, py::arg("lsn"))
@@ -683,7 +791,7 @@ void bind_engine(py::module_& m) {
              py::arg("sync_interval_ms"), py::arg("segment_bytes"))
         .def("replay_wal", &PyEngine::replay_wal, py::arg("dir"), py::arg("uuid"), py::arg("from_lsn"),
              py::arg("truncate_tail"))
-        .def("export_state", &PyEngine::export_state)
+        .def("export_state", &PyEngine::export_state, py::arg("hnsw_path") = "")
         .def("load_nodes", &PyEngine::load_nodes, py::arg("keys"), py::arg("rows"), py::arg("labels"),
              py::arg("tenants"), py::arg("ts"), py::arg("texts"), py::arg("props"))
         .def("load_edges", &PyEngine::load_edges, py::arg("src"), py::arg("dst"), py::arg("rels"), py::arg("weights"),

@@ -26,6 +26,8 @@ from .errors import (
     StorageError,
 )
 from .graph import Graph, Hit, SearchResult, quantize
+from . import embedders, ingest
+from . import snapshot
 
 __version__ = "0.1.0"
 
@@ -51,6 +53,9 @@ __all__ = [
     "Hit",
     "SearchResult",
     "quantize",
+    "ingest",
+    "embedders",
+    "snapshot",
     "active_isa",
     "available_isas",
     "Error",

@@ -1,22 +1,42 @@
 """The ``vecgraph`` command (also ``python -m vecgraph``).
 
 Subcommands:
-  demo   build a clustered synthetic graph, run graph-guided searches, and print what they
-         found, how fast, and how close the HNSW path is to the exact one
-  info   version, kernel ISA and the ISAs this CPU can run
+  ingest      load nodes and edges from Parquet, Arrow IPC, CSV or JSONL files into a graph folder
+  query       graph-guided search from a text (through the graph's embedder) or a .npy vector file
+  stats       counts, configuration and memory of a graph folder
+  checkpoint  write an Arrow snapshot and drop the write-ahead log it covers
+  compact     fold the edge delta into the CSR, then checkpoint
+  export      write a portable copy (Parquet or Arrow IPC) other tools can read
+  restore     build a graph folder from an exported copy
+  verify      check checksums, the CSR and the seed index of a graph folder
+  demo        build a clustered synthetic graph, run graph-guided searches, and print what they
+              found, how fast, and how close the HNSW path is to the exact one
+  info        version, kernel ISA and the ISAs this CPU can run
+
+Errors go to stderr as ``vecgraph <subcommand>: error: <message>``; the exit code is 1 for a
+failure while running, 2 for a usage error, 130 when interrupted. ``--debug`` shows the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import os
+import shutil
 import sys
 import time
-from typing import Optional, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
-from . import __version__, active_isa, available_isas
+from . import __version__, active_isa, available_isas, storage
 from .errors import Error
+
+
+class CommandError(Exception):
+    """A subcommand that cannot do its job; printed as ``vecgraph <subcommand>: error: ...`` (exit 1)."""
 
 
 def _progress(total: int, desc: str, unit: str):
@@ -40,6 +60,14 @@ def _int_in(low: int, high: int):
     return parse
 
 
+def _name_list(text: str) -> list:
+    """argparse type: comma-separated names (used with action="extend", so the flag may repeat)."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
+    return names
+
+
 def _walk(hit) -> str:
     """The path of a hit as walked from its seed: ``seed -rel-> a <-rel- hit`` (arrows as stored)."""
     if not hit.path:
@@ -53,6 +81,346 @@ def _walk(hit) -> str:
             parts.append(f"<-{edge.rel}- {node!r}")
             node = edge.dst
     return " ".join([repr(node)] + parts[::-1])
+
+
+def _is_graph(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, storage.MANIFEST))
+
+
+def _require_graph(folder: str) -> None:
+    if not _is_graph(folder):
+        why = "" if not os.path.isdir(folder) else f" (the folder has no {storage.MANIFEST})"
+        raise CommandError(f"no vecgraph graph at {folder}{why}")
+
+
+def _open_graph(folder: str, **options: Any):
+    """Open an existing graph folder; never creates one."""
+    from .graph import Graph
+
+    _require_graph(folder)
+    return Graph.open(folder, **options)
+
+
+def _n(count: int, word: str) -> str:
+    """``1 node``, ``2,000 nodes``."""
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
+def _human_bytes(count: int) -> str:
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{count} B"
+
+
+def _folder_bytes(folder: str) -> int:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass  # removed meanwhile
+    return total
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False))
+
+
+# ---------------------------------------------------------------- ingest
+
+
+def _load_embedder(spec: str):
+    from . import embedders
+
+    try:
+        return embedders.load(spec)
+    except (ImportError, AttributeError, TypeError) as exc:
+        raise CommandError(f"cannot load embedder {spec!r}: {exc}") from exc
+
+
+def _rejects_paths(args: argparse.Namespace, sources: list) -> list:
+    """One rejects file per input: --rejects itself for one input, numbered beside it for several."""
+    if args.rejects is None:
+        return [None] * len(sources)
+    if len(sources) == 1:
+        return [args.rejects]
+    stem, ext = os.path.splitext(args.rejects)
+    return [f"{stem}.{i}{ext}" for i in range(1, len(sources) + 1)]
+
+
+def _print_report(kind: str, source: str, report) -> None:
+    rate = f", {report.rows_read / report.seconds:,.0f} rows/s" if report.seconds > 0 else ""
+    batches = f"{report.batches:,} batch" + ("" if report.batches == 1 else "es")
+    print(f"{kind} {source}: {_n(report.rows_read, 'row')} read, {report.rows_accepted:,} accepted, "
+          f"{report.rows_rejected:,} rejected ({batches}, {report.seconds:.2f} s{rate})")
+    if report.rows_rejected and report.rejects_path:
+        print(f"  rejected rows written to {report.rejects_path}")
+
+
+def _print_checkpoint(info: dict) -> None:
+    print(f"checkpoint: {_n(info['nodes'], 'node')}, {_n(info['edges'], 'edge')} at LSN {info['lsn']:,} "
+          f"in {info['snapshot']}")
+
+
+# Column arguments of vecgraph.ingest and the flags that set them, to name flags in its messages.
+_NODE_FLAGS = {"key": "key_column", "vector": "vector_column", "label": "label_column", "tenant": "tenant_column",
+               "ts": "ts_column", "text": "text_column", "props": "props_column"}
+_EDGE_FLAGS = {"src": "src_column", "dst": "dst_column", "rel": "rel_column", "weight": "weight_column",
+               "ts": "edge_ts_column", "text": "edge_text_column", "props": "edge_props_column",
+               "vector": "edge_vector_column"}
+
+
+@contextlib.contextmanager
+def _ingest_errors(args: argparse.Namespace, source: str, flags: dict) -> Iterator[None]:
+    """Ingestion errors in the command's terms: the file, the flags, and what earlier batches left."""
+    from .ingest import IngestError
+
+    try:
+        yield
+    except (Error, ValueError, TypeError) as exc:
+        message = str(exc).replace('pass on_error="skip"', "pass --on-error skip").replace(
+            "pass upsert=True", "pass --upsert")
+        message = message.replace("; or pass vector= a NumPy array, or embedder=", "; or pass --embedder")
+        for param, dest in flags.items():
+            flag = "--" + dest.replace("_", "-")
+            message = message.replace(f"name it with {param}=", f"name it with {flag}")
+            value = getattr(args, dest)
+            if value is not None:
+                message = message.replace(f"{param}={value!r}:", f"{flag} {value}:")
+        if isinstance(exc, IngestError) and exc.report.rows_accepted:
+            message += f" {_n(exc.report.rows_accepted, 'row')} of earlier batches stay in the graph."
+        raise CommandError(f"{source}: {message}") from exc
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    if not args.nodes and not args.edges:
+        args.parser.error("nothing to ingest: give --nodes FILE and/or --edges FILE")
+    if args.rejects is not None and args.on_error != "skip":
+        args.parser.error("--rejects needs --on-error skip")
+    if args.embedder and args.vector_column:
+        args.parser.error("--vector-column and --embedder exclude each other: "
+                          "the embedder computes node vectors from the text column")
+    from . import ingest
+    from .graph import Graph
+
+    embedder = _load_embedder(args.embedder) if args.embedder else None
+    folder = args.folder
+    created = not os.path.exists(folder)
+    if not _is_graph(folder) and args.dim is None and embedder is None:
+        raise CommandError(f"{folder} holds no graph yet; pass --dim (or --embedder) to create one")
+    dim = args.dim
+    if dim is None and embedder is not None and not _is_graph(folder):
+        dim = embedder.dim
+    graph = Graph.open(folder, dim=dim, metric=args.metric, sync=args.sync)
+    try:
+        with graph:
+            node_sources, edge_sources = args.nodes or [], args.edges or []
+            rejects = _rejects_paths(args, node_sources + edge_sources)
+            common = {"batch_rows": args.batch_rows, "on_error": args.on_error}
+            for source, reject in zip(node_sources, rejects):
+                with _ingest_errors(args, source, _NODE_FLAGS):
+                    report = ingest.nodes(
+                        graph, source, key=args.key_column, vector=args.vector_column, label=args.label_column,
+                        tenant=args.tenant_column, ts=args.ts_column, text=args.text_column,
+                        props=args.props_column, embedder=embedder, upsert=args.upsert, rejects=reject, **common)
+                _print_report("nodes", source, report)
+            for source, reject in zip(edge_sources, rejects[len(node_sources):]):
+                with _ingest_errors(args, source, _EDGE_FLAGS):
+                    report = ingest.edges(
+                        graph, source, src=args.src_column, dst=args.dst_column, rel=args.rel_column,
+                        weight=args.weight_column, ts=args.edge_ts_column, text=args.edge_text_column,
+                        props=args.edge_props_column, vector=args.edge_vector_column,
+                        embedder=embedder if args.edge_text_column and not args.edge_vector_column else None,
+                        rejects=reject, **common)
+                _print_report("edges", source, report)
+            if args.checkpoint:
+                _print_checkpoint(graph.checkpoint())
+            print(f"{folder}: {_n(len(graph), 'node')}, {_n(graph.count_edges, 'edge')}")
+    except BaseException:
+        # A graph this command created and that took no row is removed, so a retry starts clean.
+        if created and len(graph) == 0 and graph.count_edges == 0:
+            graph.close()
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return 0
+
+
+# ---------------------------------------------------------------- query
+
+
+def _query_vectors(args: argparse.Namespace, graph) -> np.ndarray:
+    """The (n, dim) float32 queries: rows of the --vector file, or the embedded TEXT."""
+    if args.vector is not None:
+        try:
+            array = np.load(args.vector, allow_pickle=False)
+        except ValueError as exc:
+            raise CommandError(f"{args.vector} is not a NumPy .npy file of numbers: {exc}") from None
+        if not isinstance(array, np.ndarray) or array.ndim not in (1, 2) or array.size == 0:
+            shape = getattr(array, "shape", None)
+            raise CommandError(f"{args.vector} must hold a (dim,) or (n, dim) array, got shape {shape}")
+        if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+            raise CommandError(f"{args.vector} must hold real numbers (float32), got dtype {array.dtype}")
+        matrix = np.atleast_2d(array)
+        if matrix.shape[1] != graph.dim:
+            raise CommandError(f"{args.vector} holds vectors of dim {matrix.shape[1]}, "
+                               f"the graph at {args.folder} has dim {graph.dim}")
+        return np.ascontiguousarray(matrix, dtype=np.float32)
+    recorded = graph.embedder
+    if args.embedder is not None:
+        embedder = _load_embedder(args.embedder)
+    elif recorded is not None:
+        try:
+            embedder = _load_embedder(recorded["name"])
+        except (CommandError, Error) as exc:
+            raise CommandError(f"the graph at {args.folder} was built with embedder {recorded['name']!r}, which "
+                               f"cannot be loaded by that name ({exc}); pass --embedder SPEC") from exc
+    else:
+        raise CommandError(f"the graph at {args.folder} records no embedder to turn text into a vector; "
+                           "pass --embedder SPEC, or a query vector with --vector FILE.npy")
+    return graph.embed_query([args.text], embedder)
+
+
+def _hit_record(rank: int, hit) -> dict:
+    return {"rank": rank, "key": hit.key, "score": hit.score, "hops": hit.hop, "walk": _walk(hit),
+            "path": [{"src": e.src, "rel": e.rel, "dst": e.dst, "weight": e.weight} for e in hit.path]}
+
+
+def _print_table(records: list) -> None:
+    header = ("rank", "key", "score", "hops", "path")
+    rows = [(str(r["rank"]), str(r["key"]), f"{r['score']:.4f}", str(r["hops"]), r["walk"]) for r in records]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    right = (True, False, True, True)
+    for row in [header, *rows]:
+        cells = [row[i].rjust(widths[i]) if right[i] else row[i].ljust(widths[i]) for i in range(4)]
+        print("  ".join(cells + [row[4]]).rstrip())
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    if (args.text is None) == (args.vector is None):
+        args.parser.error("give either TEXT or --vector FILE.npy (exactly one)")
+    if args.text is not None and not args.text.strip():
+        args.parser.error("TEXT is empty; a query needs some text to embed")
+    with _open_graph(args.folder) as graph:
+        queries = _query_vectors(args, graph)
+        params = {"k": args.k, "seeds": args.seeds, "hops": args.hops, "max_visited": args.max_visited,
+                  "rels": args.rels, "labels": args.labels, "tenants": args.tenants, "direction": args.direction,
+                  "exact": args.exact}
+        if len(queries) == 1:
+            results = [graph.search(queries[0], **params)]
+        else:
+            results = graph.search_batch(queries, **params)
+        for i, result in enumerate(results):
+            records = [_hit_record(rank, hit) for rank, hit in enumerate(result, 1)]
+            if args.json:
+                _print_json(records)
+                continue
+            if len(results) > 1:
+                print(f"{'' if i == 0 else chr(10)}query {i + 1} of {len(results)}")
+            if records:
+                _print_table(records)
+            print(f"({_n(len(records), 'result')}; {_n(result.count_seeds, 'seed')}, "
+                  f"{_n(result.count_visited, 'node')} visited)")
+    return 0
+
+
+# ---------------------------------------------------------------- maintenance
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    with _open_graph(args.folder) as graph:
+        stats = graph.stats()
+        manifest = storage.read_manifest(graph.path) or {}
+        stats.update(path=graph.path, uuid=manifest.get("uuid"), snapshot=manifest.get("snapshot"),
+                     snapshot_lsn=manifest.get("snapshot_lsn"), embedder=manifest.get("embedder"),
+                     disk_bytes=_folder_bytes(graph.path))
+    if args.json:
+        _print_json(stats)
+        return 0
+    width = max(map(len, stats))
+    for name, value in stats.items():
+        if isinstance(value, bool) or value is None:
+            text = {True: "yes", False: "no", None: "-"}[value]
+        elif isinstance(value, int):
+            text = f"{value:,}" + (f" ({_human_bytes(value)})" if name.endswith("_bytes") else "")
+        elif isinstance(value, dict):
+            text = ", ".join(f"{k}={v}" for k, v in value.items())
+        else:
+            text = str(value)
+        print(f"{name.ljust(width)}  {text}")
+    return 0
+
+
+def _cmd_checkpoint(args: argparse.Namespace) -> int:
+    with _open_graph(args.folder) as graph:
+        _print_checkpoint(graph.checkpoint())
+    return 0
+
+
+def _cmd_compact(args: argparse.Namespace) -> int:
+    with _open_graph(args.folder) as graph:
+        before = graph.stats()
+        t0 = time.perf_counter()
+        graph.compact()
+        after = graph.stats()
+        print(f"compacted {args.folder} in {time.perf_counter() - t0:.2f} s: "
+              f"{_n(before['delta_edges'], 'delta edge')} folded, {_n(before['deleted_edges'], 'deleted edge')} "
+              f"dropped, {_n(after['edges'], 'edge')} in the CSR")
+        _print_checkpoint(graph.checkpoint())
+    return 0
+
+
+def _refuse_existing(path: str, overwrite: bool) -> None:
+    if os.path.exists(path) and not overwrite:
+        raise CommandError(f"{path} exists; pass --overwrite to replace it")
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    _require_graph(args.folder)
+    _refuse_existing(args.out, args.overwrite)
+    from . import snapshot
+
+    with _open_graph(args.folder) as graph:
+        info = snapshot.export(graph, args.out, format=args.format, overwrite=args.overwrite)
+    print(f"exported {_n(info['nodes'], 'node')}, {_n(info['edges'], 'edge')} to {info['path']} ({info['format']})")
+    for name in info.get("files", {}):
+        print(f"  {name}")
+    return 0
+
+
+def _cmd_restore(args: argparse.Namespace) -> int:
+    if not os.path.exists(args.snapshot):
+        raise CommandError(f"no snapshot at {args.snapshot}")
+    _refuse_existing(args.folder, args.overwrite)
+    from . import snapshot
+
+    t0 = time.perf_counter()
+    graph = snapshot.restore(args.snapshot, args.folder, overwrite=args.overwrite)
+    with graph:
+        print(f"restored {_n(len(graph), 'node')}, {_n(graph.count_edges, 'edge')} from {args.snapshot} "
+              f"into {graph.path} in {time.perf_counter() - t0:.2f} s")
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    _require_graph(args.folder)
+    from . import snapshot
+
+    problems = list(snapshot.verify(args.folder))
+    if args.json:
+        _print_json({"folder": args.folder, "ok": not problems, "problems": problems})
+    else:
+        for problem in problems:
+            print(problem)
+        if not problems:
+            print(f"{args.folder}: no problems found")
+    if problems:
+        print(f"vecgraph verify: error: {args.folder}: {_n(len(problems), 'problem')}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -120,33 +488,241 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the line breaks of descriptions and example epilogs."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=32)
+
+
+def _examples(*lines: str) -> str:
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vecgraph", formatter_class=_HelpFormatter,
+        description="Embedded graph-vector engine: graph folders from the command line.",
+        epilog=_examples(
+            "vecgraph ingest memory.vg --nodes people.parquet --edges links.csv --dim 384",
+            "vecgraph query memory.vg 'who makes the widget?' -k 5",
+            "vecgraph stats memory.vg",
+            "vecgraph SUBCOMMAND --help"))
+    parser.add_argument("--version", action="version", version=f"vecgraph {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback on errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+    # --debug is accepted after the subcommand too; SUPPRESS keeps the global value when absent.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the full traceback on errors")
+
+    def command(name: str, run, help: str, description: str, epilog: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=description, epilog=epilog, parents=[common],
+                           formatter_class=_HelpFormatter)
+        p.set_defaults(run=run, parser=p)
+        return p
+
+    # ingest
+    p = command(
+        "ingest", _cmd_ingest, "load nodes and edges from files into a graph folder",
+        "Load nodes and edges from Parquet, Arrow IPC, CSV or JSONL files into the graph in FOLDER,\n"
+        "creating it (with --dim or the embedder's dim) when it does not exist. Rows stream in batches;\n"
+        "each batch is applied whole or not at all. A bad row (missing key, wrong dim, NaN, an edge to\n"
+        "a missing node) stops the command, or with --on-error skip is written to the rejects file.\n"
+        "Columns default to the usual names (key/id, src/source, dst/target, rel/type, ...); the\n"
+        "--*-column flags map others. Vectors come from the vector column, or from the text column\n"
+        "through --embedder. The graph is checkpointed at the end unless --no-checkpoint.",
+        _examples(
+            "vecgraph ingest memory.vg --nodes people.parquet --dim 384",
+            "vecgraph ingest memory.vg --nodes docs.jsonl --text-column body --embedder wordllama",
+            "vecgraph ingest memory.vg --edges links.csv --src-column from --dst-column to --rel-column kind",
+            "vecgraph ingest memory.vg --nodes a.parquet --nodes b.parquet --on-error skip --rejects bad.jsonl",
+            "vecgraph ingest memory.vg --nodes people.csv --embedder mypkg.embed:MiniLM --metric ip"))
+    p.add_argument("folder", metavar="FOLDER", help="graph folder (created if missing)")
+    p.add_argument("--nodes", metavar="FILE", action="append",
+                   help="node file (.parquet, .arrow/.feather/.ipc, .csv, .jsonl/.ndjson); repeat for several")
+    p.add_argument("--edges", metavar="FILE", action="append",
+                   help="edge file, loaded after every node file; repeat for several")
+    g = p.add_argument_group("node columns (default: the usual names, when present)")
+    g.add_argument("--key-column", metavar="NAME", help="node key (default: key or id)")
+    g.add_argument("--vector-column", metavar="NAME", help="node vector: list or fixed-size-list of numbers")
+    g.add_argument("--text-column", metavar="NAME", help="node text (embedded with --embedder)")
+    g.add_argument("--label-column", metavar="NAME", help="node label")
+    g.add_argument("--tenant-column", metavar="NAME", help="node tenant")
+    g.add_argument("--ts-column", metavar="NAME", help="node timestamp, int64 microseconds since the epoch")
+    g.add_argument("--props-column", metavar="NAME", help="node props: a struct or JSON object")
+    g = p.add_argument_group("edge columns (default: the usual names, when present)")
+    g.add_argument("--src-column", metavar="NAME", help="source node key (default: src or source)")
+    g.add_argument("--dst-column", metavar="NAME", help="destination node key (default: dst or target)")
+    g.add_argument("--rel-column", metavar="NAME", help="relation type (default: rel or type)")
+    g.add_argument("--weight-column", metavar="NAME", help="edge weight (default 1)")
+    g.add_argument("--edge-ts-column", metavar="NAME", help="edge timestamp")
+    g.add_argument("--edge-text-column", metavar="NAME",
+                   help="edge text (embedded into edge vectors with --embedder when no --edge-vector-column)")
+    g.add_argument("--edge-props-column", metavar="NAME", help="edge props")
+    g.add_argument("--edge-vector-column", metavar="NAME", help="edge vector")
+    g = p.add_argument_group("graph and loading")
+    g.add_argument("--upsert", action="store_true",
+                   help="replace nodes whose key is already in the graph (default: reject those rows)")
+    g.add_argument("--dim", type=_int_in(1, 65_536), help="vector dimension of a new graph (default: the embedder's)")
+    g.add_argument("--metric", choices=("cos", "ip", "l2"), help="metric of a new graph (default cos)")
+    g.add_argument("--embedder", metavar="SPEC",
+                   help="embed texts into vectors: a known name (e.g. wordllama) or module:attr; "
+                        "recorded in the graph, which then refuses any other")
+    g.add_argument("--batch-rows", type=_int_in(1, 100_000_000), default=65_536, metavar="N",
+                   help="rows per batch (default 65,536); memory stays bounded by the batch")
+    g.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                   help="raise: stop at the first bad row (earlier batches are kept); "
+                        "skip: skip bad rows (default raise)")
+    g.add_argument("--rejects", metavar="PATH",
+                   help="with --on-error skip: write skipped rows here (with several input files, "
+                        "numbered: bad.jsonl -> bad.1.jsonl, bad.2.jsonl, ...)")
+    g.add_argument("--sync", nargs="?", const="always", default="off", choices=("always", "interval", "off"),
+                   metavar="POLICY",
+                   help="WAL fsync policy while loading: always (--sync alone), interval or off "
+                        "(default off; the log is synced when the command ends either way)")
+    g.add_argument("--checkpoint", action=argparse.BooleanOptionalAction, default=True,
+                   help="write a snapshot at the end (default: yes)")
+
+    # query
+    p = command(
+        "query", _cmd_query, "search a graph by text or by vector",
+        "Graph-guided search of the graph in FOLDER: seed nodes by vector similarity, a breadth-first\n"
+        "walk over their edges, every node reached rescored against the query. The query is TEXT,\n"
+        "embedded with the graph's recorded embedder (or --embedder), or the vectors of a .npy file:\n"
+        "(dim,) for one query, (n, dim) for n. Prints rank, key, score, hops and the path from the\n"
+        "seed (seed -rel-> a <-rel- hit: arrows as the edges are stored), or with --json one JSON\n"
+        "array of hits per query, one per line.",
+        _examples(
+            "vecgraph query memory.vg 'who makes the widget?'",
+            "vecgraph query memory.vg --vector q.npy -k 5 --hops 1 --rels works_at,makes",
+            "vecgraph query memory.vg --vector batch.npy --json --tenants user-42",
+            "vecgraph query memory.vg 'acme' --labels person --direction out --exact"))
+    p.add_argument("folder", metavar="FOLDER", help="graph folder")
+    p.add_argument("text", metavar="TEXT", nargs="?", help="query text (needs an embedder)")
+    p.add_argument("--vector", metavar="FILE.npy", help="query vectors instead of TEXT: (dim,) or (n, dim)")
+    p.add_argument("-k", type=_int_in(1, 1_000_000), default=10, metavar="K", help="results per query (default 10)")
+    p.add_argument("--seeds", type=_int_in(1, 1_000_000), default=8, metavar="N", help="seed nodes (default 8)")
+    p.add_argument("--hops", type=_int_in(0, 1_000), default=2, metavar="N", help="levels to walk (default 2)")
+    p.add_argument("--max-visited", type=_int_in(1, 2**31 - 1), default=2000, metavar="N",
+                   help="cap on nodes visited (default 2,000)")
+    p.add_argument("--rels", type=_name_list, action="extend", metavar="REL[,REL...]",
+                   help="relation types to follow (default: all)")
+    p.add_argument("--labels", type=_name_list, action="extend", metavar="LABEL[,...]",
+                   help="admit only nodes with these labels")
+    p.add_argument("--tenants", type=_name_list, action="extend", metavar="TENANT[,...]",
+                   help="admit only nodes of these tenants")
+    p.add_argument("--direction", choices=("out", "in", "both"), default="both",
+                   help="edge direction to walk (default both)")
+    p.add_argument("--exact", action="store_true", help="brute-force seeds instead of the HNSW index")
+    p.add_argument("--embedder", metavar="SPEC", help="embedder for TEXT (default: the one the graph recorded)")
+    p.add_argument("--json", action="store_true", help="one JSON array of hits per query, one per line")
+
+    # stats
+    p = command(
+        "stats", _cmd_stats, "counts, configuration and memory of a graph",
+        "Counts (nodes, edges, labels, tenants, rels, deleted), configuration (dim, metric, HNSW),\n"
+        "memory per structure, the snapshot, the embedder and the bytes on disk.",
+        _examples("vecgraph stats memory.vg", "vecgraph stats memory.vg --json | jq .nodes"))
+    p.add_argument("folder", metavar="FOLDER", help="graph folder")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = command(
+        "checkpoint", _cmd_checkpoint, "write a snapshot and drop the log it covers",
+        "Write the graph's state as an Arrow snapshot, commit it in the MANIFEST, and drop the\n"
+        "write-ahead log segments it makes unnecessary (opening the graph then loads the snapshot\n"
+        "instead of replaying the log).",
+        _examples("vecgraph checkpoint memory.vg"))
+    p.add_argument("folder", metavar="FOLDER", help="graph folder")
+
+    p = command(
+        "compact", _cmd_compact, "fold the edge delta into the CSR, then checkpoint",
+        "Fold the edges added or deleted since the last compaction into a new CSR, then checkpoint.",
+        _examples("vecgraph compact memory.vg"))
+    p.add_argument("folder", metavar="FOLDER", help="graph folder")
+
+    p = command(
+        "export", _cmd_export, "write a portable copy (Parquet or Arrow IPC)",
+        "Write the graph in FOLDER to OUT as files other tools read (pyarrow, DuckDB, Polars):\n"
+        "nodes and edges with their keys, labels, tenants, timestamps, texts, props and vectors.\n"
+        "`vecgraph restore OUT NEWFOLDER` builds a graph from them again.",
+        _examples("vecgraph export memory.vg memory-export",
+                  "vecgraph export memory.vg memory-ipc --format arrow --overwrite"))
+    p.add_argument("folder", metavar="FOLDER", help="graph folder")
+    p.add_argument("out", metavar="OUT", help="output folder")
+    p.add_argument("--format", choices=("parquet", "arrow"), default="parquet",
+                   help="parquet or arrow (Arrow IPC) (default parquet)")
+    p.add_argument("--overwrite", action="store_true", help="replace an earlier export at OUT")
+
+    p = command(
+        "restore", _cmd_restore, "build a graph folder from an exported copy",
+        "Build a working graph folder FOLDER from SNAPSHOT_DIR, a copy written by `vecgraph export`.",
+        _examples("vecgraph restore memory-export memory.vg",
+                  "vecgraph restore memory-export memory.vg --overwrite"))
+    p.add_argument("snapshot", metavar="SNAPSHOT_DIR", help="exported copy to restore")
+    p.add_argument("folder", metavar="FOLDER", help="graph folder to create")
+    p.add_argument("--overwrite", action="store_true", help="replace FOLDER if it already holds a graph")
+
+    p = command(
+        "verify", _cmd_verify, "check a graph folder; exit code 1 on any problem",
+        "Check the graph in FOLDER: every checksum (MANIFEST, snapshot files, write-ahead log), the\n"
+        "CSR invariants, and that the seed index agrees with the vector store. Prints each problem\n"
+        "found; the exit code is 0 when there is none, 1 otherwise.",
+        _examples("vecgraph verify memory.vg", "vecgraph verify memory.vg --json"))
+    p.add_argument("folder", metavar="FOLDER", help="graph folder")
+    p.add_argument("--json", action="store_true", help='print {"folder", "ok", "problems"} as JSON')
+
+    p = command(
+        "demo", _cmd_demo, "build a synthetic graph and run graph-guided searches",
+        "Build a clustered synthetic graph in memory, run graph-guided searches, and print their\n"
+        "latency, recall against exact seeds, and example results with their paths.",
+        _examples("vecgraph demo", "vecgraph demo --nodes 10000 --dim 64 --queries 100"))
+    p.add_argument("--nodes", type=_int_in(100, 10_000_000), default=100_000,
+                   help="number of nodes, 100 to 10,000,000 (default 100,000)")
+    p.add_argument("--dim", type=_int_in(2, 4096), default=384, help="vector dimension (default 384)")
+    p.add_argument("--queries", type=_int_in(1, 100_000), default=500, help="number of queries (default 500)")
+    p.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="random seed (default 0)")
+
+    command("info", _cmd_info, "version and SIMD kernels in use",
+            "Print the version, the int8 kernel set in use and the ones this CPU can run.",
+            _examples("vecgraph info", "VECGRAPH_FORCE_ISA=serial vecgraph info"))
+    return parser
+
+
+def _message(exc: BaseException) -> str:
+    """What to print for an error: its message, or its type and message for an unexpected one."""
+    if isinstance(exc, KeyError) and not isinstance(exc, Error) and exc.args:
+        text = str(exc.args[0])
+    else:
+        text = str(exc)
+    if isinstance(exc, (CommandError, Error, OSError, ValueError, KeyError, ImportError)):
+        return text or type(exc).__name__
+    return f"{type(exc).__name__}: {text} (--debug shows the traceback)"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="vecgraph", description="Embedded graph-vector engine.")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    demo = sub.add_parser("demo", help="build a synthetic graph and run graph-guided searches")
-    demo.add_argument("--nodes", type=_int_in(100, 10_000_000), default=100_000,
-                      help="number of nodes, 100 to 10,000,000 (default 100,000)")
-    demo.add_argument("--dim", type=_int_in(2, 4096), default=384, help="vector dimension (default 384)")
-    demo.add_argument("--queries", type=_int_in(1, 100_000), default=500, help="number of queries (default 500)")
-    demo.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="random seed (default 0)")
-    demo.set_defaults(run=_cmd_demo)
-
-    info = sub.add_parser("info", help="version and SIMD kernels in use")
-    info.set_defaults(run=_cmd_info)
-
-    args = parser.parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)  # usage errors exit here with code 2
+    prefix = f"vecgraph {args.command}"
     try:
         return args.run(args)
-    except (Error, ValueError, TypeError, OSError, MemoryError) as exc:
+    except KeyboardInterrupt:
         if args.debug:
             raise
-        print(f"vecgraph {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(f"\n{prefix}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`vecgraph query ... | head`): stop quietly.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 141
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"{prefix}: error: {_message(exc)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

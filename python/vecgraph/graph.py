@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import numbers
 import shutil
 import threading
 import operator
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Optional, Union
 
@@ -15,7 +17,7 @@ import numpy as np
 
 from . import _core
 from . import storage
-from .errors import DimensionMismatchError, InvalidArgumentError, ReadOnlyError
+from .errors import CorruptionError, DimensionMismatchError, InvalidArgumentError, ReadOnlyError
 
 Key = Union[str, int]
 
@@ -328,9 +330,11 @@ class Graph:
         auto_compact_edges = _count(auto_compact_edges, "auto_compact_edges")
         self._engine = _core.Engine(dim, _choice(metric, "metric", _METRICS), connectivity, expansion_add,
                                     expansion_search, threads, auto_compact_edges)
+        self._hnsw = {"connectivity": connectivity, "expansion_add": expansion_add, "expansion_search": expansion_search}
         self._path: Optional[str] = None
         self._lock: Optional[storage.FolderLock] = None
         self._manifest: Optional[dict] = None
+        self._embedder: Optional[dict] = None  # {"name", "dim"} of an in-memory graph's embedder
         self._closed = False
         self._checkpoint_lock = threading.Lock()  # one checkpoint at a time; close waits for it
 
@@ -407,6 +411,7 @@ class Graph:
         except OSError as e:
             raise storage.StorageError(f"cannot create graph folder {folder}: {e}") from e
         lock = storage.FolderLock(folder)
+        loaded: Optional[dict] = None
         try:
             storage.remove_stale_temporaries(folder)
             manifest = storage.read_manifest(folder)
@@ -436,17 +441,37 @@ class Graph:
                     raise InvalidArgumentError(
                         f"{folder} holds a graph with metric {manifest['metric']!r}, metric={metric!r} was given")
                 hnsw = manifest["hnsw"]
-                graph = cls(manifest["dim"], manifest["metric"],
+                def empty_graph() -> "Graph":
+                    g = cls(manifest["dim"], manifest["metric"],
                             connectivity=hnsw.get("connectivity", connectivity),
                             expansion_add=hnsw.get("expansion_add", expansion_add),
                             expansion_search=hnsw.get("expansion_search", expansion_search),
                             threads=threads, auto_compact_edges=auto_compact_edges)
+                    g._engine.defer_indexing(True)  # HNSW: from the cached file, or one pass at the end
+                    return g
+
+                graph = empty_graph()
                 if manifest["snapshot"] is not None:
-                    storage.load_snapshot(graph._engine, folder, manifest)
+                    try:
+                        loaded = storage.load_snapshot(graph._engine, folder, manifest)
+                    except CorruptionError as damage:
+                        previous = manifest.get("previous")
+                        if not previous:
+                            raise
+                        warnings.warn(f"{damage}; recovering from the previous snapshot {previous['snapshot']} "
+                                      "and the WAL since it", RuntimeWarning, stacklevel=2)
+                        graph = empty_graph()
+                        try:
+                            loaded = storage.load_snapshot(graph._engine, folder, manifest, previous)
+                        except CorruptionError as also:
+                            raise CorruptionError(f"{damage}; the previous snapshot is damaged too: {also}") from None
+                        manifest = dict(manifest, snapshot=previous["snapshot"],
+                                        snapshot_lsn=previous["snapshot_lsn"], files=previous["files"], previous=None)
             uuid = bytes.fromhex(manifest["uuid"])
             wal_dir = os.path.join(folder, storage.WAL_DIR)
             snapshot_lsn = int(manifest["snapshot_lsn"])
             report = graph._engine.replay_wal(wal_dir, uuid, snapshot_lsn + 1, True)
+            graph._engine.defer_indexing(False)
             graph._engine.compact()
             # The WAL continues where its last segment ends; with no segment, after the snapshot.
             next_lsn = report["next_lsn"] or snapshot_lsn + 1
@@ -457,7 +482,7 @@ class Graph:
                 shutil.rmtree(folder, ignore_errors=True)
             raise
         graph._path, graph._lock, graph._manifest = folder, lock, manifest
-        graph._recovery = report
+        graph._recovery = dict(report, snapshot=manifest["snapshot"], hnsw=loaded["hnsw"] if loaded else None)
         return graph
 
     @property
@@ -484,18 +509,56 @@ class Graph:
                 return {"lsn": self._manifest["snapshot_lsn"],
                         "snapshot": os.path.join(self._path, self._manifest["snapshot"]),
                         "nodes": stats["nodes"], "edges": stats["edges"]}
-            state = self._engine.export_state()
+            try:
+                tmp = storage.begin_snapshot(self._path, self._manifest)
+            except OSError as e:
+                raise storage.StorageError(f"checkpoint of {self._path} failed: {e}") from e
+            # The HNSW graph is saved beside the columns at the same LSN (when it indexes
+            # exactly the live nodes), so that opening reads it instead of rebuilding it.
+            state = self._engine.export_state(os.path.join(tmp, storage.HNSW_FILE))
             self._engine.sync()  # the WAL must never be behind a committed snapshot
             try:
-                manifest = storage.write_snapshot(self._path, self._manifest, state)
+                manifest = storage.write_snapshot(self._path, self._manifest, state, tmp)
                 storage.write_manifest(self._path, manifest)
             except OSError as e:
                 raise storage.StorageError(f"checkpoint of {self._path} failed: {e}") from e
             self._manifest = manifest
-            self._engine.drop_wal_before(int(state["lsn"]) + 1)
+            # The WAL is kept back to the previous snapshot, so that either generation plus the
+            # WAL recovers everything (open falls back to the previous one if this one is damaged).
+            previous = manifest.get("previous")
+            self._engine.drop_wal_before(int(previous["snapshot_lsn"] if previous else state["lsn"]) + 1)
             storage.remove_old_snapshots(self._path, manifest)
             return {"lsn": int(state["lsn"]), "snapshot": os.path.join(self._path, manifest["snapshot"]),
-                    "nodes": len(state["keys"]), "edges": len(state["edge_src"])}
+                    "nodes": len(state["ts"]), "edges": len(state["edge_src"])}
+
+    @contextlib.contextmanager
+    def deferred_indexing(self) -> Iterator["Graph"]:
+        """Bulk loading: nodes added or upserted inside the block are checked, logged and
+        applied at once, but inserted into the HNSW seed index in one parallel pass when the
+        block ends (faster than one insert per batch). Inside the block those nodes are found
+        by traversal and ``exact=True`` searches, not yet as HNSW seeds. Nested blocks join the
+        outer one. A crash inside the block loses nothing: recovery indexes what the WAL holds.
+        """
+        self._check_open()
+        if self._engine.indexing_deferred():
+            yield self
+            return
+        self._engine.defer_indexing(True)
+        try:
+            yield self
+        finally:
+            self._engine.defer_indexing(False)
+
+    def verify(self, limit: int = 100) -> list[str]:
+        """Check the invariants searches rely on: column lengths, the key map, tombstone
+        counts, the CSR (offsets, endpoints, edge ids, (weight desc, edge id asc) order, out
+        and in agreeing with the edge columns), the delta graph, and that the HNSW seed index
+        holds every live node and links only to its own members.
+
+        Returns:
+            Up to ``limit`` problems, one line each; empty when the graph is sound.
+        """
+        return list(self._engine.verify(_count(limit, "limit")))
 
     def sync(self) -> None:
         """Make every write so far durable (fsync), whatever the sync policy."""
@@ -572,6 +635,99 @@ class Graph:
 
     def __contains__(self, key: object) -> bool:
         return self._engine.contains(key)
+
+    # ---------------------------------------------------------------- embedder
+
+    @property
+    def embedder(self) -> Optional[dict]:
+        """The embedder that built this graph's vectors, ``{"name": str, "dim": int}``, or None
+        if none was recorded (see :meth:`use_embedder`). A folder graph keeps it in its MANIFEST."""
+        recorded = self._manifest.get("embedder") if self._manifest is not None else self._embedder
+        return dict(recorded) if recorded else None
+
+    def use_embedder(self, embedder: Any) -> None:
+        """Record ``embedder`` (any object with ``name``, ``dim`` and ``__call__``, see
+        :mod:`vecgraph.embedders`) as the one that builds this graph's vectors, or check that it
+        is the one already recorded. The first call records it (for a folder graph, durably in
+        the MANIFEST); later calls, also after a reopen, accept only the same name and dim.
+
+        Raises:
+            DimensionMismatchError: the embedder's dim is not the graph's dim.
+            InvalidArgumentError: another embedder name is recorded.
+            TypeError: not an embedder.
+            ReadOnlyError: nothing recorded yet and the graph is closed.
+        """
+        from .embedders import check_embedder
+
+        embedder = check_embedder(embedder)
+        name, dim = embedder.name, int(embedder.dim)
+        if dim != self.dim:
+            recorded = self.embedder
+            built = f"; it was built with embedder {recorded['name']!r}" if recorded else ""
+            raise DimensionMismatchError(
+                f"embedder {name!r} makes {dim}-d vectors, the graph's dim is {self.dim}{built}")
+        with self._checkpoint_lock:  # a concurrent checkpoint commits the MANIFEST it copied
+            recorded = self.embedder
+            if recorded is not None:
+                if recorded["name"] != name:
+                    raise InvalidArgumentError(
+                        f"the graph was built with embedder {recorded['name']!r} (dim {recorded['dim']}); "
+                        f"refusing embedder {name!r} (dim {dim}): its vectors are not comparable")
+                return
+            self._check_open()
+            record = {"name": name, "dim": dim}
+            if self._manifest is not None:
+                manifest = dict(self._manifest, embedder=record)
+                try:
+                    storage.write_manifest(self._path, manifest)
+                except OSError as e:
+                    raise storage.StorageError(f"cannot record the embedder in {self._path}: {e}") from e
+                self._manifest = manifest
+            else:
+                self._embedder = record
+
+    def embed_query(self, text: Union[str, Sequence[str]], embedder: Any) -> np.ndarray:
+        """Embed query text(s) with ``embedder``, after checking that it is the embedder this
+        graph was built with (if one was recorded) and that its dim is the graph's. Queries do
+        not record an embedder.
+
+        >>> hits = g.search(g.embed_query("who makes widgets?", emb), k=5)        # doctest: +SKIP
+        >>> batch = g.search_batch(g.embed_query(["q1", "q2"], emb), k=5)          # doctest: +SKIP
+
+        Args:
+            text: one non-empty str, or a sequence of them.
+            embedder: see :mod:`vecgraph.embedders`.
+
+        Returns:
+            float32 array of shape (dim,) for one str, (n, dim) for a sequence.
+
+        Raises:
+            DimensionMismatchError: the embedder's dim (or the shape it returned) is wrong.
+            InvalidArgumentError: another embedder is recorded; an empty text; NaN/inf returned.
+            TypeError: text is not a str or a sequence of str; not an embedder.
+        """
+        from .embedders import check_embedder, embed
+
+        embedder = check_embedder(embedder)
+        name, dim = embedder.name, int(embedder.dim)
+        recorded = self.embedder
+        if dim != self.dim:
+            built = f"; it was built with embedder {recorded['name']!r}" if recorded else ""
+            raise DimensionMismatchError(
+                f"query embedder {name!r} makes {dim}-d vectors, the graph's dim is {self.dim}{built}")
+        if recorded is not None and recorded["name"] != name:
+            raise InvalidArgumentError(
+                f"the graph was built with embedder {recorded['name']!r} (dim {recorded['dim']}); "
+                f"refusing query embedder {name!r} (dim {dim}): its vectors are not comparable")
+        single = isinstance(text, str)
+        texts = [text] if single else list(_keys(text, "text"))
+        for row, item in enumerate(texts):
+            if not isinstance(item, str):
+                raise TypeError(f"text {row} must be a str, got {type(item).__name__}")
+            if not item:
+                raise InvalidArgumentError(f"text {row} is empty; a query needs some text to embed")
+        vectors = embed(embedder, texts)
+        return vectors[0] if single else vectors
 
     def __copy__(self):
         raise TypeError("a Graph cannot be copied: it owns its C++ engine; build a new one and add the same data")

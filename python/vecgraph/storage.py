@@ -4,8 +4,10 @@
 
     mydb.vg/
       MANIFEST            JSON: format version, db uuid, dim, metric, HNSW parameters,
-                          snapshot folder, snapshot LSN, generation, sha256 of each snapshot file
-      snapshots/<gen>/    nodes.arrow, edges.arrow (Arrow IPC files)
+                          snapshot folder, snapshot LSN, generation, sha256 of each snapshot file,
+                          the embedder (name, dim) that built the graph, if one was recorded
+      snapshots/<gen>/    nodes.arrow, edges.arrow (Arrow IPC files), and hnsw.usearch (the HNSW
+                          graph at the same LSN, when it indexes exactly the snapshot's nodes)
       wal/<lsn>.log       WAL segments (format: cpp/include/vecgraph/wal_format.hpp)
       LOCK                held (flock) by the process that has the graph open for writing
 
@@ -36,6 +38,8 @@ LOCK = "LOCK"
 WAL_DIR = "wal"
 SNAPSHOT_DIR = "snapshots"
 KEEP_GENERATIONS = 2
+SNAPSHOT_FILES = ("nodes.arrow", "edges.arrow")
+HNSW_FILE = "hnsw.usearch"
 
 __all__ = ["FolderLock", "read_manifest", "write_manifest", "new_manifest", "write_snapshot", "load_snapshot"]
 
@@ -118,6 +122,7 @@ def new_manifest(dim: int, metric: str, hnsw: dict) -> dict:
         "generation": 0,
         "files": {},
         "previous": None,
+        "embedder": None,
     }
 
 
@@ -176,9 +181,32 @@ def _manifest_problem(m: Any) -> str:
             return f"snapshot_lsn is {m['snapshot_lsn']} but no snapshot is named"
     elif not (isinstance(snapshot, str) and snapshot.startswith(SNAPSHOT_DIR + "/") and ".." not in snapshot):
         return f"snapshot must be null or '{SNAPSHOT_DIR}/<generation>', got {snapshot!r}"
+    embedder = m.get("embedder")
+    if embedder is not None and not (
+        isinstance(embedder, dict)
+        and isinstance(embedder.get("name"), str)
+        and embedder["name"]
+        and is_int(embedder.get("dim"))
+        and embedder["dim"] == m["dim"]
+    ):
+        return f"embedder must be null or {{'name': <non-empty str>, 'dim': {m['dim']}}}, got {embedder!r}"
     files = m["files"]
-    if not isinstance(files, dict) or (snapshot is not None and set(files) != {"nodes.arrow", "edges.arrow"}):
-        return f"files must name the sha256 of nodes.arrow and edges.arrow, got {files!r}"
+    if not isinstance(files, dict) or (
+        snapshot is not None and not set(SNAPSHOT_FILES) <= set(files) <= {*SNAPSHOT_FILES, HNSW_FILE}
+    ):
+        return f"files must name the sha256 of nodes.arrow, edges.arrow (and hnsw.usearch), got {files!r}"
+    if any(not (isinstance(v, str) and len(v) == 64) for v in files.values()):
+        return f"files must map file names to sha256 hex digests, got {files!r}"
+    previous = m.get("previous")
+    if previous is not None and not (
+        isinstance(previous, dict)
+        and isinstance(previous.get("snapshot"), str)
+        and previous["snapshot"].startswith(SNAPSHOT_DIR + "/")
+        and ".." not in previous["snapshot"]
+        and is_int(previous.get("snapshot_lsn"))
+        and isinstance(previous.get("files"), dict)
+    ):
+        return f"previous must be null or name a snapshot, its LSN and files, got {previous!r}"
     return ""
 
 
@@ -228,19 +256,30 @@ def _columns_to_rows(scale: np.ndarray, sq_norm: np.ndarray, codes: np.ndarray, 
     return rows
 
 
-def write_snapshot(folder: str, manifest: dict, state: dict) -> dict:
+def begin_snapshot(folder: str, manifest: dict) -> str:
+    """Create (empty) the temporary folder the next snapshot generation is written into."""
+    generation = int(manifest.get("generation", 0)) + 1
+    root = os.path.join(folder, SNAPSHOT_DIR)
+    os.makedirs(root, exist_ok=True)
+    tmp = os.path.join(root, f"{generation:08d}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    return tmp
+
+
+def write_snapshot(folder: str, manifest: dict, state: dict, tmp: Optional[str] = None) -> dict:
     """Write ``state`` (from the engine's export_state) as the next snapshot generation and
-    return the MANIFEST that commits it (the caller writes it)."""
+    return the MANIFEST that commits it (the caller writes it). ``tmp`` is the folder from
+    :func:`begin_snapshot`, which may already hold ``hnsw.usearch`` (then
+    ``state["hnsw_saved"]`` is true)."""
     import pyarrow as pa
 
     dim = int(manifest["dim"])
     generation = int(manifest.get("generation", 0)) + 1
     name = f"{generation:08d}"
     root = os.path.join(folder, SNAPSHOT_DIR)
-    os.makedirs(root, exist_ok=True)
-    tmp = os.path.join(root, name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
+    if tmp is None:
+        tmp = begin_snapshot(folder, manifest)
     metadata = {
         b"vecgraph.schema_version": str(SNAPSHOT_SCHEMA_VERSION).encode(),
         b"vecgraph.uuid": manifest["uuid"].encode(),
@@ -255,36 +294,42 @@ def write_snapshot(folder: str, manifest: dict, state: dict) -> dict:
     scale, sq_norm, codes = _rows_to_columns(state["rows"], dim)
     nodes = pa.table(
         {
-            "key": pa.array(state["keys"], type=pa.binary()),
-            "label": pa.array(state["labels"], type=pa.string()).dictionary_encode(),
-            "tenant": pa.array(state["tenants"], type=pa.string()).dictionary_encode(),
+            "key": strings_array(state["keys"], pa.large_binary()),
+            "label": dictionary_array(state["labels"]),
+            "tenant": dictionary_array(state["tenants"]),
             "ts": pa.array(state["ts"], type=pa.int64()),
-            "text": pa.array(state["texts"], type=pa.large_string()),
-            "props": pa.array(state["props"], type=pa.large_string()),
+            "text": strings_array(state["texts"], pa.large_string()),
+            "props": strings_array(state["props"], pa.large_string()),
             "scale": pa.array(scale, type=pa.float32()),
             "sq_norm": pa.array(sq_norm, type=pa.float32()),
             "codes": codes_column(codes),
         }
     ).replace_schema_metadata(metadata)
-    e_scale, e_sq_norm, e_codes = _rows_to_columns(state["edge_rows"], dim)
-    has_vector = state["edge_has_vector"].astype(bool)
+    has_vector = np.asarray(state["edge_has_vector"]).astype(bool)
+    m = len(has_vector)
+    # edge_rows holds the rows of the edges that have a vector, in edge order.
+    v_scale, v_sq_norm, v_codes = _rows_to_columns(state["edge_rows"], dim)
+    e_scale = np.zeros(m, dtype=np.float32)
+    e_sq_norm = np.zeros(m, dtype=np.float32)
+    e_scale[has_vector] = v_scale
+    e_sq_norm[has_vector] = v_sq_norm
     # Edge vectors are optional: a list column, null where an edge has none (no bytes stored).
-    offsets = np.zeros(len(has_vector) + 1, dtype=np.int32)
+    offsets = np.zeros(m + 1, dtype=np.int32)
     np.cumsum(has_vector * dim, out=offsets[1:])
     edge_codes = pa.ListArray.from_arrays(
         pa.array(offsets, type=pa.int32()),
-        pa.array(e_codes[has_vector].reshape(-1), type=pa.int8()),
+        pa.array(v_codes.reshape(-1), type=pa.int8()),
         mask=pa.array(~has_vector, type=pa.bool_()),
     )
     edges = pa.table(
         {
             "src": pa.array(state["edge_src"], type=pa.uint32()),
             "dst": pa.array(state["edge_dst"], type=pa.uint32()),
-            "rel": pa.array(state["edge_rels"], type=pa.string()).dictionary_encode(),
+            "rel": dictionary_array(state["edge_rels"]),
             "weight": pa.array(state["edge_weights"], type=pa.float32()),
             "ts": pa.array(state["edge_ts"], type=pa.int64()),
-            "text": pa.array(state["edge_texts"], type=pa.large_string()),
-            "props": pa.array(state["edge_props"], type=pa.large_string()),
+            "text": strings_array(state["edge_texts"], pa.large_string()),
+            "props": strings_array(state["edge_props"], pa.large_string()),
             "has_vector": pa.array(has_vector, type=pa.bool_()),
             "scale": pa.array(e_scale, type=pa.float32()),
             "sq_norm": pa.array(e_sq_norm, type=pa.float32()),
@@ -299,6 +344,8 @@ def write_snapshot(folder: str, manifest: dict, state: dict) -> dict:
         with open(path, "rb+") as f:
             os.fsync(f.fileno())
         files[file_name] = _sha256(path)
+    if state.get("hnsw_saved"):
+        files[HNSW_FILE] = _sha256(os.path.join(tmp, HNSW_FILE))  # written and fsynced by the engine
     fsync_dir(tmp)
     final = os.path.join(root, name)
     shutil.rmtree(final, ignore_errors=True)
@@ -328,8 +375,74 @@ def remove_old_snapshots(folder: str, manifest: dict) -> None:
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
 
-def load_snapshot(engine: Any, folder: str, manifest: dict) -> None:
-    """Load the snapshot the MANIFEST names into an empty engine.
+def strings_array(value: Any, type: Any) -> Any:
+    """An Arrow array of ``type`` (large_string or large_binary) from an export_state column,
+    ``(offsets int64 (n + 1), data uint8)``, from an Arrow array, or from a list."""
+    import pyarrow as pa
+
+    if isinstance(value, tuple):
+        offsets, data = value
+        return pa.Array.from_buffers(type, len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    if isinstance(value, pa.ChunkedArray):
+        value = value.combine_chunks()
+    if isinstance(value, pa.Array):
+        return value.cast(type)
+    return pa.array(value, type=type)
+
+
+def dictionary_array(value: Any) -> Any:
+    """A dictionary-encoded string array from an export_state column ``(indices int32, values
+    list)``, from an Arrow (dictionary or string) array, or from a list."""
+    import pyarrow as pa
+    import pyarrow.types as pat
+
+    if isinstance(value, tuple):
+        indices, values = value
+        return pa.DictionaryArray.from_arrays(pa.array(indices, type=pa.int32()), pa.array(values, type=pa.string()))
+    if isinstance(value, pa.ChunkedArray):
+        value = value.combine_chunks()
+    if not isinstance(value, pa.Array):
+        value = pa.array(value, type=pa.string())
+    if pat.is_dictionary(value.type):
+        value = value.cast(pa.string())
+    return value.cast(pa.string()).dictionary_encode()
+
+
+def string_column(column: Any) -> Any:
+    """An Arrow string / binary column in the form the engine's loaders read without a Python
+    object per value: (offsets int64, data uint8) buffers, or (indices int32, values list)
+    for a dictionary column. Nulls read as empty strings."""
+    import pyarrow as pa
+    import pyarrow.types as pat
+
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pat.is_dictionary(array.type):
+        if array.null_count:
+            array = array.cast(pa.string()).fill_null("").dictionary_encode()
+        values = [v if isinstance(v, (str, bytes)) else str(v) for v in array.dictionary.to_pylist()]
+        return np.ascontiguousarray(array.indices.to_numpy(zero_copy_only=False), dtype=np.int32), values
+    if array.null_count:
+        array = array.fill_null(b"" if pat.is_binary(array.type) or pat.is_large_binary(array.type) else "")
+    large = pat.is_large_string(array.type) or pat.is_large_binary(array.type)
+    if not (large or pat.is_string(array.type) or pat.is_binary(array.type)):
+        raise ValueError(f"expected a string or binary column, got {array.type}")
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64 if large else np.int32)[array.offset : array.offset + len(array) + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    return offsets.astype(np.int64, copy=not large), data
+
+
+def load_snapshot(engine: Any, folder: str, manifest: dict, generation: Optional[dict] = None) -> dict:
+    """Load a snapshot into an empty engine: the one the MANIFEST names, or ``generation``
+    (``manifest["previous"]``: {"snapshot", "snapshot_lsn", "files"}).
+
+    The Arrow files are memory-mapped and read without a copy; node rows are assembled once.
+    With the engine's indexing deferred and an ``hnsw.usearch`` file whose sha256 matches,
+    the HNSW graph is read from it instead of being rebuilt; a damaged one is left aside (a
+    RuntimeWarning) and the index is rebuilt when deferral ends.
+
+    Returns:
+        {"hnsw": "loaded" | "rebuild" | "damaged", "nodes": n, "edges": m}.
 
     Raises:
         CorruptionError: a file that is missing, fails its sha256, is not Arrow IPC, has
@@ -337,12 +450,15 @@ def load_snapshot(engine: Any, folder: str, manifest: dict) -> None:
     """
     import pyarrow as pa
 
-    snapshot = os.path.join(folder, manifest["snapshot"])
+    generation = generation or manifest
+    snapshot = os.path.join(folder, generation["snapshot"])
+    snapshot_lsn = int(generation["snapshot_lsn"])
+    files = generation.get("files") or {}
     dim = int(manifest["dim"])
     tables = {}
-    for file_name in ("nodes.arrow", "edges.arrow"):
+    for file_name in SNAPSHOT_FILES:
         path = os.path.join(snapshot, file_name)
-        expected = manifest.get("files", {}).get(file_name)
+        expected = files.get(file_name)
         if not os.path.exists(path):
             raise CorruptionError(f"snapshot file {path} is missing")
         if expected is None or _sha256(path) != expected:
@@ -353,49 +469,56 @@ def load_snapshot(engine: Any, folder: str, manifest: dict) -> None:
         except (pa.ArrowException, OSError) as e:
             raise CorruptionError(f"snapshot file {path} is not a readable Arrow IPC file: {e}") from None
         meta = table.schema.metadata or {}
-        if meta.get(b"vecgraph.uuid", b"").decode() != manifest["uuid"]:
+        if meta.get(b"vecgraph.uuid", b"").decode(errors="replace") != manifest["uuid"]:
             raise CorruptionError(f"snapshot file {path} belongs to another database (uuid)")
         if meta.get(b"vecgraph.schema_version") != str(SNAPSHOT_SCHEMA_VERSION).encode():
             raise CorruptionError(f"snapshot file {path} has an unknown schema version")
-        for key, expected in (("dim", str(dim)), ("metric", manifest["metric"]), ("lsn", str(manifest["snapshot_lsn"]))):
+        for key, expected in (("dim", str(dim)), ("metric", manifest["metric"]), ("lsn", str(snapshot_lsn))):
             found = meta.get(f"vecgraph.{key}".encode(), b"").decode(errors="replace")
             if found != expected:
                 raise CorruptionError(f"snapshot file {path} has {key} {found!r}, the MANIFEST says {expected!r}")
         tables[file_name] = table
     nodes, edges = tables["nodes.arrow"], tables["edges.arrow"]
     try:
-        keys = nodes.column("key").to_pylist()
-        codes = nodes.column("codes").combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, dim) if len(nodes) else np.zeros((0, dim), np.int8)
+        n = len(nodes)
+        codes = nodes.column("codes").combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, dim) if n else np.zeros((0, dim), np.int8)
         rows = _columns_to_rows(nodes.column("scale").to_numpy(), nodes.column("sq_norm").to_numpy(), codes, dim)
+        del codes
         engine.load_nodes(
-            keys,
+            string_column(nodes.column("key")),
             rows,
-            [str(v) for v in nodes.column("label").to_pylist()],
-            [str(v) for v in nodes.column("tenant").to_pylist()],
+            string_column(nodes.column("label")),
+            string_column(nodes.column("tenant")),
             nodes.column("ts").to_numpy().astype(np.int64),
-            nodes.column("text").to_pylist(),
-            nodes.column("props").to_pylist(),
+            string_column(nodes.column("text")),
+            string_column(nodes.column("props")),
         )
+        del rows
         if len(edges):
-            src = edges.column("src").to_numpy()
-            dst = edges.column("dst").to_numpy()
-            if len(src) and (src.max() >= len(keys) or dst.max() >= len(keys)):
+            # Node positions in the snapshot are node ids in the freshly loaded engine.
+            src = np.ascontiguousarray(edges.column("src").to_numpy(), dtype=np.uint32)
+            dst = np.ascontiguousarray(edges.column("dst").to_numpy(), dtype=np.uint32)
+            if len(src) and (src.max() >= n or dst.max() >= n):
                 raise CorruptionError(f"snapshot {snapshot}: an edge names a node position beyond the node table")
             has_vector = edges.column("has_vector").to_numpy(zero_copy_only=False).astype(bool)
-            e_codes = np.zeros((len(edges), dim), dtype=np.int8)
             values = edges.column("codes").combine_chunks().flatten().to_numpy(zero_copy_only=False)
             if values.size != int(has_vector.sum()) * dim:
                 raise CorruptionError(f"snapshot {snapshot}: edge vectors do not match has_vector")
-            e_codes[has_vector] = values.reshape(-1, dim)
-            e_rows = _columns_to_rows(edges.column("scale").to_numpy(), edges.column("sq_norm").to_numpy(), e_codes, dim)
+            if has_vector.any():
+                e_codes = np.zeros((len(edges), dim), dtype=np.int8)
+                e_codes[has_vector] = values.reshape(-1, dim)
+                e_rows = _columns_to_rows(edges.column("scale").to_numpy(), edges.column("sq_norm").to_numpy(), e_codes, dim)
+                del e_codes
+            else:
+                e_rows = np.zeros((0, 8 + (dim + 3) // 4 * 4), dtype=np.int8)
             engine.load_edges(
-                [keys[i] for i in src],
-                [keys[i] for i in dst],
-                [str(v) for v in edges.column("rel").to_pylist()],
+                src,
+                dst,
+                string_column(edges.column("rel")),
                 edges.column("weight").to_numpy().astype(np.float32),
                 edges.column("ts").to_numpy().astype(np.int64),
-                edges.column("text").to_pylist(),
-                edges.column("props").to_pylist(),
+                string_column(edges.column("text")),
+                string_column(edges.column("props")),
                 has_vector.astype(np.uint8),
                 e_rows,
             )
@@ -403,3 +526,17 @@ def load_snapshot(engine: Any, folder: str, manifest: dict) -> None:
         raise CorruptionError(f"snapshot {snapshot} holds invalid data: {e}") from None
     except (KeyError, ValueError, TypeError, pa.ArrowException) as e:
         raise CorruptionError(f"snapshot {snapshot} does not have the expected columns or shapes: {e}") from None
+    hnsw = "rebuild"
+    if HNSW_FILE in files and engine.indexing_deferred():
+        path = os.path.join(snapshot, HNSW_FILE)
+        try:
+            if not os.path.exists(path) or _sha256(path) != files[HNSW_FILE]:
+                raise CorruptionError(f"{path} is missing or fails its checksum (sha256 in MANIFEST)")
+            engine.load_seed_index(path)
+            hnsw = "loaded"
+        except CorruptionError as e:
+            import warnings
+
+            warnings.warn(f"the cached HNSW index is not used, it is rebuilt: {e}", RuntimeWarning, stacklevel=3)
+            hnsw = "damaged"
+    return {"hnsw": hnsw, "nodes": len(nodes), "edges": len(edges)}

@@ -2,6 +2,8 @@
 // filters apply to every node reached, and concurrent searches during writes stay consistent.
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -203,6 +205,93 @@ TEST_CASE("HNSW seeds match exact seeds on a small graph (recall@10 >= 0.95 at e
             for (const Hit& got : approx.hits) same += got.node == want.node;
     }
     CHECK(same >= 475u);  // recall@10 >= 0.95 over 50 queries
+}
+
+TEST_CASE("deferred indexing, HNSW save and load, and verify") {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal;
+    const std::size_t n = 400, dim = 8;
+    std::vector<std::string> keys;
+    std::vector<float> vectors(n * dim);
+    for (std::size_t i = 0; i < n; ++i) keys.push_back(encode_int_key(static_cast<std::int64_t>(i)));
+    for (auto& v : vectors) v = normal(rng);
+    NodeBatch nodes;
+    nodes.count = n;
+    nodes.keys = keys.data();
+    nodes.vectors = vectors.data();
+    auto built = make(dim);
+    REQUIRE(built->defer_indexing(true).ok());
+    REQUIRE(built->add_nodes(nodes).ok());
+    CHECK(built->count_deferred() == n);
+    CHECK(built->verify(10).empty());  // waiting nodes are not "missing" from HNSW
+    SearchRequest request;
+    request.hops = 0;
+    request.k = 5;
+    request.seeds = 5;
+    CHECK(built->search(vectors.data(), dim, request).value().hits.empty());  // no HNSW seed yet
+    REQUIRE(built->defer_indexing(false).ok());
+    CHECK(built->count_deferred() == 0u);
+    CHECK(built->verify(10).empty());
+    // Edges by node id, and the verify of the CSR and delta they make.
+    std::vector<node_id_t> src, dst;
+    for (node_id_t i = 0; i + 1 < n; ++i) src.push_back(i), dst.push_back(i + 1);
+    EdgeBatch edges;
+    edges.count = src.size();
+    edges.src_ids = src.data();
+    edges.dst_ids = dst.data();
+    REQUIRE(built->add_edges(edges).ok());
+    CHECK(built->verify(10).empty());
+    REQUIRE(built->compact().ok());
+    CHECK(built->verify(10).empty());
+
+    const std::string path = "test_engine_hnsw.usearch";
+    bool saved = false;
+    built->pause_writes([&] { REQUIRE(built->save_seed_index(path, &saved).ok()); });
+    CHECK(saved);
+    auto loaded = make(dim);
+    CHECK(loaded->load_seed_index(path).code() == StatusCode::invalid_argument);  // not deferring
+    REQUIRE(loaded->defer_indexing(true).ok());
+    REQUIRE(loaded->add_nodes(nodes).ok());
+    REQUIRE(loaded->load_seed_index(path).ok());
+    CHECK(loaded->count_deferred() == 0u);
+    REQUIRE(loaded->defer_indexing(false).ok());
+    CHECK(loaded->verify(10).empty());
+    for (std::size_t q = 0; q < 20; ++q) {
+        auto a = built->search(vectors.data() + q * dim, dim, request).value();
+        auto b = loaded->search(vectors.data() + q * dim, dim, request).value();
+        REQUIRE(a.hits.size() == b.hits.size());
+        for (std::size_t i = 0; i < a.hits.size(); ++i) CHECK(a.hits[i].node == b.hits[i].node);
+    }
+    // A file for a bigger graph names nodes this one does not have: corruption, nothing changes.
+    auto smaller = make(dim);
+    nodes.count = n / 2;
+    REQUIRE(smaller->defer_indexing(true).ok());
+    REQUIRE(smaller->add_nodes(nodes).ok());
+    Status status = smaller->load_seed_index(path);
+    CHECK(status.code() == StatusCode::corruption);
+    CHECK(smaller->count_deferred() == n / 2);
+    // A truncated file likewise.
+    {
+        std::ifstream in(path, std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+    }
+    auto other = make(dim);
+    nodes.count = n;
+    REQUIRE(other->defer_indexing(true).ok());
+    REQUIRE(other->add_nodes(nodes).ok());
+    CHECK(other->load_seed_index(path).code() == StatusCode::corruption);
+    REQUIRE(smaller->defer_indexing(false).ok());
+    CHECK(smaller->verify(10).empty());
+    std::remove(path.c_str());
+    // After a delete or an upsert the HNSW graph no longer maps one member per node: not saved.
+    auto key = keys[3];
+    std::size_t deleted = 0;
+    REQUIRE(built->delete_nodes(&key, 1, false, &deleted).ok());
+    built->pause_writes([&] { REQUIRE(built->save_seed_index(path, &saved).ok()); });
+    CHECK(!saved);
+    CHECK(built->verify(10).empty());
 }
 
 TEST_CASE("searches from several threads while a writer adds nodes and edges") {

@@ -80,6 +80,8 @@ struct EdgeBatch {
     std::size_t count = 0;
     const std::string* src = nullptr;    // encoded keys of existing nodes
     const std::string* dst = nullptr;
+    const node_id_t* src_ids = nullptr;  // or node ids of live nodes instead of keys (snapshot loads)
+    const node_id_t* dst_ids = nullptr;
     const std::string* rels = nullptr;
     const float* weights = nullptr;
     const std::int64_t* ts = nullptr;
@@ -213,6 +215,27 @@ class Engine {
     std::string_view edge_text(edge_id_t edge) const;
     std::string_view edge_props(edge_id_t edge) const;
 
+    /// Deferred indexing, for bulk loads: while on, added and upserted nodes are checked,
+    /// logged and applied, but not inserted into HNSW (seeds do not find them yet; traversal
+    /// and exact search do). Turning it off inserts them in one parallel pass.
+    Status defer_indexing(bool on);
+    bool indexing_deferred() const;
+    /// Nodes waiting for their HNSW insert.
+    std::size_t count_deferred() const;
+    /// Writes the HNSW graph to `path` if it holds exactly the nodes [0, count_nodes()) once
+    /// each and none is deleted or waiting (then `saved` is true); otherwise writes nothing.
+    /// Call inside pause_writes (it relies on the writer lock held there), so the file matches one LSN.
+    Status save_seed_index(const std::string& path, bool* saved);
+    /// With indexing deferred and nothing indexed yet (right after loading a snapshot's nodes),
+    /// takes the HNSW graph from a file of save_seed_index instead of building it; the nodes
+    /// loaded so far no longer wait. A file that does not fit gives Status::corruption and
+    /// changes nothing (the nodes still wait, to be built).
+    Status load_seed_index(const std::string& path);
+    /// Checks the invariants searches rely on: the CSR (offsets, endpoints, edge ids, out and
+    /// in agreeing), the delta, the tombstone counts, the key map, and the seed index against
+    /// the store. Returns at most `limit` problems; empty means sound.
+    std::vector<std::string> verify(std::size_t limit) const;
+
     /// Checks a request's parameters (not its vector).
     Status validate(const SearchRequest& request) const;
     /// Checks `count` row-major queries of `dim` floats (finite; non-zero under cos).
@@ -271,6 +294,10 @@ class Engine {
     /// the current ones); later edges go back into the delta (writer lock held).
     void install_base(CsrGraph next, std::size_t count_edges, const std::uint8_t* dead_at_build);
     void maybe_start_compaction();
+    /// Starts deferring HNSW inserts unless already deferring.
+    void begin_deferral();
+    /// Inserts the deferred nodes (deleted ones left out) into HNSW in one parallel pass.
+    Status flush_deferred();
     GraphView graph_view() const noexcept;
     NodeColumns node_columns() const noexcept;
     Status search_locked(const float* query, const SearchRequest& request, std::size_t slot,
@@ -326,9 +353,10 @@ class Engine {
     wal::SyncPolicy sync_policy_ = wal::SyncPolicy::off;
     std::string read_only_;  // why writes are refused; empty: writable
     std::atomic<std::uint64_t> last_lsn_{0};
-    // Replay appends rows and defers HNSW inserts to one parallel pass at its end.
-    bool replaying_ = false;
-    std::size_t indexed_before_replay_ = 0, deferred_reindexed_ = 0;
+    // Replay and deferred indexing append rows and leave HNSW inserts to one parallel pass
+    // (flush_deferred). Nodes from indexed_before_defer_ on were not indexed when deferral began.
+    bool replaying_ = false, defer_index_ = false;
+    std::size_t indexed_before_defer_ = 0, deferred_reindexed_ = 0;
     std::vector<node_id_t> deferred_hnsw_;
     mutable detail::ContextPool contexts_;
     mutable std::vector<TraversalScratch> scratch_;  // one per context slot

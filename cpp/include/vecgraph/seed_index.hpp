@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "vecgraph/detail/context_pool.hpp"
@@ -55,6 +56,21 @@ class SeedIndex {
 
     /// Records that `count` nodes were indexed again (so searches ask for extra results).
     void count_reindexed(std::size_t count) noexcept;
+
+    /// Members that repeat a node (upserts indexed again).
+    std::size_t count_reindexed() const noexcept { return count_reindexed_; }
+
+    /// Writes the HNSW graph (USearch's stream format: header, levels, node tapes; keys are
+    /// node ids) to `path`, fsynced. Not safe concurrently with add (the caller holds writes).
+    Status save(const std::string& path) const;
+    /// Replaces this (empty) index with one written by save() for a store of `count_nodes`
+    /// rows, then checks it with verify(): a file that does not fit gives Status::corruption
+    /// and leaves the index empty.
+    Status load(const std::string& path, std::size_t count_nodes);
+    /// Structural problems, if any: member keys beyond `count_nodes`, neighbour slots beyond the
+    /// index, neighbour lists longer than the connectivity, levels above the top level, and the
+    /// nodes in [0, count_nodes) with `dead[n] == 0` that no member holds. At most `limit` lines.
+    std::vector<std::string> verify(std::size_t count_nodes, const std::uint8_t* dead, std::size_t limit) const;
 
     /// Up to `wanted` nodes admitted by `filter` (nullptr: all), best first by (score desc, id asc).
     /// `context` is a slot leased from a pool of `count_contexts`; `expansion` 0 means the default.

@@ -1,0 +1,228 @@
+"""Embedders: functions from texts to vectors, and the protocol the graph records them by.
+
+An embedder is any object with
+
+- ``name``: a str that identifies the model (and anything that changes its vectors, such as a
+  truncated dimension), recorded by the graph it builds;
+- ``dim``: the length of its vectors, an int;
+- ``__call__(texts: list[str]) -> np.ndarray``: a C-contiguous float32 array of shape
+  ``(len(texts), dim)``, one row per text.
+
+A graph records the embedder that built it (:meth:`vecgraph.Graph.use_embedder`) and refuses
+a query embedder of another name or dim (:meth:`vecgraph.Graph.embed_query`), so that queries
+are never compared with vectors from a different model.
+
+>>> import numpy as np
+>>> class Letters:
+...     name, dim = "letters", 26
+...     def __call__(self, texts):
+...         out = np.zeros((len(texts), 26), np.float32)
+...         for row, text in enumerate(texts):
+...             for c in text.lower():
+...                 if "a" <= c <= "z":
+...                     out[row, ord(c) - 97] += 1
+...         return out
+>>> isinstance(Letters(), Embedder)
+True
+>>> check_output(Letters(), ["ab", "b"], Letters()(["ab", "b"])).shape
+(2, 26)
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Optional, Protocol, runtime_checkable
+
+import numpy as np
+
+from .errors import DimensionMismatchError, InvalidArgumentError
+
+__all__ = ["Embedder", "WordLlamaEmbedder", "load", "check_embedder", "check_output", "embed"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What vecgraph needs of an embedder (``isinstance(obj, Embedder)`` checks that the three
+    members exist; :func:`check_embedder` also checks their types)."""
+
+    name: str
+    dim: int
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        """float32 array of shape (len(texts), dim)."""
+        ...
+
+
+def check_embedder(embedder: Any) -> Embedder:
+    """``embedder`` if it has a non-empty str ``name``, an int ``dim`` >= 1 and is callable.
+
+    Raises:
+        TypeError: a member is missing or of the wrong type.
+        InvalidArgumentError: an empty name or a dim < 1.
+    """
+    missing = [m for m in ("name", "dim") if not hasattr(embedder, m)]
+    if missing or not callable(embedder):
+        what = ", ".join(missing + ([] if callable(embedder) else ["__call__"]))
+        raise TypeError(f"an embedder needs name (str), dim (int) and __call__(texts) -> (n, dim) float32; "
+                        f"{type(embedder).__name__} has no {what}")
+    name, dim = embedder.name, embedder.dim
+    if not isinstance(name, str):
+        raise TypeError(f"embedder name must be a str, got {type(name).__name__}")
+    if not name:
+        raise InvalidArgumentError("embedder name must not be empty: the graph records it to refuse other models")
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"embedder {name!r}: dim must be an int, got {type(dim).__name__}")
+    if dim < 1:
+        raise InvalidArgumentError(f"embedder {name!r}: dim must be >= 1, got {dim}")
+    return embedder
+
+
+def check_output(embedder: Embedder, texts: Sequence[str], out: Any) -> np.ndarray:
+    """What ``embedder`` returned for ``texts``, checked: an ``np.ndarray`` of dtype float32 and
+    shape ``(len(texts), embedder.dim)``, returned C-contiguous. Finiteness is not checked here
+    (see :func:`embed`): ingestion rejects rows with NaN one by one.
+
+    Raises:
+        TypeError: not an ndarray, or not float32.
+        DimensionMismatchError: a shape other than (len(texts), dim).
+    """
+    name = embedder.name
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"embedder {name!r} returned {type(out).__name__}, expected a numpy.ndarray of float32 "
+                        f"with shape ({len(texts)}, {embedder.dim})")
+    if out.dtype != np.float32:
+        raise TypeError(f"embedder {name!r} returned dtype {out.dtype}, expected float32 "
+                        "(convert in the embedder with .astype(np.float32))")
+    if out.shape != (len(texts), embedder.dim):
+        raise DimensionMismatchError(f"embedder {name!r} returned shape {out.shape} for {len(texts)} texts, "
+                                     f"expected ({len(texts)}, {embedder.dim})")
+    return np.ascontiguousarray(out)
+
+
+def embed(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Call ``embedder`` on ``texts`` and check the result (:func:`check_output`) and that every
+    value is finite.
+
+    Returns:
+        float32 array of shape (len(texts), embedder.dim).
+
+    Raises:
+        TypeError / DimensionMismatchError: as :func:`check_output`.
+        InvalidArgumentError: NaN or inf in the row of some text (the message names the row).
+    """
+    texts = list(texts)
+    out = check_output(embedder, texts, embedder(texts))
+    finite = np.isfinite(out).all(axis=1)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        raise InvalidArgumentError(f"embedder {embedder.name!r} returned NaN or inf for text {row} "
+                                   f"({texts[row][:40]!r})")
+    return out
+
+
+class WordLlamaEmbedder:
+    """Adapter over `WordLlama <https://github.com/dleemiller/WordLlama>`_ (``pip install
+    wordllama``): a small static-embedding model (token embeddings, average-pooled) that runs on
+    the CPU at tens of thousands of texts per second and ships its 256-d weights in the package,
+    so it loads offline.
+
+    Args:
+        config: the WordLlama model configuration (default "l2_supercat").
+        dim: the model's width; only weights present in the package or cache load (256 ships).
+        trunc_dim: keep only the first ``trunc_dim`` dimensions (Matryoshka), e.g. 64.
+        cache_dir: where the weights are (default: the wordllama package folder).
+
+    Vectors are L2-normalised float32 of shape (n, trunc_dim or dim). The name recorded in a
+    graph is ``"wordllama/<config>_<dim>"`` (``"/<trunc_dim>"`` appended when truncated).
+
+    Raises:
+        ImportError: wordllama is not installed.
+        FileNotFoundError: the weights for this config/dim are not available offline.
+    """
+
+    def __init__(self, config: str = "l2_supercat", dim: int = 256, trunc_dim: Optional[int] = None,
+                 cache_dir: Optional[str] = None) -> None:
+        try:
+            import wordllama
+            from wordllama import WordLlama
+        except ImportError as e:
+            raise ImportError("the 'wordllama' embedder needs the wordllama package: pip install wordllama "
+                              "(or pip install 'vecgraph[embed]')") from e
+        cache = Path(cache_dir) if cache_dir is not None else Path(wordllama.__file__).parent
+        self._model = WordLlama.load(config=config, cache_dir=cache, dim=dim, trunc_dim=trunc_dim,
+                                     disable_download=True)
+        self.dim = int(trunc_dim or dim)
+        self.name = f"wordllama/{config}_{dim}" + (f"/{trunc_dim}" if trunc_dim else "")
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        """L2-normalised float32 vectors of shape (len(texts), dim).
+
+        Raises:
+            TypeError: an item that is not a str.
+            InvalidArgumentError: an empty text (it has no tokens, so no vector; the message
+                names its row).
+        """
+        texts = list(texts)
+        for row, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"text {row} must be a str, got {type(text).__name__}")
+            if not text:
+                raise InvalidArgumentError(f"text {row} is empty: an empty text has no tokens and no vector")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.ascontiguousarray(self._model.embed(texts, norm=True), dtype=np.float32)
+
+    def __repr__(self) -> str:
+        return f"WordLlamaEmbedder(name={self.name!r}, dim={self.dim})"
+
+
+def load(spec: str) -> Embedder:
+    """The embedder a spec names.
+
+    Args:
+        spec: ``"wordllama"`` (:class:`WordLlamaEmbedder` with its defaults) or the name a
+            WordLlamaEmbedder records, such as ``"wordllama/l2_supercat_256/64"``; or
+            ``"module:attribute"`` (``attribute`` may be dotted): the module is imported and
+            the attribute is used as it is if it already is an embedder; a class or a factory
+            function is called with no arguments and must return one.
+
+    A graph records its embedder's name; when that name is also a spec (as WordLlama's are, and
+    as ``"module:attribute"`` is if the embedder's ``name`` is its spec), ``load(graph.embedder
+    ["name"])`` gets the query embedder back.
+
+    Raises:
+        InvalidArgumentError: a spec of neither form.
+        ImportError: the module (or wordllama) cannot be imported.
+        AttributeError: the module has no such attribute.
+        TypeError: the attribute (or what it returned) is not an embedder.
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"an embedder spec must be a str, got {type(spec).__name__}")
+    if spec == "wordllama":
+        return WordLlamaEmbedder()
+    if spec.startswith("wordllama/"):
+        model, _, trunc = spec[len("wordllama/"):].partition("/")
+        config, _, dim = model.rpartition("_")
+        if not config or not dim.isdigit() or not (trunc == "" or trunc.isdigit()):
+            raise InvalidArgumentError(f"{spec!r} is not a WordLlama embedder name: expected "
+                                       "'wordllama/<config>_<dim>' or 'wordllama/<config>_<dim>/<trunc_dim>'")
+        return WordLlamaEmbedder(config, int(dim), int(trunc) if trunc else None)
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise InvalidArgumentError(f"embedder spec must be 'wordllama' or 'module:attribute' "
+                                   f"(e.g. 'mypkg.models:MiniLM'), got {spec!r}")
+    obj: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise AttributeError(f"embedder spec {spec!r}: {type(obj).__name__} {getattr(obj, '__name__', '')!r} "
+                                 f"has no attribute {part!r}") from None
+    if inspect.isclass(obj) or not (hasattr(obj, "name") and hasattr(obj, "dim")):
+        if not callable(obj):
+            raise TypeError(f"embedder spec {spec!r} names a {type(obj).__name__}, not an embedder, class or factory")
+        obj = obj()
+    return check_embedder(obj)

@@ -1,0 +1,474 @@
+"""The ``vecgraph`` command, run in a subprocess as users run it (``python -m vecgraph``, and the
+installed console script when it belongs to this interpreter): output on small real files,
+``--json`` values, exit codes (0 success, 1 failure, 2 usage, 130 interrupted) and error messages."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+import vecgraph as vg
+from vecgraph import cli
+
+DIM = 8
+N = 40
+KEYS = [f"n{i}" for i in range(N)]
+SUBCOMMANDS = ("ingest", "query", "stats", "checkpoint", "compact", "export", "restore", "verify", "demo", "info")
+# The subprocess imports the same vecgraph as this test module.
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(vg.__file__)))
+
+
+def _env(extra_path: str | None = None) -> dict:
+    env = dict(os.environ)
+    paths = [PACKAGE_ROOT] + ([extra_path] if extra_path else []) + [env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    env.pop("VECGRAPH_FORCE_ISA", None)
+    return env
+
+
+def run(*args, path: str | None = None, command: list | None = None) -> subprocess.CompletedProcess:
+    argv = (command or [sys.executable, "-m", "vecgraph"]) + [str(a) for a in args]
+    return subprocess.run(argv, capture_output=True, text=True, env=_env(path), timeout=120, check=False)
+
+
+def ok(*args, **kw) -> subprocess.CompletedProcess:
+    proc = run(*args, **kw)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "" or "Traceback" not in proc.stderr
+    return proc
+
+
+def failed(code: int, *args, **kw) -> str:
+    """Run a command that must fail with exit code ``code``; return its stderr."""
+    proc = run(*args, **kw)
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    return proc.stderr
+
+
+def _vectors(seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(N, DIM)).astype(np.float32)
+
+
+def _edges() -> list:
+    """(src, dst, rel, weight): a ring of "next" edges and "jump" edges five ahead."""
+    ring = [(KEYS[i], KEYS[(i + 1) % N], "next", 1.0) for i in range(N)]
+    jumps = [(KEYS[i], KEYS[(i + 5) % N], "jump", 0.5) for i in range(N)]
+    return ring + jumps
+
+
+def _build(folder, *, checkpoint: bool = True) -> None:
+    with vg.Graph.open(folder, dim=DIM, metric="cos", sync="off") as g:
+        g.add_nodes(KEYS, _vectors(), labels=["person" if i % 2 == 0 else "org" for i in range(N)],
+                    tenants=["t1" if i < N // 2 else "t2" for i in range(N)], texts=[f"node {i}" for i in range(N)])
+        src, dst, rels, weights = zip(*_edges())
+        g.add_edges(list(src), list(dst), rels=list(rels), weights=list(weights))
+        if checkpoint:
+            g.checkpoint()
+
+
+@pytest.fixture(scope="module")
+def graph_folder(tmp_path_factory) -> str:
+    """A checkpointed graph: 40 nodes, 80 edges, dim 8. Tests that change it work on a copy."""
+    folder = str(tmp_path_factory.mktemp("cli") / "graph.vg")
+    _build(folder)
+    return folder
+
+
+@pytest.fixture
+def graph_copy(graph_folder, tmp_path) -> str:
+    folder = str(tmp_path / "copy.vg")
+    shutil.copytree(graph_folder, folder)
+    return folder
+
+
+def _npy(tmp_path, name: str, array) -> str:
+    path = str(tmp_path / name)
+    np.save(path, np.asarray(array))
+    return path
+
+
+def _table_rows(stdout: str) -> list:
+    """Data rows of a results table: [rank, key, score, hops, path]."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["rank", "key"]) + 1
+    rows = []
+    for line in lines[start:]:
+        if not line.strip() or line.startswith("("):
+            break
+        rank, key, score, hops, path = line.split(None, 4)
+        rows.append([int(rank), key, float(score), int(hops), path])
+    return rows
+
+
+# ---------------------------------------------------------------- help, version, usage
+
+
+def test_help_of_every_subcommand(capsys):
+    for name in SUBCOMMANDS:
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main([name, "--help"])
+        assert exit_info.value.code == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"usage: vecgraph {name}"), name
+        assert "examples:" in out and f"vecgraph {name}" in out.split("examples:")[1], name
+    proc = ok("--help")
+    assert all(name in proc.stdout for name in SUBCOMMANDS)
+    assert ok("--version").stdout.strip() == f"vecgraph {vg.__version__}"
+    assert "active ISA: " + vg.active_isa() in ok("info").stdout
+
+
+def test_usage_errors_exit_2(graph_folder, tmp_path):
+    q = _npy(tmp_path, "q.npy", _vectors()[0])
+    assert "invalid choice: 'csv'" in failed(2, "export", graph_folder, tmp_path / "out", "--format", "csv")
+    assert not (tmp_path / "out").exists()
+    assert "exactly one" in failed(2, "query", graph_folder)
+    assert "exactly one" in failed(2, "query", graph_folder, "text", "--vector", q)
+    assert "TEXT is empty" in failed(2, "query", graph_folder, " ")
+    assert "-k: expected an integer in [1," in failed(2, "query", graph_folder, "--vector", q, "-k", "0")
+    assert "--direction: invalid choice" in failed(2, "query", graph_folder, "--vector", q, "--direction", "up")
+    assert "nothing to ingest" in failed(2, "ingest", tmp_path / "new.vg", "--dim", "8")
+    assert "--rejects needs --on-error skip" in failed(2, "ingest", tmp_path / "new.vg", "--nodes", "x.csv",
+                                                       "--rejects", "r.jsonl")
+    assert "invalid choice" in failed(2, "frobnicate")
+    assert not (tmp_path / "new.vg").exists()
+
+
+# ---------------------------------------------------------------- query
+
+
+def test_query_vector_table(graph_folder, tmp_path):
+    q = _npy(tmp_path, "q.npy", _vectors()[7])
+    proc = ok("query", graph_folder, "--vector", q, "--exact", "-k", "5")
+    rows = _table_rows(proc.stdout)
+    assert [r[0] for r in rows] == [1, 2, 3, 4, 5]
+    assert rows[0][1:] == ["n7", pytest.approx(1.0, abs=0.01), 0, "(seed)"]
+    assert "(5 results; 8 seeds, " in proc.stdout
+    # One seed and one hop over "next" edges going out: the seed and the node after it.
+    proc = ok("query", graph_folder, "--vector", q, "--seeds", "1", "--hops", "1", "--rels", "next",
+              "--direction", "out", "--exact")
+    rows = _table_rows(proc.stdout)
+    assert [(r[1], r[3], r[4]) for r in rows] == [("n7", 0, "(seed)"), ("n8", 1, "'n7' -next-> 'n8'")]
+    # Walking in: the node before it, with the arrow as the edge is stored.
+    rows = _table_rows(ok("query", graph_folder, "--vector", q, "--seeds", "1", "--hops", "1", "--rels", "next",
+                          "--direction", "in", "--exact").stdout)
+    assert [(r[1], r[4]) for r in rows] == [("n7", "(seed)"), ("n6", "'n7' <-next- 'n6'")]
+
+
+def test_query_json_matches_the_api(graph_folder, tmp_path):
+    q = _npy(tmp_path, "q.npy", _vectors()[7])
+    args = ["--seeds", "2", "--hops", "2", "-k", "15", "--exact", "--tenants", "t1", "--rels", "next,jump"]
+    proc = ok("query", graph_folder, "--vector", q, "--json", *args)
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1
+    hits = json.loads(lines[0])
+    with vg.Graph.open(graph_folder) as g:
+        want = g.search(_vectors()[7], k=15, seeds=2, hops=2, exact=True, tenants=["t1"], rels=["next", "jump"])
+    assert [h["key"] for h in hits] == want.keys
+    assert [h["rank"] for h in hits] == list(range(1, len(want) + 1))
+    assert [h["hops"] for h in hits] == want.hops.tolist()
+    assert [h["score"] for h in hits] == pytest.approx(want.scores.tolist(), rel=1e-6)
+    assert any(h["hops"] == 2 for h in hits)
+    for hit, path in zip(hits, want.paths):
+        assert hit["path"] == [{"src": e.src, "rel": e.rel, "dst": e.dst, "weight": e.weight} for e in path]
+        assert len(hit["path"]) == hit["hops"]
+        assert hit["walk"] == "(seed)" if not path else hit["walk"].endswith(repr(hit["key"]))
+        assert int(hit["key"][1:]) < N // 2  # tenant t1 only
+
+
+def test_query_batch_of_vectors(graph_folder, tmp_path):
+    rows = [3, 17, 31]
+    q = _npy(tmp_path, "q.npy", _vectors()[rows])
+    proc = ok("query", graph_folder, "--vector", q, "--json", "-k", "3", "--exact")
+    results = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r[0]["key"] for r in results] == [f"n{i}" for i in rows]
+    assert all(len(r) == 3 for r in results)
+    proc = ok("query", graph_folder, "--vector", q, "-k", "2", "--exact")
+    assert "query 1 of 3" in proc.stdout and "query 3 of 3" in proc.stdout
+
+
+def test_query_labels_filter(graph_folder, tmp_path):
+    q = _npy(tmp_path, "q.npy", _vectors()[7])  # n7 is an "org"
+    hits = json.loads(ok("query", graph_folder, "--vector", q, "--json", "--labels", "person", "--exact").stdout)
+    assert hits and "n7" not in [h["key"] for h in hits]
+    assert all(int(h["key"][1:]) % 2 == 0 for h in hits)
+
+
+def test_query_errors(graph_folder, tmp_path):
+    wrong = _npy(tmp_path, "q5.npy", np.ones(5, np.float32))
+    err = failed(1, "query", graph_folder, "--vector", wrong)
+    assert err.startswith("vecgraph query: error: ")
+    assert "dim 5" in err and "dim 8" in err and "q5.npy" in err
+    cube = _npy(tmp_path, "cube.npy", np.ones((2, 2, 8), np.float32))
+    assert "(dim,) or (n, dim)" in failed(1, "query", graph_folder, "--vector", cube)
+    (tmp_path / "text.npy").write_text("not numpy")
+    assert "text.npy" in failed(1, "query", graph_folder, "--vector", tmp_path / "text.npy")
+    assert "No such file" in failed(1, "query", graph_folder, "--vector", tmp_path / "absent.npy")
+    err = failed(1, "query", graph_folder, "who knows n7?")
+    assert "records no embedder" in err and "--vector" in err
+    assert "cannot load embedder 'no_such_module_xyz:E'" in failed(
+        1, "query", graph_folder, "who?", "--embedder", "no_such_module_xyz:E")
+
+
+# ---------------------------------------------------------------- missing folders, --debug, Ctrl-C
+
+
+def test_missing_folder_is_an_error_and_is_not_created(tmp_path):
+    missing = tmp_path / "absent.vg"
+    q = _npy(tmp_path, "q.npy", np.ones(DIM, np.float32))
+    for args in (["query", missing, "--vector", q], ["stats", missing], ["checkpoint", missing],
+                 ["compact", missing], ["export", missing, tmp_path / "out"], ["verify", missing]):
+        err = failed(1, *args)
+        assert err == f"vecgraph {args[0]}: error: no vecgraph graph at {missing}\n"
+        assert not missing.exists() and not (tmp_path / "out").exists()
+    (tmp_path / "empty").mkdir()
+    assert "no vecgraph graph at" in failed(1, "stats", tmp_path / "empty")
+    assert os.listdir(tmp_path / "empty") == []
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    missing = tmp_path / "absent.vg"
+    for args in (["--debug", "stats", missing], ["stats", missing, "--debug"]):
+        proc = run(*args)
+        assert proc.returncode == 1
+        assert "Traceback (most recent call last)" in proc.stderr
+        assert "no vecgraph graph at" in proc.stderr
+
+
+def test_interrupt_exits_130(monkeypatch, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_cmd_stats", interrupted)
+    assert cli.main(["stats", "anywhere"]) == 130
+    assert capsys.readouterr().err.strip() == "vecgraph stats: interrupted"
+
+
+# ---------------------------------------------------------------- stats, checkpoint, compact
+
+
+def test_stats(graph_folder):
+    out = ok("stats", graph_folder).stdout
+    fields = dict(line.split(None, 1) for line in out.splitlines())
+    assert fields["nodes"] == "40" and fields["edges"] == "80" and fields["dim"] == "8"
+    assert fields["rels"] == "2" and fields["snapshot"].startswith("snapshots/")
+    stats = json.loads(ok("stats", graph_folder, "--json").stdout)
+    assert (stats["nodes"], stats["edges"], stats["labels"], stats["tenants"]) == (40, 80, 2, 2)
+    assert stats["metric"] == "cos" and stats["path"] == os.path.abspath(graph_folder)
+    assert stats["embedder"] is None and stats["disk_bytes"] > 0
+
+
+def test_checkpoint_and_compact(tmp_path):
+    folder = str(tmp_path / "g.vg")
+    _build(folder, checkpoint=False)
+    assert json.loads(ok("stats", folder, "--json").stdout)["snapshot"] is None
+    out = ok("checkpoint", folder).stdout
+    assert out.startswith("checkpoint: 40 nodes, 80 edges at LSN 2 in ") and folder in out
+    assert json.loads(ok("stats", folder, "--json").stdout)["snapshot"] is not None
+    with vg.Graph.open(folder, sync="off") as g:
+        g.delete_edges(["n0"], ["n1"])
+        g.add_edges(["n0"], ["n2"], rels="skip")
+    out = ok("compact", folder).stdout
+    assert "compacted" in out and "80 edges in the CSR" in out
+    assert "checkpoint: 40 nodes, 80 edges at LSN 4 in " in out
+    stats = json.loads(ok("stats", folder, "--json").stdout)
+    assert (stats["edges"], stats["rels"], stats["snapshot_lsn"]) == (80, 3, 4)
+
+
+# ---------------------------------------------------------------- console script
+
+
+def test_installed_console_script(graph_folder):
+    script = shutil.which("vecgraph")
+    if script is None:
+        pytest.skip("no vecgraph console script on PATH")
+    with open(script, "rb") as f:
+        shebang = f.readline().decode(errors="replace")
+    same = os.path.realpath(os.path.dirname(script)) == os.path.realpath(os.path.dirname(sys.executable)) or (
+        os.path.realpath(sys.executable) in shebang or sys.executable in shebang)
+    if not same:
+        pytest.skip(f"{script} belongs to another Python environment")
+    stats = json.loads(ok("stats", graph_folder, "--json", command=[script]).stdout)
+    assert (stats["nodes"], stats["edges"]) == (40, 80)
+    err = failed(1, "stats", os.path.join(graph_folder, "nope"), command=[script])
+    assert err.startswith("vecgraph stats: error: no vecgraph graph at")
+
+
+# ---------------------------------------------------------------- ingest
+
+LETTERS = '''
+import numpy as np
+
+
+class Letters:
+    """Counts of letters folded into 8 buckets: a tiny deterministic embedder."""
+
+    name = "letters_embedder:Letters"
+    dim = 8
+
+    def __call__(self, texts):
+        out = np.full((len(texts), 8), 0.01, np.float32)
+        for row, text in enumerate(texts):
+            for c in text.lower():
+                out[row, ord(c) % 8] += 1.0
+        return out
+
+
+class Other(Letters):
+    name = "other"
+'''
+
+
+def _node_table() -> pa.Table:
+    vectors = _vectors()
+    return pa.table({
+        "key": KEYS,
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM),
+        "label": ["person" if i % 2 == 0 else "org" for i in range(N)],
+        "tenant": ["t1" if i < N // 2 else "t2" for i in range(N)],
+        "text": [f"node {i}" for i in range(N)],
+    })
+
+
+def _write_inputs(tmp_path) -> tuple:
+    nodes, edges = str(tmp_path / "nodes.parquet"), str(tmp_path / "edges.csv")
+    pq.write_table(_node_table(), nodes)
+    src, dst, rels, weights = zip(*_edges())
+    pacsv.write_csv(pa.table({"src": list(src), "dst": list(dst), "rel": list(rels), "weight": list(weights)}), edges)
+    return nodes, edges
+
+
+def _jsonl(path, rows: list) -> str:
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(row) + "\n" for row in rows)
+    return str(path)
+
+
+def test_ingest_parquet_and_csv_gives_the_same_graph(graph_folder, tmp_path):
+    nodes, edges = _write_inputs(tmp_path)
+    folder = tmp_path / "g.vg"
+    out = ok("ingest", folder, "--nodes", nodes, "--edges", edges, "--dim", DIM, "--batch-rows", 16).stdout
+    assert f"nodes {nodes}: 40 rows read, 40 accepted, 0 rejected" in out
+    assert f"edges {edges}: 80 rows read, 80 accepted, 0 rejected" in out
+    assert "checkpoint: 40 nodes, 80 edges at LSN " in out
+    stats = json.loads(ok("stats", folder, "--json").stdout)
+    assert (stats["nodes"], stats["edges"], stats["labels"], stats["tenants"], stats["rels"]) == (40, 80, 2, 2, 2)
+    assert stats["snapshot"] is not None
+    q = _npy(tmp_path, "q.npy", _vectors()[[11, 29]])
+    args = ["--vector", q, "--json", "--exact", "-k", "12", "--seeds", "2", "--hops", "2"]
+    assert ok("query", folder, *args).stdout == ok("query", graph_folder, *args).stdout
+    # Edges alone into the existing graph: no --dim needed.
+    more = _jsonl(tmp_path / "more.jsonl", [{"source": "n0", "target": "n20", "type": "far"}])
+    assert f"edges {more}: 1 row read, 1 accepted" in ok("ingest", folder, "--edges", more).stdout
+    assert json.loads(ok("stats", folder, "--json").stdout)["edges"] == 81
+
+
+def test_ingest_column_mapping(tmp_path):
+    vectors = _vectors()
+    rows = [{"id2": f"k{i}", "emb": vectors[i].tolist(), "kind": "doc" if i % 3 else "note", "body": f"text {i}"}
+            for i in range(N)]
+    source = _jsonl(tmp_path / "docs.jsonl", rows)
+    folder = tmp_path / "g.vg"
+    out = ok("ingest", folder, "--nodes", source, "--key-column", "id2", "--vector-column", "emb",
+             "--label-column", "kind", "--text-column", "body", "--dim", DIM, "--metric", "ip",
+             "--no-checkpoint", "--sync").stdout
+    assert "40 accepted" in out and "checkpoint:" not in out
+    stats = json.loads(ok("stats", folder, "--json").stdout)
+    assert (stats["nodes"], stats["labels"], stats["metric"], stats["snapshot"]) == (40, 2, "ip", None)
+    q = _npy(tmp_path, "q.npy", vectors[5])
+    hits = json.loads(ok("query", folder, "--vector", q, "--json", "--exact", "--labels", "doc").stdout)
+    assert hits[0]["key"] == "k5"
+
+
+def test_ingest_unknown_column_and_bad_rows(tmp_path):
+    nodes, _ = _write_inputs(tmp_path)
+    folder = tmp_path / "g.vg"
+    err = failed(1, "ingest", folder, "--nodes", nodes, "--dim", DIM, "--key-column", "nosuch")
+    assert err.startswith(f"vecgraph ingest: error: {nodes}: --key-column nosuch: ") and "'key'" in err
+    assert not folder.exists()  # a graph the command created and that took nothing is removed
+    vectors = _vectors()
+    rows = [{"key": f"k{i}", "vector": vectors[i].tolist()} for i in range(10)]
+    rows[3]["vector"] = rows[3]["vector"][:7]
+    rows[6]["key"] = None
+    source = _jsonl(tmp_path / "bad.jsonl", rows)
+    err = failed(1, "ingest", folder, "--nodes", source, "--dim", DIM)
+    assert "row 3, column 'vector'" in err and "pass --on-error skip" in err and not folder.exists()
+    rejects = tmp_path / "rejects.jsonl"
+    out = ok("ingest", folder, "--nodes", source, "--dim", DIM, "--on-error", "skip", "--rejects", rejects).stdout
+    assert "10 rows read, 8 accepted, 2 rejected" in out and f"rejected rows written to {rejects}" in out
+    assert rejects.exists()
+    assert json.loads(ok("stats", folder, "--json").stdout)["nodes"] == 8
+    out = ok("ingest", folder, "--nodes", source, "--upsert", "--on-error", "skip", "--no-checkpoint").stdout
+    assert "10 rows read, 8 accepted, 2 rejected" in out and f"written to {source}.rejects.jsonl" in out
+
+
+def test_ingest_and_query_text_with_an_embedder(tmp_path):
+    (tmp_path / "letters_embedder.py").write_text(LETTERS)
+    texts = ["graph databases", "vector search", "agent memory", "quantized kernels", "zebra crossing"]
+    source = _jsonl(tmp_path / "docs.jsonl", [{"key": f"d{i}", "text": t} for i, t in enumerate(texts)])
+    folder = tmp_path / "g.vg"
+    out = ok("ingest", folder, "--nodes", source, "--embedder", "letters_embedder:Letters", path=str(tmp_path)).stdout
+    assert "5 accepted" in out
+    stats = json.loads(ok("stats", folder, "--json").stdout)
+    assert stats["dim"] == 8 and stats["embedder"] == {"name": "letters_embedder:Letters", "dim": 8}
+    # The recorded embedder turns the text into the query; the same text finds its own node.
+    rows = _table_rows(ok("query", folder, "agent memory", "--exact", path=str(tmp_path)).stdout)
+    assert rows[0][1] == "d2" and rows[0][2] == pytest.approx(1.0, abs=0.01)
+    err = failed(1, "query", folder, "agent memory", "--embedder", "letters_embedder:Other", path=str(tmp_path))
+    assert "letters_embedder:Letters" in err and "'other'" in err
+    assert "cannot be loaded" in failed(1, "query", folder, "agent memory")  # its module is not importable
+
+
+# ---------------------------------------------------------------- export, restore, verify
+
+
+def test_export_restore_verify(graph_copy, tmp_path):
+    out = ok("export", graph_copy, tmp_path / "pq").stdout
+    assert out.startswith("exported 40 nodes, 80 edges to ") and "(parquet)" in out
+    files = sorted(glob.glob(str(tmp_path / "pq" / "**" / "*.parquet"), recursive=True))
+    assert sorted(pq.read_table(f).num_rows for f in files) == [40, 80]
+    assert "exists; pass --overwrite" in failed(1, "export", graph_copy, tmp_path / "pq")
+    out = ok("export", graph_copy, tmp_path / "ipc", "--format", "arrow").stdout
+    assert "(arrow)" in out
+    restored = tmp_path / "restored.vg"
+    out = ok("restore", tmp_path / "pq", restored).stdout
+    assert out.startswith("restored 40 nodes, 80 edges from ")
+    q = _npy(tmp_path, "q.npy", _vectors()[[2, 33]])
+    args = ["--vector", q, "--json", "--exact", "-k", "12", "--hops", "2"]
+    assert ok("query", restored, *args).stdout == ok("query", graph_copy, *args).stdout
+    assert failed(1, "restore", tmp_path / "pq", restored) == (
+        f"vecgraph restore: error: {restored} exists; pass --overwrite to replace it\n")
+    ok("restore", tmp_path / "ipc", restored, "--overwrite")
+    assert json.loads(ok("stats", restored, "--json").stdout)["edges"] == 80
+    err = failed(1, "restore", tmp_path / "absent", tmp_path / "x.vg")
+    assert err == f"vecgraph restore: error: no snapshot at {tmp_path / 'absent'}\n"
+    assert not (tmp_path / "x.vg").exists()
+    assert "no problems" in ok("verify", graph_copy).stdout
+    assert json.loads(ok("verify", restored, "--json").stdout) == {"folder": str(restored), "ok": True, "problems": []}
+
+
+def test_verify_reports_a_damaged_snapshot(graph_copy):
+    [nodes_file] = glob.glob(os.path.join(graph_copy, "snapshots", "*", "nodes.arrow"))
+    with open(nodes_file, "r+b") as f:
+        f.seek(os.path.getsize(nodes_file) // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    proc = run("verify", graph_copy)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "nodes.arrow" in proc.stdout
+    assert proc.stderr.startswith(f"vecgraph verify: error: {graph_copy}: ")
+    proc = run("verify", graph_copy, "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["ok"] is False
+    assert any("nodes.arrow" in problem for problem in report["problems"])

@@ -1,0 +1,675 @@
+"""vecgraph.ingest and vecgraph.embedders: every source kind, column mapping, vectors given four
+ways, the embedder record, bad rows with on_error="raise" (the graph and its WAL unchanged) and
+"skip" (the rejects file), batch boundaries, and search results equal to those of the same data
+added with add_nodes / add_edges."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import vecgraph as vg
+from vecgraph import embedders, ingest
+
+DIM = 8
+
+
+class HashEmbedder:
+    """A deterministic test embedder: each text seeds a generator through its sha256."""
+
+    def __init__(self, name: str = "hash-v1", dim: int = DIM) -> None:
+        self.name, self.dim = name, dim
+        self.calls = 0
+
+    def __call__(self, texts: list) -> np.ndarray:
+        self.calls += 1
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+            out[row] = np.random.default_rng(seed).standard_normal(self.dim)
+        return out
+
+
+def make_hash_embedder() -> HashEmbedder:
+    return HashEmbedder("hash-factory")
+
+
+hash_embedder_instance = HashEmbedder("hash-instance")
+
+
+def _data(n: int = 40, dim: int = DIM, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    return {
+        "key": [f"n{i}" for i in range(n)],
+        "vectors": rng.standard_normal((n, dim)).astype(np.float32),
+        "label": [["person", "org", "doc"][i % 3] for i in range(n)],
+        "tenant": [f"t{i % 2}" for i in range(n)],
+        "ts": (np.arange(n, dtype=np.int64) * 1_000_000),
+        "text": [f"text of node {i} ✓" for i in range(n)],
+        "props": [{"i": i, "tags": ["a", "b"][: i % 3]} if i % 4 else None for i in range(n)],
+    }
+
+
+def _fsl(vectors: np.ndarray) -> pa.Array:
+    return pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), vectors.shape[1])
+
+
+def _table(d: dict, vector_type: str = "fixed") -> pa.Table:
+    vectors = _fsl(d["vectors"]) if vector_type == "fixed" else pa.array(d["vectors"].tolist(), pa.list_(pa.float32()))
+    return pa.table({
+        "key": d["key"], "vector": vectors, "label": d["label"], "tenant": d["tenant"], "ts": d["ts"],
+        "text": d["text"], "props": [None if p is None else json.dumps(p) for p in d["props"]],
+    })
+
+
+def _edges(n: int, m: int = 60, seed: int = 1) -> dict:
+    rng = np.random.default_rng(seed)
+    return {
+        "src": [f"n{i}" for i in rng.integers(0, n, m)],
+        "dst": [f"n{i}" for i in rng.integers(0, n, m)],
+        "rel": [["knows", "cites"][i % 2] for i in range(m)],
+        "weight": rng.random(m).astype(np.float32),
+    }
+
+
+def _direct(d: dict, e: Optional[dict] = None, dim: int = DIM, threads: Optional[int] = None) -> vg.Graph:
+    g = vg.Graph(dim, threads=threads)
+    g.add_nodes(d["key"], d["vectors"], labels=d["label"], tenants=d["tenant"], ts=d["ts"], texts=d["text"],
+                props=d["props"])
+    if e is not None:
+        g.add_edges(e["src"], e["dst"], rels=e["rel"], weights=e["weight"])
+    return g
+
+
+def _assert_same_nodes(g: vg.Graph, h: vg.Graph, keys: list) -> None:
+    assert len(g) == len(h) == len(keys)
+    for key in keys:
+        a, b = g.get_node(key), h.get_node(key)
+        assert np.array_equal(a.pop("vector"), b.pop("vector")), key
+        assert a == b, key
+
+
+def _assert_same_search(g: vg.Graph, h: vg.Graph, dim: int = DIM, queries: int = 8) -> None:
+    rng = np.random.default_rng(7)
+    for q in rng.standard_normal((queries, dim)).astype(np.float32):
+        for exact in (False, True):
+            a, b = g.search(q, k=10, exact=exact), h.search(q, k=10, exact=exact)
+            assert a.keys == b.keys
+            assert np.array_equal(a.scores, b.scores)
+            assert np.array_equal(a.hops, b.hops)
+            assert a.paths == b.paths
+
+
+def _unchanged(g: vg.Graph):
+    """A function asserting that g still has its current node count, edge count and last LSN."""
+    before = (len(g), g.count_edges, g.stats()["last_lsn"])
+    return lambda: (len(g), g.count_edges, g.stats()["last_lsn"]) == before
+
+
+def _rejects(path) -> list:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+# ---------------------------------------------------------------------------- sources
+
+
+def test_table_with_default_columns_matches_add_nodes():
+    d = _data()
+    g = vg.Graph(DIM)
+    report = ingest.nodes(g, _table(d), progress=False)
+    assert (report.rows_read, report.rows_accepted, report.rows_rejected, report.batches) == (40, 40, 0, 1)
+    assert report.rejects_path is None and report.seconds >= 0
+    _assert_same_nodes(g, _direct(d), d["key"])
+    assert g.get_node("n5")["props"] == {"i": 5, "tags": ["a", "b"]}
+    assert g.get_node("n5")["ts"] == 5_000_000
+
+
+def test_search_after_ingest_equals_search_after_add(tmp_path):
+    d, e = _data(300), _edges(300, 900)
+    g = vg.Graph(DIM, threads=1)  # one thread: the same HNSW graph whether built at once or deferred
+    ingest.nodes(g, _table(d), batch_rows=64, progress=False)
+    edge_table = pa.table({"src": e["src"], "dst": e["dst"], "rel": e["rel"], "weight": e["weight"]})
+    report = ingest.edges(g, edge_table, batch_rows=100, progress=False)
+    assert (report.rows_accepted, report.batches) == (900, 9)
+    h = _direct(d, e, threads=1)
+    assert g.count_edges == h.count_edges == 900
+    _assert_same_nodes(g, h, d["key"])
+    for key in d["key"][:20]:
+        assert g.neighbors(key, direction="both") == h.neighbors(key, direction="both")
+    _assert_same_search(g, h)
+
+
+def test_list_and_fixed_size_list_vectors_store_the_same_codes():
+    d = _data()
+    g, h = vg.Graph(DIM), vg.Graph(DIM)
+    ingest.nodes(g, _table(d, "fixed"), progress=False)
+    ingest.nodes(h, _table(d, "list"), progress=False)
+    for a, b in zip(g.quantized(d["key"]), h.quantized(d["key"])):
+        assert np.array_equal(a, b)
+    # float64 and int values are converted to float32
+    k = vg.Graph(DIM)
+    ingest.nodes(k, pa.table({"key": d["key"], "vector": pa.array(d["vectors"].astype(np.float64).tolist())}),
+                 progress=False)
+    assert np.array_equal(k.quantized(d["key"])[0], g.quantized(d["key"])[0])
+
+
+def test_column_mapping_and_alternative_default_names():
+    d = _data(10)
+    table = pa.table({"node_id": d["key"], "emb": _fsl(d["vectors"]), "kind": d["label"], "who": d["tenant"],
+                      "when": d["ts"], "body": d["text"], "extra": [json.dumps({"i": i}) for i in range(10)]})
+    g = vg.Graph(DIM)
+    ingest.nodes(g, table, key="node_id", vector="emb", label="kind", tenant="who", ts="when", text="body",
+                 props="extra", progress=False)
+    node = g.get_node("n3")
+    assert (node["label"], node["tenant"], node["ts"], node["text"], node["props"]) == \
+        ("person", "t1", 3_000_000, "text of node 3 ✓", {"i": 3})
+    # "id", "source", "target", "type" are the second default names
+    h = vg.Graph(DIM)
+    ingest.nodes(h, pa.table({"id": d["key"], "vector": _fsl(d["vectors"])}), progress=False)
+    ingest.edges(h, pa.table({"source": ["n1", "n2"], "target": ["n2", "n3"], "type": ["a", "b"]}), progress=False)
+    assert h.neighbors("n2") == [vg.graph.Edge("n2", "b", "n3", 1.0)]
+    # absent optional columns take their defaults
+    assert h.get_node("n1")["label"] == "" and h.get_node("n1")["ts"] == 0
+
+
+def test_missing_columns_are_named():
+    g = vg.Graph(DIM)
+    with pytest.raises(vg.InvalidArgumentError, match=r"no key column \('key' or 'id'\).*'name', 'vector'"):
+        ingest.nodes(g, pa.table({"name": ["a"], "vector": _fsl(np.ones((1, DIM), np.float32))}), progress=False)
+    with pytest.raises(vg.InvalidArgumentError, match=r"no vector column.*'key'.*embedder="):
+        ingest.nodes(g, pa.table({"key": ["a"]}), progress=False)
+    with pytest.raises(vg.InvalidArgumentError, match=r"label='kind'.*no column 'kind'"):
+        ingest.nodes(g, pa.table({"key": ["a"], "vector": _fsl(np.ones((1, DIM), np.float32))}), label="kind",
+                     progress=False)
+    with pytest.raises(vg.InvalidArgumentError, match=r"no dst column \('dst' or 'target'\)"):
+        ingest.edges(g, pa.table({"src": ["a"], "to": ["b"]}), progress=False)
+    with pytest.raises(vg.InvalidArgumentError, match="strings or integers, got Arrow type double"):
+        ingest.nodes(g, pa.table({"key": [1.5], "vector": _fsl(np.ones((1, DIM), np.float32))}), progress=False)
+    assert len(g) == 0
+
+
+def test_numpy_vectors_aligned_with_rows_across_batches():
+    d = _data(50)
+    table = pa.table({"key": d["key"], "label": d["label"]})
+    g = vg.Graph(DIM)
+    report = ingest.nodes(g, table, vector=d["vectors"], batch_rows=7, progress=False)
+    assert report.batches == 8
+    for a, b in zip(g.quantized(d["key"]), _direct(d).quantized(d["key"])):
+        assert np.array_equal(a, b)
+    with pytest.raises(vg.InvalidArgumentError, match="vector= array has 49 rows, the source has 50"):
+        ingest.nodes(vg.Graph(DIM), table, vector=d["vectors"][:49], progress=False)
+    with pytest.raises(vg.DimensionMismatchError, match="4 columns, the graph's dim is 8"):
+        ingest.nodes(vg.Graph(DIM), table, vector=d["vectors"][:, :4], progress=False)
+
+
+def test_parquet_file_streams_in_batches(tmp_path):
+    d = _data(100)
+    path = tmp_path / "nodes.parquet"
+    pq.write_table(_table(d), path, row_group_size=30)
+    g = vg.Graph(DIM)
+    report = ingest.nodes(g, path, batch_rows=16, progress=False)
+    assert (report.rows_read, report.rows_accepted, report.batches) == (100, 100, 7)
+    _assert_same_nodes(g, _direct(d), d["key"])
+
+
+def test_arrow_ipc_file_and_stream(tmp_path):
+    d = _data(30)
+    table = _table(d)
+    for name, new in (("nodes.arrow", pa.ipc.new_file), ("nodes.arrows", pa.ipc.new_stream),
+                      ("stream.ipc", pa.ipc.new_stream), ("nodes.feather", pa.ipc.new_file)):
+        path = tmp_path / name
+        with pa.OSFile(str(path), "wb") as sink, new(sink, table.schema) as writer:
+            writer.write_table(table, max_chunksize=8)
+        g = vg.Graph(DIM)
+        report = ingest.nodes(g, str(path), batch_rows=10, progress=False)
+        assert (report.rows_accepted, report.batches) == (30, 3), name
+        _assert_same_nodes(g, _direct(d), d["key"])
+
+
+def test_jsonl_keeps_each_records_types(tmp_path):
+    d = _data(12)
+    path = tmp_path / "nodes.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(12):
+            record = {"key": i if i % 2 else f"n{i}", "vector": d["vectors"][i].tolist(), "text": d["text"][i]}
+            if i % 3 == 0:
+                record["props"] = {"shape": i, "nested": {"x": [1, 2]}} if i else {"other": "field"}
+            if i == 7:
+                record["label"] = "late"  # a field that the first batch does not have
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            if i == 4:
+                f.write("\n")  # blank lines are skipped
+    g = vg.Graph(DIM)
+    report = ingest.nodes(g, path, batch_rows=5, progress=False)
+    assert (report.rows_read, report.rows_accepted, report.batches) == (12, 12, 3)
+    assert 3 in g and "n2" in g and "3" not in g
+    assert g.get_node(3)["props"] == {"shape": 3, "nested": {"x": [1, 2]}}
+    assert g.get_node("n0")["props"] == {"other": "field"}
+    assert g.get_node(7)["label"] == "late"
+    assert g.get_node("n4")["text"] == d["text"][4]
+    assert np.array_equal(g.quantized(["n2"])[0], _direct(d).quantized(["n2"])[0])
+
+
+def test_csv_reads_strings_as_strings(tmp_path):
+    d = _data(20)
+    path = tmp_path / "nodes.csv"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("id,vector,label,text,ts,props\n")
+        for i in range(20):
+            props = json.dumps({"i": i}).replace('"', '""')
+            f.write(f'{i},"{json.dumps(d["vectors"][i].tolist())}",{100 + i},"{d["text"][i]}",{i * 10},"{props}"\n')
+    g = vg.Graph(DIM)
+    report = ingest.nodes(g, path, progress=False)
+    assert report.rows_accepted == 20
+    node = g.get_node(4)
+    assert (node["label"], node["text"], node["ts"], node["props"]) == ("104", d["text"][4], 40, {"i": 4})
+    assert np.allclose(node["vector"], _direct(d).get_node("n4")["vector"])
+    edges_path = tmp_path / "edges.csv"
+    edges_path.write_text("source,target,weight\n1,2,0.5\n2,3,\n")
+    ingest.edges(g, edges_path, progress=False)
+    assert g.neighbors(2) == [vg.graph.Edge(2, "", 3, 1.0)]
+    assert g.neighbors(1) == [vg.graph.Edge(1, "", 2, 0.5)]
+
+
+def test_pandas_dataframe():
+    pd = pytest.importorskip("pandas")
+    d = _data(25)
+    df = pd.DataFrame({
+        "key": d["key"], "vector": list(d["vectors"]), "label": [None if i == 3 else x for i, x in enumerate(d["label"])],
+        "ts": pd.to_datetime(d["ts"], unit="us"), "props": d["props"], 1: range(25),
+    })
+    g = vg.Graph(DIM)
+    report = ingest.nodes(g, df, batch_rows=10, progress=False)
+    assert (report.rows_accepted, report.batches) == (25, 3)
+    assert g.get_node("n3")["label"] == ""
+    assert g.get_node("n5")["props"] == {"i": 5, "tags": ["a", "b"]}
+    assert g.get_node("n6")["ts"] == 6_000_000
+    assert np.array_equal(g.quantized(d["key"])[0], _direct(d).quantized(d["key"])[0])
+    edges = pd.DataFrame({"src": ["n1", "n2"], "dst": ["n2", "n3"], "weight": [0.25, np.nan]})
+    ingest.edges(g, edges, progress=False)
+    assert g.neighbors("n2") == [vg.graph.Edge("n2", "", "n3", 1.0)]
+    # int keys with a missing value: pandas makes the column float; the keys stay ints
+    k = vg.Graph(DIM)
+    ingest.nodes(k, pd.DataFrame({"id": [10, 11, 12], "vector": list(d["vectors"][:3])}), progress=False)
+    edges = pd.DataFrame({"src": [10, None, 12], "dst": [11, 12, 10]})
+    assert edges["src"].dtype == np.float64
+    with pytest.raises(ingest.IngestError, match="edge row 1, column 'src': missing key"):
+        ingest.edges(k, edges, progress=False)
+    ingest.edges(k, edges.iloc[[0, 2]], progress=False)
+    assert k.neighbors(12) == [vg.graph.Edge(12, "", 10, 1.0)]
+
+
+def test_networkx_graph():
+    nx = pytest.importorskip("networkx")
+    d, e = _data(30), _edges(30, 80)
+    G = nx.MultiDiGraph()
+    for i, key in enumerate(d["key"]):
+        G.add_node(key, vector=d["vectors"][i], label=d["label"][i], tenant=d["tenant"][i], ts=int(d["ts"][i]),
+                   text=d["text"][i], **(d["props"][i] or {}))
+    for s, t, r, w in zip(e["src"], e["dst"], e["rel"], e["weight"]):
+        G.add_edge(s, t, rel=r, weight=float(w))
+    g = vg.Graph(DIM, threads=1)
+    node_report, edge_report = ingest.from_networkx(g, G, batch_rows=16, progress=False)
+    assert (node_report.rows_accepted, edge_report.rows_accepted) == (30, 80)
+    h = _direct(d, e, threads=1)
+    _assert_same_nodes(g, h, d["key"])
+    _assert_same_search(g, h)
+    # undirected graphs: each edge once; attributes other than the mapped ones become props
+    U = nx.Graph()
+    U.add_node(1, vector=[1.0] * DIM, colour="red")
+    U.add_node("b", vector=[2.0] * DIM)
+    U.add_edge(1, "b", type="x", since=2020)
+    k = vg.Graph(DIM)
+    ingest.from_networkx(k, U, rel_attr="type", progress=False)
+    assert k.get_node(1)["props"] == {"colour": "red"} and k.get_node("b")["props"] is None
+    assert k.neighbors(1, direction="both") == [vg.graph.Edge(1, "x", "b", 1.0)]
+    assert k.count_edges == 1
+
+
+def test_record_batch_reader_and_iterables():
+    d = _data(30)
+    table = _table(d)
+    for source in (table.to_reader(max_chunksize=4), table.to_batches(max_chunksize=4),
+                   iter(table.to_batches(max_chunksize=11)), table.to_batches()[0]):
+        g = vg.Graph(DIM)
+        report = ingest.nodes(g, source, batch_rows=8, progress=False)
+        assert (report.rows_accepted, report.batches) == (30, 4)
+        _assert_same_nodes(g, _direct(d), d["key"])
+    with pytest.raises(TypeError, match="RecordBatches, got dict"):
+        ingest.nodes(vg.Graph(DIM), [{"key": 1}], progress=False)
+
+
+def test_sources_are_streamed_batch_by_batch():
+    d = _data(40)
+    pulled = []
+
+    def source():
+        for i, batch in enumerate(_table(d).to_batches(max_chunksize=5)):
+            pulled.append(i)
+            yield batch
+
+    writes = []
+
+    class Recording(vg.Graph):
+        def add_nodes(self, keys, vectors, **kwargs):
+            writes.append((len(keys), len(pulled)))
+            super().add_nodes(keys, vectors, **kwargs)
+
+    g = Recording(DIM)
+    ingest.nodes(g, source(), batch_rows=10, progress=False)
+    # each batch of 10 rows is written after reading its two pieces of 5, before the next ones
+    assert writes == [(10, 2), (10, 4), (10, 6), (10, 8)]
+
+
+def test_timestamps_and_upsert():
+    d = _data(5)
+    g = vg.Graph(DIM)
+    ts = pa.array([0, 1_000, 2_000_000, 3, 4], pa.timestamp("ns"))
+    ingest.nodes(g, pa.table({"key": d["key"], "vector": _fsl(d["vectors"]), "ts": ts}), progress=False)
+    assert [g.get_node(k)["ts"] for k in d["key"]] == [0, 1, 2000, 0, 0]
+    new = np.ones((2, DIM), np.float32)
+    table = pa.table({"key": ["n1", "x"], "vector": _fsl(new), "label": ["new", "new"]})
+    with pytest.raises(ingest.IngestError, match="already in the graph"):
+        ingest.nodes(g, table, progress=False)
+    ingest.nodes(g, table, upsert=True, progress=False)
+    assert len(g) == 6 and g.get_node("n1")["label"] == "new"
+
+
+def test_edge_vectors_some_rows_without():
+    d = _data(6)
+    g = vg.Graph(DIM)
+    ingest.nodes(g, _table(d), progress=False)
+    vectors = [None, [1.0] * DIM, [2.0] * DIM, None, [3.0] * DIM]
+    table = pa.table({"src": ["n0", "n1", "n2", "n3", "n4"], "dst": ["n1", "n2", "n3", "n4", "n5"],
+                      "vector": pa.array(vectors, pa.list_(pa.float32()))})
+    ingest.edges(g, table, progress=False)
+    assert g.count_edges == 5 and g.stats()["edge_vectors"] == 3
+    assert [g.neighbors(f"n{i}")[0].dst for i in range(5)] == ["n1", "n2", "n3", "n4", "n5"]
+
+
+# ---------------------------------------------------------------------------- embedders
+
+
+def test_embedder_computes_vectors_and_is_recorded():
+    d = _data(20)
+    emb = HashEmbedder()
+    g = vg.Graph(DIM)
+    assert g.embedder is None
+    report = ingest.nodes(g, pa.table({"key": d["key"], "text": d["text"]}), embedder=emb, batch_rows=8,
+                          progress=False)
+    assert report.rows_accepted == 20 and emb.calls == 3
+    assert g.embedder == {"name": "hash-v1", "dim": DIM}
+    h = vg.Graph(DIM)
+    h.add_nodes(d["key"], emb(d["text"]), texts=d["text"])
+    _assert_same_nodes(g, h, d["key"])
+    q = g.embed_query("text of node 3 ✓", emb)
+    assert q.shape == (DIM,) and q.dtype == np.float32
+    assert g.search(q, k=1, hops=0).keys == ["n3"]
+    assert g.embed_query(["a", "b"], emb).shape == (2, DIM)
+    # another name, another dim: refused, naming both
+    with pytest.raises(vg.InvalidArgumentError, match="built with embedder 'hash-v1'.*'hash-v2'"):
+        ingest.nodes(g, pa.table({"key": ["z"], "text": ["z"]}), embedder=HashEmbedder("hash-v2"), progress=False)
+    with pytest.raises(vg.InvalidArgumentError, match="'hash-v1'.*query embedder 'hash-v2'"):
+        g.embed_query("x", HashEmbedder("hash-v2"))
+    with pytest.raises(vg.DimensionMismatchError, match="'hash-v1' makes 4-d vectors, the graph's dim is 8; "
+                                                        "it was built with embedder 'hash-v1'"):
+        g.use_embedder(HashEmbedder("hash-v1", dim=4))
+    with pytest.raises(vg.DimensionMismatchError, match="4-d vectors, the graph's dim is 8"):
+        vg.Graph(DIM).use_embedder(HashEmbedder(dim=4))
+    with pytest.raises(vg.InvalidArgumentError, match="text 0 is empty"):
+        g.embed_query("", emb)
+    assert len(g) == 20
+
+
+def test_embedder_record_survives_reopen_and_checkpoint(tmp_path):
+    d = _data(10)
+    folder = tmp_path / "g"
+    with vg.Graph.open(folder, dim=DIM, sync="off") as g:
+        ingest.nodes(g, pa.table({"key": d["key"], "text": d["text"]}), embedder=HashEmbedder(), progress=False)
+    with vg.Graph.open(folder) as g:
+        assert g.embedder == {"name": "hash-v1", "dim": DIM}
+        with pytest.raises(vg.InvalidArgumentError, match="'hash-v1'.*'other'"):
+            g.use_embedder(HashEmbedder("other"))
+        g.checkpoint()
+        g.use_embedder(HashEmbedder())  # the same one: accepted
+    with vg.Graph.open(folder) as g:
+        assert g.embedder == {"name": "hash-v1", "dim": DIM}
+        assert len(g) == 10
+        with pytest.raises(vg.InvalidArgumentError, match="refusing query embedder 'other'"):
+            g.embed_query("q", HashEmbedder("other"))
+
+
+def test_embedder_output_is_checked(tmp_path):
+    class Float64(HashEmbedder):
+        def __call__(self, texts):
+            return super().__call__(texts).astype(np.float64)
+
+    class Short(HashEmbedder):
+        def __call__(self, texts):
+            return super().__call__(texts)[:-1]
+
+    class NaNForBad(HashEmbedder):
+        def __call__(self, texts):
+            out = super().__call__(texts)
+            out[[t == "bad" for t in texts]] = np.nan
+            return out
+
+    table = pa.table({"key": ["a", "b", "c", "d"], "text": ["x", "bad", "", "y"]})
+    with pytest.raises(TypeError, match="returned dtype float64, expected float32"):
+        ingest.nodes(vg.Graph(DIM), table, embedder=Float64(), progress=False)
+    with pytest.raises(vg.DimensionMismatchError, match=r"returned shape \(2, 8\) for 3 texts, expected \(3, 8\)"):
+        ingest.nodes(vg.Graph(DIM), table, embedder=Short(), on_error="skip", rejects=tmp_path / "r.jsonl",
+                     progress=False)
+    g = vg.Graph(DIM)
+    report = ingest.nodes(g, table, embedder=NaNForBad(), on_error="skip", rejects=tmp_path / "r.jsonl",
+                          progress=False)
+    assert report.rows_accepted == 2 and sorted(g.search(np.ones(DIM), k=5, exact=True).keys) == ["a", "d"]
+    assert [(r["row"], r["column"], r["reason"]) for r in _rejects(tmp_path / "r.jsonl")] == [
+        (1, "text", "embedder 'hash-v1' returned NaN or inf for this text"),
+        (2, "text", "empty text: nothing to embed")]
+    with pytest.raises(TypeError, match="pass vector= or embedder=, not both"):
+        ingest.nodes(g, table, vector="v", embedder=HashEmbedder())
+
+
+def test_embedders_load_specs():
+    assert isinstance(HashEmbedder(), embedders.Embedder)
+    assert embedders.load("test_ingest:HashEmbedder").name == "hash-v1"  # a class: called
+    assert embedders.load("test_ingest:make_hash_embedder").name == "hash-factory"  # a factory: called
+    assert embedders.load("test_ingest:hash_embedder_instance") is hash_embedder_instance  # used as is
+    with pytest.raises(vg.InvalidArgumentError, match="'wordllama' or 'module:attribute'"):
+        embedders.load("no-colon")
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        embedders.load("test_ingest:Nope")
+    with pytest.raises(ModuleNotFoundError):
+        embedders.load("no_such_module_xyz:Thing")
+    with pytest.raises(TypeError, match="has no name, dim"):
+        embedders.load("builtins:dict")  # a class whose instances are not embedders
+    with pytest.raises(vg.InvalidArgumentError, match="must not be empty"):
+        embedders.check_embedder(HashEmbedder(name=""))
+    with pytest.raises(vg.InvalidArgumentError, match="returned NaN or inf for text 1"):
+        embedders.embed(type("E", (HashEmbedder,), {"__call__": lambda s, t: np.array(
+            [[0.0] * DIM, [np.nan] * DIM], np.float32)})(), ["a", "b"])
+
+
+def test_wordllama_embedder():
+    pytest.importorskip("wordllama")
+    emb = embedders.load("wordllama")
+    assert (emb.name, emb.dim) == ("wordllama/l2_supercat_256", 256)
+    out = emb(["graph databases", "vector search"])
+    assert out.shape == (2, 256) and out.dtype == np.float32
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-3)
+    with pytest.raises(vg.InvalidArgumentError, match="text 1 is empty"):
+        emb(["ok", ""])
+    small = embedders.WordLlamaEmbedder(trunc_dim=64)
+    assert (small.name, small.dim) == ("wordllama/l2_supercat_256/64", 64)
+    again = embedders.load(small.name)  # a recorded name loads the same embedder
+    assert (again.name, again.dim) == (small.name, 64)
+    assert np.array_equal(again(["graph databases"]), small(["graph databases"]))
+    with pytest.raises(vg.InvalidArgumentError, match="not a WordLlama embedder name"):
+        embedders.load("wordllama/nonsense")
+    g = vg.Graph(64)
+    texts = ["alice works at acme", "acme makes widgets", "bob sells widgets", "the weather is nice"]
+    ingest.nodes(g, pa.table({"key": ["alice", "acme", "bob", "weather"], "text": texts}), embedder=small,
+                 progress=False)
+    assert g.embedder == {"name": "wordllama/l2_supercat_256/64", "dim": 64}
+    assert g.search(g.embed_query("widgets made by acme", small), k=1, hops=0, exact=True).keys[0] in ("acme", "bob")
+    with pytest.raises(vg.DimensionMismatchError):
+        g.embed_query("x", emb)
+
+
+# ---------------------------------------------------------------------------- bad rows
+
+_V = [1.0] * DIM
+
+
+def _bad_node_tables() -> list:
+    """(name, table, bad row, column, reason pattern) for each kind of bad node row; the graph
+    already holds node "old"."""
+    vec = pa.list_(pa.float32())
+    ok = [[float(i + 1)] + [1.0] * (DIM - 1) for i in range(4)]
+
+    def table(keys, vectors, **extra):
+        return pa.table({"key": keys, "vector": pa.array(vectors, vec), **extra})
+
+    return [
+        ("null key", table(["a", None, "c", "d"], ok), 1, "key", "missing key"),
+        ("wrong dim", table(["a", "b", "c", "d"], ok[:2] + [[1.0] * 3] + ok[3:]), 2, "vector",
+         "vector has 3 values, the graph's dim is 8"),
+        ("null vector", table(["a", "b", "c", "d"], [None] + ok[1:]), 0, "vector", "missing vector"),
+        ("NaN", table(["a", "b", "c", "d"], ok[:3] + [[float("nan")] + _V[1:]]), 3, "vector", "NaN or inf"),
+        ("inf", table(["a", "b", "c", "d"], [ok[0], [float("inf")] + _V[1:]] + ok[2:]), 1, "vector", "NaN or inf"),
+        ("zero", table(["a", "b", "c", "d"], ok[:2] + [[0.0] * DIM] + ok[3:]), 2, "vector", "all-zero vector"),
+        ("duplicate in batch", table(["a", "b", "a", "d"], ok), 2, "key", "key 'a' repeats row 0 of this batch"),
+        ("already in graph", table(["a", "old", "c", "d"], ok), 1, "key", "'old' is already in the graph"),
+        ("bad props", table(["a", "b", "c", "d"], ok, props=["{}", "{", None, "[1]"]), 1, "props", "not valid JSON"),
+        ("bad ts", pa.table({"key": ["a", "b", "c", "d"], "vector": pa.array(ok, vec),
+                             "ts": pa.array([1, 2, 3, 2**63 + 5], pa.uint64())}), 3, "ts", "beyond int64"),
+    ]
+
+
+@pytest.mark.parametrize("case", _bad_node_tables(), ids=lambda c: c[0])
+def test_bad_node_row_rejects_its_batch(tmp_path, case):
+    name, table, row, column, reason = case
+    with vg.Graph.open(tmp_path / "g", dim=DIM, sync="off") as g:
+        g.add_nodes(["old"], np.ones((1, DIM), np.float32))
+        unchanged = _unchanged(g)
+        with pytest.raises(ingest.IngestError, match=f"node row {row}, column '{column}': .*{reason}") as info:
+            ingest.nodes(g, table, progress=False)
+        assert unchanged()
+        assert (info.value.row, info.value.column) == (row, column)
+        assert "Nothing of batch 1 (rows 0-3) was written" in str(info.value)
+        assert info.value.report.rows_accepted == 0
+        assert isinstance(info.value, vg.InvalidArgumentError)
+        # skip: the good rows are written, the bad one listed
+        report = ingest.nodes(g, table, on_error="skip", rejects=tmp_path / "rejects.jsonl", progress=False)
+        bad = 1 if name != "bad props" else 2  # "[1]" is a JSON array, not an object
+        assert (report.rows_read, report.rows_accepted, report.rows_rejected) == (4, 4 - bad, bad)
+        assert len(g) == 1 + 4 - bad
+        records = _rejects(tmp_path / "rejects.jsonl")
+        assert report.rejects_path == str(tmp_path / "rejects.jsonl")
+        assert (records[0]["kind"], records[0]["row"], records[0]["column"]) == ("node", row, column)
+        assert reason in records[0]["reason"]
+        assert records[0]["key"] == table.column("key")[row].as_py()
+
+
+def test_bad_edge_rows(tmp_path):
+    with vg.Graph.open(tmp_path / "g", dim=DIM, sync="off") as g:
+        g.add_nodes(["a", "b", "c"], np.ones((3, DIM), np.float32))
+        g.add_edges(["a"], ["b"])
+        unchanged = _unchanged(g)
+        cases = [
+            (pa.table({"src": ["a", "zz", "c"], "dst": ["b", "c", "a"]}), 1, "src", "'zz' is not a node of the graph"),
+            (pa.table({"src": ["a", "b", "c"], "dst": ["b", "c", "qq"]}), 2, "dst", "dangling edge"),
+            (pa.table({"src": ["a", None, "c"], "dst": ["b", "c", "a"]}), 1, "src", "missing key"),
+            (pa.table({"src": ["a", "b", "c"], "dst": ["b", "c", "a"], "weight": [1.0, float("nan"), 2.0]}), 1,
+             "weight", "not finite"),
+            (pa.table({"src": ["a", "b", "c"], "dst": ["b", "c", "a"],
+                       "vector": pa.array([None, [1.0] * 3, None], pa.list_(pa.float32()))}), 1, "vector",
+             "vector has 3 values"),
+        ]
+        for table, row, column, reason in cases:
+            with pytest.raises(ingest.IngestError, match=f"edge row {row}, column '{column}': .*{reason}"):
+                ingest.edges(g, table, progress=False)
+            assert unchanged()
+        report = ingest.edges(g, cases[0][0], on_error="skip", rejects=tmp_path / "r.jsonl", progress=False)
+        assert (report.rows_accepted, report.rows_rejected) == (2, 1)
+        assert _rejects(tmp_path / "r.jsonl") == [{"kind": "edge", "row": 1, "column": "src", "src": "zz",
+                                                   "dst": "c", "reason": "src 'zz' is not a node of the graph "
+                                                                         "(dangling edge)"}]
+        assert g.count_edges == 3
+
+
+def test_failing_third_batch_leaves_the_first_two(tmp_path):
+    d = _data(50)
+    d["vectors"][23, 4] = np.nan  # row 23: batch 3 of batch_rows=10
+    path = tmp_path / "nodes.parquet"
+    pq.write_table(_table(d), path, row_group_size=16)
+    with vg.Graph.open(tmp_path / "g", dim=DIM, sync="off") as g:
+        with pytest.raises(ingest.IngestError) as info:
+            ingest.nodes(g, path, batch_rows=10, progress=False)
+        message = str(info.value)
+        assert "node row 23, column 'vector': NaN or inf" in message
+        assert "Nothing of batch 3 (rows 20-29) was written; the 20 rows of earlier batches stay" in message
+        assert (info.value.report.rows_accepted, info.value.report.batches) == (20, 3)
+        assert len(g) == 20 and "n19" in g and "n20" not in g
+        lsn = g.stats()["last_lsn"]
+    with vg.Graph.open(tmp_path / "g") as g:  # the WAL holds the first two batches only
+        assert len(g) == 20 and g.stats()["last_lsn"] == lsn
+        # skip: the default rejects file is next to the source
+        report = ingest.nodes(g, path, batch_rows=10, on_error="skip", progress=False)
+        assert (report.rows_accepted, report.rows_rejected) == (29, 21)
+        assert report.rejects_path == str(path) + ".rejects.jsonl"
+        records = _rejects(report.rejects_path)
+        assert [r["row"] for r in records] == list(range(20)) + [23]
+        assert all(r["reason"].endswith("is already in the graph (pass upsert=True to replace it)")
+                   for r in records[:20])
+        assert len(g) == 49 and "n23" not in g
+
+
+def test_jsonl_bad_lines_are_bad_rows(tmp_path):
+    path = tmp_path / "n.jsonl"
+    vector = json.dumps(_V)
+    path.write_text(f'{{"key": "a", "vector": {vector}}}\n{{not json}}\n[1, 2]\n{{"key": "b", "vector": {vector}}}\n')
+    g = vg.Graph(DIM)
+    with pytest.raises(ingest.IngestError, match="node row 1, the whole row: not valid JSON"):
+        ingest.nodes(g, path, progress=False)
+    report = ingest.nodes(g, path, on_error="skip", progress=False)
+    assert report.rows_accepted == 2 and sorted(g.search(np.ones(DIM), k=3, exact=True).keys) == ["a", "b"]
+    assert [(r["row"], r["column"]) for r in _rejects(report.rejects_path)] == [(1, None), (2, None)]
+
+
+def test_skip_needs_a_rejects_path_for_non_file_sources():
+    with pytest.raises(vg.InvalidArgumentError, match="needs rejects="):
+        ingest.nodes(vg.Graph(DIM), _table(_data(3)), on_error="skip")
+    with pytest.raises(vg.InvalidArgumentError, match="on_error must be 'raise' or 'skip'"):
+        ingest.nodes(vg.Graph(DIM), _table(_data(3)), on_error="ignore")
+    with pytest.raises(vg.InvalidArgumentError, match="batch_rows must be >= 1"):
+        ingest.nodes(vg.Graph(DIM), _table(_data(3)), batch_rows=0)
+
+
+# ---------------------------------------------------------------------------- progress and report
+
+
+def test_progress_false_is_quiet_and_true_draws_a_bar(capsys):
+    ingest.nodes(vg.Graph(DIM), _table(_data(10)), progress=False)
+    assert capsys.readouterr().err == ""
+    ingest.nodes(vg.Graph(DIM), _table(_data(10)))  # stderr is not a terminal under pytest
+    assert capsys.readouterr().err == ""
+    ingest.nodes(vg.Graph(DIM), _table(_data(10)), progress=True)
+    err = capsys.readouterr().err
+    assert "ingest nodes" in err and "100%" in err and "rows/s" in err
+
+
+def test_report_reads_well():
+    report = ingest.IngestReport(1000, 998, 2, 4, 0.5, "/tmp/x.rejects.jsonl")
+    assert str(report) == ("998 of 1,000 rows accepted, 2 rejected, in 4 batches (0.50 s, 2,000 rows/s); "
+                           "rejects: /tmp/x.rejects.jsonl")
+    with pytest.raises(AttributeError):
+        report.rows_read = 3
