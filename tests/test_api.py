@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import vecgraph as vg
-from conftest import GraphSpec, assert_same, build_graph, edge_tuples
+from conftest import GraphSpec, assert_same, build_graph
 from reference import reference_search
 
 METRICS = ["cos", "ip", "l2"]
@@ -73,7 +73,8 @@ def test_get_node_returns_every_column(people):
     assert repr(g) == "Graph(dim=3, metric='cos', nodes=6, edges=8)"
     for i, key in enumerate(people["keys"]):
         node = g.get_node(key)
-        assert set(node) == {"key", "label", "tenant", "ts", "text", "props", "vector"}
+        assert set(node) == {"key", "label", "tenant", "ts", "text", "props", "aliases", "vector"}
+        assert node["aliases"] == []
         assert node["key"] == key and type(node["key"]) is type(key)
         assert node["label"] == people["labels"][i]
         assert node["tenant"] == people["tenants"][i]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -427,6 +428,109 @@ def test_ingest_and_query_text_with_an_embedder(tmp_path):
     err = failed(1, "query", folder, "agent memory", "--embedder", "letters_embedder:Other", path=str(tmp_path))
     assert "letters_embedder:Letters" in err and "'other'" in err
     assert "cannot be loaded" in failed(1, "query", folder, "agent memory")  # its module is not importable
+
+
+def _contents(*paths) -> dict:
+    return {str(p): pathlib.Path(p).read_bytes() for p in paths}
+
+
+def test_ingest_rejects_may_not_overwrite_an_input(tmp_path):
+    nodes, edges = _write_inputs(tmp_path)
+    source = _jsonl(tmp_path / "more.jsonl", [{"key": "m0", "vector": [1.0] * DIM}])
+    more_edges = _jsonl(tmp_path / "links.2.jsonl", [{"src": "n0", "dst": "m0"}])
+    folder = tmp_path / "g.vg"
+    before = _contents(nodes, edges, source, more_edges)
+    respelled = tmp_path / "x" / ".." / "more.jsonl"
+    cases = [
+        (["--nodes", nodes, "--rejects", nodes], nodes, nodes),
+        (["--nodes", source, "--rejects", respelled], respelled, source),
+        # two inputs: the numbered links.1.jsonl, links.2.jsonl; the second is an input
+        (["--nodes", source, "--edges", more_edges, "--rejects", tmp_path / "links.jsonl"], more_edges, more_edges),
+    ]
+    for args, reject, clash in cases:
+        err = failed(2, "ingest", folder, *args, "--on-error", "skip", "--dim", DIM)
+        assert f"vecgraph ingest: error: --rejects {reject} is the input file {clash}: writing the rejects there " \
+               "would destroy it; name another --rejects file" in err
+        assert not folder.exists()
+    # the default rejects file beside an input may not be another input either
+    beside = _jsonl(tmp_path / "more.jsonl.rejects.jsonl", [{"src": "n0", "dst": "m0"}])
+    err = failed(2, "ingest", folder, "--nodes", source, "--edges", beside, "--on-error", "skip", "--dim", DIM)
+    assert f"the default rejects file {beside} is the input file {beside}" in err
+    assert _contents(*before) == before and not folder.exists()
+    # numbered rejects files that are not inputs are fine
+    out = ok("ingest", folder, "--nodes", nodes, "--edges", edges, "--rejects", edges, "--on-error", "skip",
+             "--dim", DIM).stdout
+    assert "40 accepted" in out and "80 accepted" in out
+    assert _contents(*before) == before
+
+
+def test_ingest_csv_keys_are_strings_unless_key_type_int(tmp_path):
+    vector = '"' + json.dumps([1.0] * DIM) + '"'
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("id,vector\n" + "".join(f"{k},{vector}\n" for k in ("007", "1e3", "+5", "1", "2")))
+    edges = tmp_path / "edges.csv"
+    edges.write_text("source,target\n1,2\n007,1e3\n")
+    folder = tmp_path / "g.vg"
+    ok("ingest", folder, "--nodes", nodes, "--edges", edges, "--dim", DIM)
+    q = _npy(tmp_path, "q.npy", np.ones(DIM, np.float32))
+    hits = json.loads(ok("query", folder, "--vector", q, "--json", "--exact", "--hops", "0").stdout)
+    assert sorted(hit["key"] for hit in hits) == ["+5", "007", "1", "1e3", "2"]
+    assert json.loads(ok("stats", folder, "--json").stdout)["edges"] == 2
+    # --key-type int: integers; text that is not one is named with the flag
+    ints = tmp_path / "ints.vg"
+    err = failed(1, "ingest", ints, "--nodes", nodes, "--dim", DIM, "--key-type", "int")
+    assert "row 1, column 'id': key '1e3' is not an int64 integer (--key-type int)" in err
+    ok("ingest", ints, "--nodes", nodes, "--dim", DIM, "--key-type", "int", "--on-error", "skip",
+       "--rejects", tmp_path / "r.jsonl")
+    err = failed(1, "ingest", ints, "--edges", edges)
+    assert "source '1' is not a node of the graph (dangling edge); the graph has the int key 1: " \
+           "read the keys as ints with --key-type int" in err
+    edges.write_text("source,target\n1,2\n007,+5\n")
+    ok("ingest", ints, "--edges", edges, "--key-type", "int")
+    hits = json.loads(ok("query", ints, "--vector", q, "--json", "--exact", "--hops", "0").stdout)
+    assert sorted(hit["key"] for hit in hits) == [1, 2, 5, 7]
+    assert json.loads(ok("stats", ints, "--json").stdout)["edges"] == 2
+    assert "invalid choice: 'float'" in failed(2, "ingest", ints, "--edges", edges, "--key-type", "float")
+
+
+BROKEN = LETTERS + """
+
+class Broken(Letters):
+    name = "broken"
+
+    def __call__(self, texts):
+        return super().__call__(texts).astype(np.float64)
+"""
+
+
+def test_failed_ingest_leaves_the_folder_as_it_was(tmp_path):
+    rows = [{"key": f"k{i}", "vector": [1.0] * (DIM if i != 2 else DIM - 1)} for i in range(4)]
+    bad = _jsonl(tmp_path / "bad.jsonl", rows)
+    empty = tmp_path / "empty.vg"
+    empty.mkdir()
+    assert "row 2, column 'vector'" in failed(1, "ingest", empty, "--nodes", bad, "--dim", DIM)
+    assert empty.is_dir() and os.listdir(empty) == []
+    # an embedder that fails: nothing recorded, nothing left; a working one is then accepted
+    (tmp_path / "letters_embedder.py").write_text(BROKEN)
+    docs = _jsonl(tmp_path / "docs.jsonl", [{"key": "d0", "text": "graph"}])
+    err = failed(1, "ingest", empty, "--nodes", docs, "--embedder", "letters_embedder:Broken", path=str(tmp_path))
+    assert "returned dtype float64" in err and os.listdir(empty) == []
+    out = ok("ingest", empty, "--nodes", docs, "--embedder", "letters_embedder:Letters", path=str(tmp_path)).stdout
+    assert "1 accepted" in out
+    assert json.loads(ok("stats", empty, "--json").stdout)["embedder"]["name"] == "letters_embedder:Letters"
+    # a folder that did not exist is removed, with the parents the command created
+    deep = tmp_path / "new" / "deeper" / "g.vg"
+    failed(1, "ingest", deep, "--nodes", bad, "--dim", DIM)
+    assert not (tmp_path / "new").exists()
+    # a folder holding other files: refused, and no LOCK left in it
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    for args in (["--dim", DIM], []):
+        err = failed(1, "ingest", other, "--nodes", bad, *args)
+        assert err == (f"vecgraph ingest: error: {other} is not empty and has no MANIFEST (notes.txt); "
+                       "refusing to create a graph over other files\n")
+        assert os.listdir(other) == ["notes.txt"]
 
 
 # ---------------------------------------------------------------- export, restore, verify

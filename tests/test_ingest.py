@@ -266,16 +266,70 @@ def test_csv_reads_strings_as_strings(tmp_path):
             props = json.dumps({"i": i}).replace('"', '""')
             f.write(f'{i},"{json.dumps(d["vectors"][i].tolist())}",{100 + i},"{d["text"][i]}",{i * 10},"{props}"\n')
     g = vg.Graph(DIM)
-    report = ingest.nodes(g, path, progress=False)
+    report = ingest.nodes(g, path, key_type="int", progress=False)
     assert report.rows_accepted == 20
     node = g.get_node(4)
     assert (node["label"], node["text"], node["ts"], node["props"]) == ("104", d["text"][4], 40, {"i": 4})
     assert np.allclose(node["vector"], _direct(d).get_node("n4")["vector"])
     edges_path = tmp_path / "edges.csv"
     edges_path.write_text("source,target,weight\n1,2,0.5\n2,3,\n")
-    ingest.edges(g, edges_path, progress=False)
+    ingest.edges(g, edges_path, key_type="int", progress=False)
     assert g.neighbors(2) == [vg.graph.Edge(2, "", 3, 1.0)]
     assert g.neighbors(1) == [vg.graph.Edge(1, "", 2, 0.5)]
+
+
+def test_csv_keys_are_strings_unless_key_type_int(tmp_path):
+    vector = '"[1, 0, 0, 0, 0, 0, 0, 0]"'
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("key,vector\n" + "".join(f"{k},{vector}\n" for k in ("007", "008", "1e3", "+5", "1", "2")))
+    edges = tmp_path / "edges.csv"
+    edges.write_text("src,dst\n1,2\n007,1e3\n")
+    g = vg.Graph(DIM)
+    assert ingest.nodes(g, nodes, progress=False).rows_accepted == 6
+    assert all(k in g for k in ("007", "008", "1e3", "+5", "1", "2"))
+    assert not any(k in g for k in (7, 8, 1000, 5, 1, 2))
+    report = ingest.edges(g, edges, progress=False)
+    assert report.rows_accepted == 2
+    assert g.neighbors("1") == [vg.graph.Edge("1", "", "2", 1.0)]
+    assert g.neighbors("007") == [vg.graph.Edge("007", "", "1e3", 1.0)]
+    # mapped column names and TSV too
+    tsv = tmp_path / "links.tsv"
+    tsv.write_text("from\tto\n008\t+5\n")
+    ingest.edges(g, tsv, src="from", dst="to", progress=False)
+    assert g.neighbors("008") == [vg.graph.Edge("008", "", "+5", 1.0)]
+
+    # key_type="int": keys parsed as integers; text that is not one is a bad row
+    h = vg.Graph(DIM)
+    with pytest.raises(ingest.IngestError, match=r"node row 2, column 'key': key '1e3' is not an int64 "
+                                                 r'integer \(key_type="int"\)') as info:
+        ingest.nodes(h, nodes, key_type="int", progress=False)
+    assert info.value.row == 2 and len(h) == 0
+    report = ingest.nodes(h, nodes, key_type="int", on_error="skip", rejects=tmp_path / "r.jsonl", progress=False)
+    assert (report.rows_accepted, report.rows_rejected) == (5, 1)
+    assert sorted(h.search(np.ones(DIM), k=10, exact=True).keys) == [1, 2, 5, 7, 8]
+    ints = tmp_path / "ints.csv"
+    ints.write_text("id,vector\n 12 ,%s\n-3,%s\n9223372036854775808,%s\n0x10,%s\n" % ((vector,) * 4))
+    report = ingest.nodes(h, ints, key_type="int", on_error="skip", rejects=tmp_path / "r.jsonl", progress=False)
+    assert report.rows_accepted == 2 and 12 in h and -3 in h
+    assert [(r["row"], r["reason"]) for r in _rejects(tmp_path / "r.jsonl")] == [
+        (2, 'key \'9223372036854775808\' is not an int64 integer (key_type="int")'),
+        (3, 'key \'0x10\' is not an int64 integer (key_type="int")')]
+    # string keys from CSV against int nodes: dangling, with a hint
+    int_edges = tmp_path / "int_edges.csv"
+    int_edges.write_text("src,dst\n1,2\n+5,007\n")
+    with pytest.raises(ingest.IngestError, match="src '1' is not a node of the graph \\(dangling edge\\); the "
+                                                 'graph has the int key 1: read the keys as ints with key_type="int"'):
+        ingest.edges(h, int_edges, progress=False)
+    assert ingest.edges(h, int_edges, key_type="int", progress=False).rows_accepted == 2
+    assert h.neighbors(5) == [vg.graph.Edge(5, "", 7, 1.0)]
+    # typed sources keep their types whatever key_type says
+    ingest.nodes(h, pa.table({"key": ["100"], "vector": _fsl(np.ones((1, DIM), np.float32))}),
+                 key_type="int", progress=False)
+    assert "100" in h and 100 not in h
+    with pytest.raises(vg.InvalidArgumentError, match="key_type must be 'str' or 'int', got 'float'"):
+        ingest.nodes(vg.Graph(DIM), nodes, key_type="float")
+    with pytest.raises(vg.InvalidArgumentError, match="key_type must be 'str' or 'int', got None"):
+        ingest.edges(g, edges, key_type=None)
 
 
 def test_pandas_dataframe():
@@ -673,3 +727,146 @@ def test_report_reads_well():
                            "rejects: /tmp/x.rejects.jsonl")
     with pytest.raises(AttributeError):
         report.rows_read = 3
+
+
+# ---------------------------------------------------------------------------- argument checks
+
+
+def test_rejects_file_that_is_the_source_is_refused(tmp_path):
+    import os
+
+    d = _data(6)
+    d["vectors"][2, 0] = np.nan  # a bad row, so that "skip" would write a reject
+    parquet = tmp_path / "nodes.parquet"
+    pq.write_table(_table(d), parquet)
+    jsonl = tmp_path / "nodes.jsonl"
+    jsonl.write_text("".join(json.dumps({"key": d["key"][i], "vector": d["vectors"][i].tolist()}) + "\n"
+                             for i in range(6)))
+    edges = tmp_path / "edges.jsonl"
+    edges.write_text('{"src": "n0", "dst": "zz"}\n')
+    os.link(jsonl, tmp_path / "hard.jsonl")
+    os.symlink(parquet, tmp_path / "link.parquet")
+    g = vg.Graph(DIM)
+    unchanged = _unchanged(g)
+    contents = {p: p.read_bytes() for p in (parquet, jsonl, edges)}
+    cases = [
+        (parquet, parquet), (parquet, tmp_path / "sub" / ".." / "nodes.parquet"), (parquet, tmp_path / "link.parquet"),
+        (tmp_path / "link.parquet", parquet), (jsonl, jsonl), (jsonl, tmp_path / "hard.jsonl"),
+        (str(jsonl), os.path.relpath(jsonl)),
+    ]
+    for source, rejects in cases:
+        for on_error in ("skip", "raise"):
+            with pytest.raises(vg.InvalidArgumentError) as info:
+                ingest.nodes(g, source, on_error=on_error, rejects=rejects, progress=False)
+            assert str(info.value) == (f"the rejects file {rejects} is the source file {source}: writing the "
+                                       "rejects there would destroy the input; name another rejects file")
+    with pytest.raises(vg.InvalidArgumentError, match="the rejects file .*edges.jsonl is the source file"):
+        ingest.edges(g, edges, on_error="skip", rejects=edges, progress=False)
+    assert unchanged() and {p: p.read_bytes() for p in contents} == contents
+    # another rejects file works, and the inputs are as they were
+    report = ingest.nodes(g, jsonl, on_error="skip", rejects=tmp_path / "r.jsonl", progress=False)
+    assert (report.rows_accepted, report.rows_rejected) == (5, 1)
+    assert {p: p.read_bytes() for p in contents} == contents
+
+
+def test_failed_ingest_records_no_embedder(tmp_path):
+    class Float64(HashEmbedder):
+        def __call__(self, texts):
+            return super().__call__(texts).astype(np.float64)
+
+    class Short(HashEmbedder):
+        def __call__(self, texts):
+            return super().__call__(texts)[:-1]
+
+    class Raising(HashEmbedder):
+        def __call__(self, texts):
+            raise RuntimeError("model not loaded")
+
+    table = pa.table({"key": ["a", "b", "c"], "text": ["x", "y", "z"]})
+    folder = tmp_path / "g"
+    with vg.Graph.open(folder, dim=DIM, sync="off") as g:
+        with pytest.raises(TypeError, match="returned dtype float64"):
+            ingest.nodes(g, table, embedder=Float64("float64"), progress=False)
+        with pytest.raises(vg.DimensionMismatchError, match="returned shape"):
+            ingest.nodes(g, table, embedder=Short("short"), progress=False)
+        with pytest.raises(RuntimeError, match="model not loaded"):
+            ingest.nodes(g, table, embedder=Raising("raising"), progress=False)
+        empty = pa.table({"key": ["a", "b"], "text": ["x", ""]})
+        with pytest.raises(ingest.IngestError, match="empty text: nothing to embed"):
+            ingest.nodes(g, empty, embedder=HashEmbedder("empty-text"), progress=False)
+        # every row rejected with "skip": nothing written, nothing recorded
+        report = ingest.nodes(g, pa.table({"key": ["a"], "text": [""]}), embedder=HashEmbedder("all-bad"),
+                              on_error="skip", rejects=tmp_path / "r.jsonl", progress=False)
+        assert report.rows_accepted == 0
+        with pytest.raises(RuntimeError, match="model not loaded"):
+            ingest.from_networkx(g, _nx_graph(), embedder=Raising("nx-raising"), progress=False)
+        assert len(g) == 0 and g.embedder is None
+    assert json.loads((folder / "MANIFEST").read_text()).get("embedder") is None
+    with vg.Graph.open(folder) as g:
+        assert g.embedder is None
+        # a dim the graph cannot take is still refused before anything is read
+        with pytest.raises(vg.DimensionMismatchError, match="'wide' makes 4-d vectors, the graph's dim is 8"):
+            ingest.nodes(g, table, embedder=HashEmbedder("wide", dim=4), progress=False)
+        report = ingest.nodes(g, table, embedder=HashEmbedder("good"), progress=False)
+        assert report.rows_accepted == 3 and g.embedder == {"name": "good", "dim": DIM}
+        # edges: a failed edge embedding records nothing either (the node embedder stays)
+        with pytest.raises(vg.InvalidArgumentError, match="built with embedder 'good'.*'other'"):
+            ingest.edges(g, pa.table({"src": ["a"], "dst": ["b"], "text": ["e"]}), embedder=HashEmbedder("other"),
+                         progress=False)
+    assert json.loads((folder / "MANIFEST").read_text())["embedder"] == {"name": "good", "dim": DIM}
+    h = vg.Graph(DIM)
+    h.add_nodes(["a", "b"], np.ones((2, DIM), np.float32))
+    with pytest.raises(TypeError, match="returned dtype float64"):
+        ingest.edges(h, pa.table({"src": ["a"], "dst": ["b"], "text": ["e"]}), embedder=Float64("f"), progress=False)
+    assert h.embedder is None and h.count_edges == 0
+    ingest.edges(h, pa.table({"src": ["a"], "dst": ["b"], "text": ["e"]}), embedder=HashEmbedder("e"),
+                 progress=False)
+    assert h.embedder == {"name": "e", "dim": DIM} and h.count_edges == 1
+
+
+def _nx_graph():
+    nx = pytest.importorskip("networkx")
+    G = nx.Graph()
+    G.add_node("p", text="hello")
+    return G
+
+
+def test_empty_files_give_zero_row_reports(tmp_path):
+    import gzip
+
+    files = {"zero.csv": b"", "zero.tsv": b"", "zero.jsonl": b"", "zero.ndjson": b"", "blank.jsonl": b"\n \n\n",
+             "blank.csv": b"\n\n", "header.csv": b"key,vector\n", "src_header.csv": b"src,dst\n"}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    with gzip.open(tmp_path / "zero.csv.gz", "wb"):
+        pass
+    pq.write_table(pa.table({"key": pa.array([], pa.string()), "vector": pa.array([], pa.list_(pa.float32()))}),
+                   tmp_path / "empty.parquet")
+    g = vg.Graph(DIM)
+    for name in [*files, "zero.csv.gz", "empty.parquet"]:
+        path = tmp_path / name
+        if name != "src_header.csv":
+            report = ingest.nodes(g, path, progress=False)
+            assert (report.rows_read, report.rows_accepted, report.rows_rejected, report.batches) == (0, 0, 0, 0), name
+            assert str(report).startswith("0 of 0 rows accepted, 0 rejected, in 0 batches"), name
+        if name not in ("header.csv", "empty.parquet"):
+            report = ingest.edges(g, path, progress=False)
+            assert (report.rows_read, report.rows_accepted, report.batches) == (0, 0, 0), name
+        report = ingest.nodes(g, path, on_error="skip", key="id", embedder=HashEmbedder(), progress=False) \
+            if name.startswith(("zero", "blank")) else None
+        assert report is None or (report.rows_read, report.rows_accepted) == (0, 0)
+    assert len(g) == 0 and g.count_edges == 0 and g.embedder is None
+
+
+def test_graph_argument_must_be_a_graph(tmp_path):
+    table = _table(_data(3))
+    for bad, named in ((None, "None"), ("g.vg", "str"), (tmp_path, "pathlib.PosixPath"), (object(), "object")):
+        message = f"graph must be a vecgraph.Graph, got {named}"
+        with pytest.raises(TypeError, match=message):
+            ingest.nodes(bad, table)
+        with pytest.raises(TypeError, match=message):
+            ingest.edges(bad, pa.table({"src": ["a"], "dst": ["b"]}))
+        with pytest.raises(TypeError, match=message):
+            ingest.from_networkx(bad, _nx_graph())
+    with pytest.raises(TypeError, match="graph must be a vecgraph.Graph, got networkx.classes.graph.Graph"):
+        ingest.from_networkx(_nx_graph(), vg.Graph(DIM))

@@ -28,10 +28,10 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "data", "snapshot", "v1")
 def plain_state(g: vg.Graph) -> dict:
     """export_state with its Arrow-layout string columns as Python lists, and one (possibly
     empty) vector row per edge."""
-    state = dict(g._engine.export_state())
+    state = dict(g._engine.export_state(roll_wal=False))
     for name in ("keys",):
         state[name] = storage.strings_array(state[name], pa.large_binary()).to_pylist()
-    for name in ("texts", "props", "edge_texts", "edge_props"):
+    for name in ("texts", "props", "aliases", "edge_texts", "edge_props"):
         state[name] = storage.strings_array(state[name], pa.large_string()).to_pylist()
     for name in ("labels", "tenants", "edge_rels"):
         state[name] = storage.dictionary_array(state[name]).cast(pa.string()).to_pylist()
@@ -452,3 +452,55 @@ def test_golden_snapshot_still_loads(tmp_path):
     queries = np.random.default_rng(0).normal(size=(5, 8))
     assert results(g, queries) == results(fresh, queries)
     g.close()
+
+
+def test_verify_reports_a_damaged_wal_tail_without_changing_the_folder(tmp_path):
+    folder = tmp_path / "g"
+    g = vg.Graph.open(folder, dim=4, sync="always")
+    g.add_nodes(["base"], np.ones((1, 4)))
+    g.checkpoint()
+    for i in range(3):
+        g.add_nodes([f"r{i}"], np.random.default_rng(i).random((1, 4)))
+    g.close()
+    segment = sorted((folder / "wal").iterdir())[-1]
+    data = bytearray(segment.read_bytes())
+    data[len(data) - 20] ^= 0x01  # inside the last record
+    segment.write_bytes(bytes(data))
+    problems = snapshot.verify(folder)
+    assert len(problems) == 1 and "do not form a valid record" in problems[0]
+    assert segment.read_bytes() == bytes(data)  # verify changed nothing
+    with pytest.warns(RuntimeWarning, match="cut .* bytes at the end of the WAL"):
+        g = vg.Graph.open(folder)
+    assert len(g) == 3 and "r2" not in g
+    g.close()
+    assert snapshot.verify(folder) == []
+
+
+def test_verify_reports_a_wal_that_no_longer_reaches_the_previous_generation(tmp_path):
+    folder = tmp_path / "g"
+    _two_generations(folder)
+    assert snapshot.verify(folder) == []
+    first = sorted((folder / "wal").iterdir())[0]
+    first.unlink()
+    problems = snapshot.verify(folder)
+    assert any("falling back to that snapshot would lose writes" in p for p in problems)
+
+
+def test_restore_checks_the_description_against_the_files_and_warns_on_a_damaged_hnsw(tmp_path):
+    g = vg.Graph(dim=4)
+    g.add_nodes(["a", "b"], np.eye(4)[:2], props=[{"x": 1}, None])
+    snapshot.export(g, tmp_path / "x")
+    nodes = pq.read_table(tmp_path / "x" / "nodes.parquet")
+    assert nodes.column("props").to_pylist() == ['{"x": 1}', None]  # no props: null, not ""
+    described = json.loads((tmp_path / "x" / "vecgraph.json").read_text())
+    hnsw = tmp_path / "x" / "hnsw.usearch"
+    hnsw.write_bytes(hnsw.read_bytes()[:-8])
+    with pytest.warns(RuntimeWarning, match="hnsw.usearch is missing or fails its checksum"):
+        restored = snapshot.restore(tmp_path / "x", tmp_path / "r")
+    assert restored.get_node("a")["props"] == {"x": 1} and restored.get_node("b")["props"] is None
+    restored.close()
+    described["metric"] = "ip"
+    (tmp_path / "x" / "vecgraph.json").write_text(json.dumps(described))
+    with pytest.raises(vg.CorruptionError, match="says metric 'ip', the schema metadata of nodes.parquet says 'cos'"):
+        snapshot.restore(tmp_path / "x", tmp_path / "r2")
+    assert not (tmp_path / "r2").exists()

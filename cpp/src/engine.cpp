@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_set>
 
+#include "vecgraph/detail/json_scalars.hpp"
 #include "vecgraph/simd/kernels.hpp"
 #include "vecgraph/wal_records.hpp"
 
@@ -26,6 +28,7 @@ constexpr auto upsert_nodes = static_cast<std::uint8_t>(wal::RecordType::upsert_
 constexpr auto delete_nodes = static_cast<std::uint8_t>(wal::RecordType::delete_nodes);
 constexpr auto delete_edges = static_cast<std::uint8_t>(wal::RecordType::delete_edges);
 constexpr auto delete_tenant = static_cast<std::uint8_t>(wal::RecordType::delete_tenant);
+constexpr auto set_aliases = static_cast<std::uint8_t>(wal::RecordType::set_aliases);
 }
 
 std::size_t default_threads(std::size_t threads) {
@@ -89,6 +92,14 @@ struct Engine::PreparedNodes {
     std::vector<std::int8_t> rows;         // count x stride, quantized
     std::vector<node_id_t> existing;       // per row: the node an upsert replaces, or invalid_id
     std::size_t count_new = 0;
+    // Filterable property values, row-major (count x declared properties).
+    struct PropValue {
+        bool present = false;
+        std::string text;
+        std::int64_t integer = 0;
+        double real = 0;
+    };
+    std::vector<PropValue> props;
 };
 
 struct Engine::PreparedEdges {
@@ -105,6 +116,9 @@ Engine::Engine(const EngineConfig& config)
       scratch_(count_context_slots) {
     config_.threads = default_threads(config.threads);
     seed_index_ = std::make_unique<SeedIndex>(node_vectors_, config_.hnsw, count_context_slots);
+    prop_columns_.resize(config_.filterable.size());
+    for (std::size_t p = 0; p < prop_columns_.size(); ++p) prop_columns_[p].type = config_.filterable[p].type;
+    refresh_prop_views();
 }
 
 Engine::~Engine() {
@@ -134,6 +148,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
         if (value < 1 || value > max_expansion)
             return Status::invalid_argument(std::string(name) + " must be in [1, " + std::to_string(max_expansion) +
                                             "], got " + std::to_string(value));
+    for (std::size_t p = 0; p < config.filterable.size(); ++p) {
+        if (config.filterable[p].name.empty()) return Status::invalid_argument("a filterable property needs a name");
+        for (std::size_t q = 0; q < p; ++q)
+            if (config.filterable[q].name == config.filterable[p].name)
+                return Status::invalid_argument("filterable property '" + config.filterable[p].name + "' is declared twice");
+    }
     return std::unique_ptr<Engine>(new Engine(config));
 }
 
@@ -158,7 +178,17 @@ GraphView Engine::graph_view() const noexcept {
 
 NodeColumns Engine::node_columns() const noexcept {
     return NodeColumns{node_labels_.data(), node_tenants_.data(), node_ts_.data(),
-                       count_dead_nodes_ ? node_dead_.data() : nullptr};
+                       count_dead_nodes_ ? node_dead_.data() : nullptr,
+                       prop_views_.empty() ? nullptr : prop_views_.data()};
+}
+
+void Engine::refresh_prop_views() {
+    prop_views_.resize(prop_columns_.size());
+    for (std::size_t p = 0; p < prop_columns_.size(); ++p) {
+        const PropColumn& column = prop_columns_[p];
+        prop_views_[p] = PropColumnView{column.type, column.str_ids.data(), column.ints.data(), column.reals.data(),
+                                        column.present.data()};
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,6 +217,10 @@ Result<std::uint64_t> Engine::log(std::uint8_t type, encode_at&& encode) {
 }
 
 Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn) {
+    if (text_changed_) {
+        last_text_lsn_.store(lsn);
+        text_changed_ = false;
+    }
     last_lsn_.store(lsn);
     bool sync = wal_ && sync_policy_ == wal::SyncPolicy::always;
     std::shared_ptr<wal::Writer> wal = wal_;
@@ -238,6 +272,41 @@ Result<Engine::PreparedNodes> Engine::prepare_nodes(const NodeBatch& batch, bool
         VG_RETURN_IF_ERROR(node_vectors_.validate_rows(batch.rows, batch.count, "vector rows"));
         prepared.rows.assign(batch.rows, batch.rows + batch.count * stride);
     }
+    const std::vector<PropSpec>& declared = config_.filterable;
+    if (!declared.empty() && batch.props) {
+        prepared.props.resize(batch.count * declared.size());
+        for (std::size_t i = 0; i < batch.count; ++i) {
+            PreparedNodes::PropValue* values = prepared.props.data() + i * declared.size();
+            detail::for_each_top_level_scalar(batch.props[i], [&](const std::string& name, const detail::JsonScalar& v) {
+                for (std::size_t p = 0; p < declared.size(); ++p) {
+                    if (declared[p].name != name) continue;
+                    PreparedNodes::PropValue& out = values[p];
+                    using Kind = detail::JsonScalar::Kind;
+                    switch (declared[p].type) {
+                        case PropType::str:
+                            if ((out.present = v.kind == Kind::string)) out.text = v.text;
+                            break;
+                        case PropType::int64:
+                        case PropType::timestamp:
+                            // Integers, and reals with an integral value within int64 (e.g. 2.0e3).
+                            if (v.kind == Kind::integer) {
+                                out.present = true;
+                                out.integer = v.integer;
+                            } else if (v.kind == Kind::real && std::trunc(v.real) == v.real && v.real >= -9.2e18 &&
+                                       v.real <= 9.2e18) {
+                                out.present = true;
+                                out.integer = static_cast<std::int64_t>(v.real);
+                            }
+                            break;
+                        case PropType::float64:
+                            if ((out.present = (v.kind == Kind::integer || v.kind == Kind::real) && std::isfinite(v.real)))
+                                out.real = v.real;
+                            break;
+                    }
+                }
+            });
+        }
+    }
     return prepared;
 }
 
@@ -252,9 +321,25 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     Regrow<std::int64_t> ts_column(node_ts_, total);
     Regrow<std::uint8_t> dead(node_dead_, total), flags(delta_.flags, total);
     std::vector<std::int8_t> rows = node_vectors_.grown_buffer(prepared.count_new);
+    std::vector<Regrow<std::uint32_t>> prop_str;
+    std::vector<Regrow<std::int64_t>> prop_int;
+    std::vector<Regrow<double>> prop_real;
+    std::vector<Regrow<std::uint8_t>> prop_present;
+    for (PropColumn& column : prop_columns_) {
+        prop_str.emplace_back(column.str_ids, column.type == PropType::str ? total : 0);
+        prop_int.emplace_back(column.ints, column.type == PropType::int64 || column.type == PropType::timestamp ? total : 0);
+        prop_real.emplace_back(column.reals, column.type == PropType::float64 ? total : 0);
+        prop_present.emplace_back(column.present, total);
+    }
     {
         auto lock = write_lock();
         VG_RETURN_IF_ERROR(seed_index_->reserve_more(batch.count));
+        for (std::size_t p = 0; p < prop_columns_.size(); ++p) {
+            prop_str[p].commit();
+            prop_int[p].commit();
+            prop_real[p].commit();
+            prop_present[p].commit();
+        }
         keys.commit();
         labels.commit();
         tenants.commit();
@@ -265,6 +350,33 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         reserve_rows(key_to_node_, total);
         reserve_rows(node_texts_, total);
         reserve_rows(node_props_, total);
+        reserve_rows(node_aliases_, total);
+        // Node `node` takes the property values of batch row `row` (a missing value clears it).
+        auto write_props = [&](node_id_t node, std::size_t row) {
+            for (std::size_t p = 0; p < prop_columns_.size(); ++p) {
+                PropColumn& column = prop_columns_[p];
+                const PreparedNodes::PropValue* value =
+                    prepared.props.empty() ? nullptr : &prepared.props[row * prop_columns_.size() + p];
+                bool present = value && value->present;
+                auto put = [&](auto& vec, auto v) {
+                    if (node < vec.size()) vec[node] = v;
+                    else vec.push_back(v);
+                };
+                put(column.present, static_cast<std::uint8_t>(present));
+                switch (column.type) {
+                    case PropType::str:
+                        put(column.str_ids, present ? column.strings.intern(value->text) : std::uint32_t{0});
+                        break;
+                    case PropType::int64:
+                    case PropType::timestamp:
+                        put(column.ints, present ? value->integer : std::int64_t{0});
+                        break;
+                    case PropType::float64:
+                        put(column.reals, present ? value->real : 0.0);
+                        break;
+                }
+            }
+        };
         for (std::size_t i = 0; i < batch.count; ++i) {
             const std::string& label = batch.labels ? batch.labels[i] : empty_string();
             const std::string& tenant = batch.tenants ? batch.tenants[i] : empty_string();
@@ -281,6 +393,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
                 node_props_.set(node, props);
                 node_vectors_.set_row(node, row);
                 replaced.push_back(node);
+                write_props(node, i);
                 continue;
             }
             node = static_cast<node_id_t>(node_keys_.size());
@@ -291,10 +404,15 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
             node_ts_.push_back(ts);
             node_texts_.push_back(text);
             node_props_.push_back(props);
+            node_aliases_.push_back(empty_string());
             node_vectors_.append_rows(row, 1);
+            write_props(node, i);
         }
         node_dead_.resize(node_keys_.size(), 0);
         delta_.flags.resize(node_keys_.size(), 0);
+        if (!prop_columns_.empty()) refresh_prop_views();
+        if (!replaced.empty()) text_changed_ = true;
+        for (std::size_t i = 0; batch.texts && i < batch.count && !text_changed_; ++i) text_changed_ = !batch.texts[i].empty();
     }
     if (replaying_ || defer_index_) {  // one parallel HNSW pass later (flush_deferred)
         for (std::size_t i = 0; i < prepared.count_new; ++i) deferred_hnsw_.push_back(static_cast<node_id_t>(first + i));
@@ -550,6 +668,7 @@ void Engine::apply_edge_deletes(const std::vector<edge_id_t>& edges) {
 }
 
 void Engine::apply_node_deletes(const std::vector<node_id_t>& nodes) {
+    if (!nodes.empty()) text_changed_ = true;
     auto lock = write_lock();
     for (node_id_t node : nodes) {
         if (node_dead_[node]) continue;
@@ -622,6 +741,43 @@ Status Engine::delete_tenant(const std::string& tenant, std::size_t* deleted) {
     apply_node_deletes(nodes);
     if (deleted) *deleted = nodes.size();
     return finish_write(writer, lsn.value());
+}
+
+Status Engine::set_aliases(const std::string* keys, const std::string* aliases, std::size_t count) {
+    if (count == 0) return Status::OK();
+    std::unique_lock<std::mutex> writer(writer_mutex_);
+    VG_RETURN_IF_ERROR(writable());
+    auto nodes = alias_targets(keys, count);
+    if (!nodes.ok()) return nodes.status();
+    auto lsn = log(record::set_aliases, [&](wal::PayloadWriter& out) {
+        out.u32(static_cast<std::uint32_t>(count));
+        for (std::size_t i = 0; i < count; ++i) {
+            out.str(keys[i]);
+            out.str(aliases[i]);
+        }
+    });
+    if (!lsn.ok()) return lsn.status();
+    apply_aliases(nodes.value(), aliases);
+    return finish_write(writer, lsn.value());
+}
+
+Result<std::vector<node_id_t>> Engine::alias_targets(const std::string* keys, std::size_t count) const {
+    std::vector<node_id_t> nodes(count);
+    std::unordered_set<node_id_t> seen;
+    for (std::size_t i = 0; i < count; ++i) {
+        auto it = key_to_node_.find(keys[i]);
+        if (it == key_to_node_.end())
+            return Status::not_found("key " + display_key(keys[i]) + " (row " + std::to_string(i) + ") is not in the graph");
+        if (!seen.insert(it->second).second)
+            return Status::invalid_argument("key " + display_key(keys[i]) + " appears twice (row " + std::to_string(i) + ")");
+        nodes[i] = it->second;
+    }
+    return nodes;
+}
+
+void Engine::apply_aliases(const std::vector<node_id_t>& nodes, const std::string* aliases) {
+    auto lock = write_lock();
+    for (std::size_t i = 0; i < nodes.size(); ++i) node_aliases_.set(nodes[i], aliases[i]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1072,10 +1228,28 @@ Status Engine::replay_record(std::uint8_t type, std::uint64_t lsn, std::string_v
             apply_node_deletes(tenant_nodes(tenant));
             break;
         }
+        case record::set_aliases: {
+            std::uint32_t count = in.u32();
+            if (in.failed() || count > in.remaining() / 8) return bad("its key count exceeds its size");
+            std::vector<std::string> keys(count), aliases(count);
+            for (std::uint32_t i = 0; i < count && !in.failed(); ++i) {
+                keys[i] = in.str();
+                aliases[i] = in.str();
+            }
+            if (in.failed() || !in.done()) return bad("its payload is malformed");
+            auto nodes = alias_targets(keys.data(), count);
+            if (!nodes.ok()) return check(nodes.status());
+            apply_aliases(nodes.value(), aliases.data());
+            break;
+        }
         case static_cast<std::uint8_t>(wal::RecordType::checkpoint):
             break;  // a marker: nothing to apply
         default:
             return bad("the record type is unknown to this version");
+    }
+    if (text_changed_) {
+        last_text_lsn_.store(lsn);
+        text_changed_ = false;
     }
     last_lsn_.store(lsn);
     return Status::OK();
@@ -1086,10 +1260,10 @@ void Engine::pause_writes(const std::function<void()>& fn) const {
     fn();
 }
 
-Result<ExportedState> Engine::export_state() {
+Result<ExportedState> Engine::export_state(bool roll_wal) {
     // Called inside pause_writes: no append can run. Start a new WAL segment at the next LSN,
     // so that once the snapshot is committed every older segment can be dropped.
-    if (wal_) {
+    if (wal_ && roll_wal) {
         Status rolled = wal_->roll_segment();
         if (!rolled.ok()) {
             if (read_only_.empty())
@@ -1126,6 +1300,12 @@ std::string_view Engine::edge_text(edge_id_t edge) const {
     return edge_texts_[edge];
 }
 
+void Engine::edge_strings(edge_id_t edge, std::string* text, std::string* props) const {
+    auto lock = read_lock();
+    text->assign(edge_texts_[edge]);
+    props->assign(edge_props_[edge]);
+}
+
 std::string_view Engine::edge_props(edge_id_t edge) const {
     auto lock = read_lock();
     return edge_props_[edge];
@@ -1140,7 +1320,8 @@ Status Engine::validate(const SearchRequest& r) const {
                           : Status::invalid_argument(std::string(name) + " must be >= 1, got " + std::to_string(value));
     };
     VG_RETURN_IF_ERROR(positive("k", r.k));
-    VG_RETURN_IF_ERROR(positive("seeds", r.seeds));
+    if (!(r.seeds == 0 && !r.extra_seeds.empty()))  // seeds 0: only the extra (named) seeds
+        VG_RETURN_IF_ERROR(positive("seeds", r.seeds));
     VG_RETURN_IF_ERROR(positive("max_visited", r.max_visited));
     VG_RETURN_IF_ERROR(positive("max_fanout", r.max_fanout));
     if (r.hops < 0) return Status::invalid_argument("hops must be >= 0, got " + std::to_string(r.hops));
@@ -1150,7 +1331,35 @@ Status Engine::validate(const SearchRequest& r) const {
     if (r.ts_min > r.ts_max)
         return Status::invalid_argument("ts_min (" + std::to_string(r.ts_min) + ") is after ts_max (" +
                                         std::to_string(r.ts_max) + ")");
+    for (const auto& q : r.where) {
+        std::size_t p = prop_index(q.name);
+        if (p == SIZE_MAX) return Status::invalid_argument("where: " + declared_props_text(q.name));
+        bool is_str = config_.filterable[p].type == PropType::str;
+        bool has_range = q.int_min != INT64_MIN || q.int_max != INT64_MAX || q.real_min != -HUGE_VAL || q.real_max != HUGE_VAL;
+        if (is_str && has_range)
+            return Status::invalid_argument("where: '" + q.name + "' is a str property; it takes values, not a range");
+        if (is_str && q.in_set)
+            return Status::invalid_argument("where: '" + q.name + "' is a str property; it takes strings, not numbers");
+        if (!is_str && !q.strings.empty())
+            return Status::invalid_argument("where: '" + q.name + "' is a " + prop_type_name(config_.filterable[p].type) +
+                                            " property; it takes numbers, not strings");
+    }
     return Status::OK();
+}
+
+std::size_t Engine::prop_index(const std::string& name) const {
+    for (std::size_t p = 0; p < config_.filterable.size(); ++p)
+        if (config_.filterable[p].name == name) return p;
+    return SIZE_MAX;
+}
+
+std::string Engine::declared_props_text(const std::string& name) const {
+    std::string text = "'" + name + "' is not a filterable property; ";
+    if (config_.filterable.empty()) return text + "none was declared when the graph was created";
+    text += "declared: ";
+    for (std::size_t p = 0; p < config_.filterable.size(); ++p)
+        text += (p ? ", " : "") + config_.filterable[p].name + " (" + prop_type_name(config_.filterable[p].type) + ")";
+    return text;
 }
 
 Status Engine::validate_queries(const float* queries, std::size_t count, std::size_t dim) const {
@@ -1173,6 +1382,44 @@ Result<SearchResult> Engine::search(const float* query, std::size_t dim, const S
     SearchResult result;
     VG_RETURN_IF_ERROR(search_locked(query, request, lease.slot(), result));
     return result;
+}
+
+Result<std::vector<std::uint8_t>> Engine::admits(const std::string* keys, std::size_t count,
+                                                  const SearchRequest& request) const {
+    VG_RETURN_IF_ERROR(validate(request));
+    auto lock = read_lock();
+    NodeFilter filter;
+    build_filter(request, filter);
+    const NodeColumns columns = node_columns();
+    std::vector<std::uint8_t> out(count, 0);
+    for (std::size_t i = 0; i < count; ++i) {
+        auto it = key_to_node_.find(keys[i]);
+        if (it == key_to_node_.end() || node_dead_[it->second]) continue;
+        out[i] = filter.admits(columns, it->second) ? 1 : 0;
+    }
+    return out;
+}
+
+Result<std::vector<float>> Engine::score_edges(const float* query, std::size_t dim, const edge_id_t* edges,
+                                               std::size_t count) const {
+    if (dim != config_.dim)
+        return Status::dimension_mismatch("query has dim " + std::to_string(dim) + ", graph has dim " +
+                                          std::to_string(config_.dim));
+    VG_RETURN_IF_ERROR(validate_vector(query, dim, config_.metric, "query", 0));
+    QuantizedVector q;
+    node_vectors_.quantize_into(query, q);
+    auto lock = read_lock();
+    const simd::dot_i8_fn dot = simd::active().dot_i8;
+    std::vector<float> out(count, std::numeric_limits<float>::quiet_NaN());
+    for (std::size_t i = 0; i < count; ++i) {
+        if (edges[i] >= edge_src_.size()) return Status::invalid_argument("edge id " + std::to_string(edges[i]) + " out of range");
+        std::uint32_t row = edge_vector_rows_.empty() ? invalid_id : edge_vector_rows_[edges[i]];
+        if (row == invalid_id) continue;
+        std::int32_t product = dot(q.codes.data(), edge_vectors_.codes(row), config_.dim);
+        out[i] = score_from_dot(config_.metric, product, q.scale, q.sq_norm, edge_vectors_.scale(row),
+                                edge_vectors_.sq_norm(row));
+    }
+    return out;
 }
 
 Result<std::vector<SearchResult>> Engine::search_batch(const float* queries, std::size_t count, std::size_t dim,
@@ -1207,27 +1454,75 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
     result.path_offsets.push_back(0);
     if (count == count_dead_nodes_) return Status::OK();
 
-    // Filters: names the graph has never seen match nothing.
     NodeFilter& filter = scratch.filter;
-    filter.reset();
-    if (request.filter_labels) labels_.mask_of(request.labels, filter.allow_labels());
-    if (request.filter_tenants) tenants_.mask_of(request.tenants, filter.allow_tenants());
-    if (request.ts_min != INT64_MIN || request.ts_max != INT64_MAX) filter.set_ts_range(request.ts_min, request.ts_max);
+    build_filter(request, filter);
     const NodeColumns columns = node_columns();
     const NodeFilter* active_filter = filter.needed(columns) ? &filter : nullptr;
 
     // Seeds.
     node_vectors_.quantize_into(query, scratch.query);
     auto wanted_seeds = static_cast<std::size_t>(request.seeds);
-    if (request.exact) {
+    scratch.seeds.clear();
+    if (wanted_seeds == 0) {
+        // Only the extra seeds below.
+    } else if (request.exact) {
         exact_seeds(scratch.query, wanted_seeds, active_filter, columns, scratch);
     } else {
         seed_index_->search(scratch.query, wanted_seeds, static_cast<std::size_t>(request.ef), active_filter, columns,
                             slot, scratch.seeds);
     }
+    if (!request.extra_seeds.empty()) {
+        // Named seeds first (in the order given), scored like any node; then the similarity seeds.
+        std::vector<ScoredNode> named;
+        const simd::dot_i8_fn dot = simd::active().dot_i8;
+        for (const std::string& key : request.extra_seeds) {
+            auto it = key_to_node_.find(key);
+            if (it == key_to_node_.end()) continue;
+            node_id_t node = it->second;
+            if ((active_filter && !active_filter->admits(columns, node)) || (!active_filter && node_dead_[node])) continue;
+            bool seen = false;
+            for (const ScoredNode& s : named) seen = seen || s.node == node;
+            if (seen) continue;
+            std::int32_t product = dot(scratch.query.codes.data(), node_vectors_.codes(node), config_.dim);
+            named.push_back({node, score_from_dot(config_.metric, product, scratch.query.scale, scratch.query.sq_norm,
+                                                  node_vectors_.scale(node), node_vectors_.sq_norm(node))});
+        }
+        for (const ScoredNode& s : scratch.seeds) {
+            bool seen = false;
+            for (const ScoredNode& n : named) seen = seen || n.node == s.node;
+            if (!seen) named.push_back(s);
+        }
+        scratch.seeds.swap(named);
+    }
     result.count_seeds = scratch.seeds.size();
+    return expand_and_score(request, scratch, columns, active_filter, result);
+}
 
-    // Expansion and scoring.
+void Engine::build_filter(const SearchRequest& request, NodeFilter& filter) const {
+    // Names the graph has never seen match nothing.
+    filter.reset();
+    if (request.filter_labels) labels_.mask_of(request.labels, filter.allow_labels());
+    if (request.filter_tenants) tenants_.mask_of(request.tenants, filter.allow_tenants());
+    if (request.ts_min != INT64_MIN || request.ts_max != INT64_MAX) filter.set_ts_range(request.ts_min, request.ts_max);
+    for (const auto& q : request.where) {
+        PropCondition& condition = filter.add_prop_condition();
+        condition.column = static_cast<std::uint32_t>(prop_index(q.name));  // checked by validate()
+        if (config_.filterable[condition.column].type == PropType::str)
+            prop_columns_[condition.column].strings.mask_of(q.strings, condition.str_ok);
+        condition.int_min = q.int_min;
+        condition.int_max = q.int_max;
+        condition.real_min = q.real_min;
+        condition.real_max = q.real_max;
+        condition.in_set = q.in_set;
+        condition.int_in = q.int_values;
+        condition.real_in = q.real_values;
+        std::sort(condition.int_in.begin(), condition.int_in.end());
+        std::sort(condition.real_in.begin(), condition.real_in.end());
+    }
+}
+
+Status Engine::expand_and_score(const SearchRequest& request, TraversalScratch& scratch, const NodeColumns& columns,
+                                const NodeFilter* active_filter, SearchResult& result) const {
     TraversalParams params;
     params.k = static_cast<std::size_t>(request.k);
     params.hops = static_cast<std::size_t>(request.hops);
@@ -1326,6 +1621,7 @@ NodeRecord Engine::node(node_id_t node, bool with_vector) const {
     record.ts = node_ts_[node];
     record.text = std::string(node_texts_[node]);
     record.props = std::string(node_props_[node]);
+    record.aliases = std::string(node_aliases_[node]);
     if (with_vector) {
         record.vector.resize(config_.dim);
         node_vectors_.dequantize(node, record.vector.data());
@@ -1395,6 +1691,10 @@ EngineStats Engine::stats() const {
     std::size_t key_bytes = key_to_node_.bucket_count() * sizeof(void*) + node_keys_.capacity() * sizeof(void*);
     for (const auto& entry : key_to_node_) key_bytes += sizeof(entry) + 2 * sizeof(void*) + entry.first.capacity();
     s.key_bytes = key_bytes;
+    s.prop_bytes = 0;
+    for (const PropColumn& column : prop_columns_)
+        s.prop_bytes += column.str_ids.capacity() * sizeof(std::uint32_t) + column.ints.capacity() * sizeof(std::int64_t) +
+                        column.reals.capacity() * sizeof(double) + column.present.capacity();
     return s;
 }
 

@@ -14,6 +14,25 @@ const char* metric_name(Metric metric) noexcept {
     return "?";
 }
 
+const char* prop_type_name(PropType type) noexcept {
+    switch (type) {
+        case PropType::str: return "str";
+        case PropType::int64: return "int64";
+        case PropType::float64: return "float64";
+        case PropType::timestamp: return "timestamp";
+    }
+    return "?";
+}
+
+bool parse_prop_type(std::string_view name, PropType* type) noexcept {
+    if (name == "str") *type = PropType::str;
+    else if (name == "int64") *type = PropType::int64;
+    else if (name == "float64") *type = PropType::float64;
+    else if (name == "timestamp") *type = PropType::timestamp;
+    else return false;
+    return true;
+}
+
 bool parse_metric(std::string_view name, Metric* metric) noexcept {
     if (name == "cos") *metric = Metric::cos;
     else if (name == "ip") *metric = Metric::ip;

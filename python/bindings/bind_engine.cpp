@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <unordered_map>
@@ -149,7 +150,8 @@ void read_filter(const py::object& values, const char* name, bool* active, std::
 SearchRequest make_request(std::int64_t k, std::int64_t seeds, std::int64_t hops, std::int64_t max_visited,
                            std::int64_t max_fanout, const std::string& direction, const py::object& rels,
                            const py::object& labels, const py::object& tenants, std::int64_t ts_min,
-                           std::int64_t ts_max, double hop_decay, bool exact, std::int64_t ef) {
+                           std::int64_t ts_max, double hop_decay, bool exact, std::int64_t ef, const py::object& where,
+                           const py::object& extra_seeds = py::none()) {
     SearchRequest r;
     r.k = k;
     r.seeds = seeds;
@@ -165,6 +167,34 @@ SearchRequest make_request(std::int64_t k, std::int64_t seeds, std::int64_t hops
     r.hop_decay = hop_decay;
     r.exact = exact;
     r.ef = ef;
+    if (!extra_seeds.is_none()) r.extra_seeds = encode_keys(extra_seeds, "extra_seeds");
+    // where: a list of (name, values or None, int_min, int_max, real_min, real_max), built by the facade.
+    if (!where.is_none()) {
+        for (auto item : where.cast<py::list>()) {
+            auto t = item.cast<py::tuple>();
+            if (t.size() != 6) throw py::value_error("where conditions must be 6-tuples");
+            SearchRequest::PropQuery q;
+            q.name = t[0].cast<std::string>();
+            if (!t[1].is_none()) {
+                for (auto v : t[1].cast<py::list>()) {
+                    if (py::isinstance<py::str>(v)) {
+                        q.strings.push_back(v.cast<std::string>());
+                        continue;
+                    }
+                    q.in_set = true;
+                    double real = v.cast<double>();
+                    q.real_values.push_back(real);
+                    if (py::isinstance<py::int_>(v)) q.int_values.push_back(v.cast<std::int64_t>());
+                    else if (std::trunc(real) == real && std::fabs(real) < 9.2e18) q.int_values.push_back(static_cast<std::int64_t>(real));
+                }
+            }
+            q.int_min = t[2].cast<std::int64_t>();
+            q.int_max = t[3].cast<std::int64_t>();
+            q.real_min = t[4].cast<double>();
+            q.real_max = t[5].cast<double>();
+            r.where.push_back(std::move(q));
+        }
+    }
     return r;
 }
 
@@ -201,7 +231,8 @@ node_id_t find_node(const Engine& engine, const py::handle& key) {
 class PyEngine {
   public:
     PyEngine(std::size_t dim, const std::string& metric, std::size_t connectivity, std::size_t expansion_add,
-             std::size_t expansion_search, std::size_t threads, std::size_t auto_compact_edges) {
+             std::size_t expansion_search, std::size_t threads, std::size_t auto_compact_edges,
+             const std::vector<std::pair<std::string, std::string>>& filterable) {
         EngineConfig config;
         config.dim = dim;
         if (!parse_metric(metric, &config.metric))
@@ -211,6 +242,14 @@ class PyEngine {
         config.hnsw.expansion_search = expansion_search;
         config.threads = threads;
         config.auto_compact_edges = auto_compact_edges;
+        for (const auto& [name, type] : filterable) {
+            PropSpec spec{name, PropType::str};
+            if (!parse_prop_type(type, &spec.type))
+                raise_status(Status::invalid_argument("filterable property '" + name +
+                                                      "': type must be 'str', 'int64', 'float64' or 'timestamp', got '" +
+                                                      type + "'"));
+            config.filterable.push_back(spec);
+        }
         engine_ = unwrap(Engine::create(config));
     }
 
@@ -292,6 +331,13 @@ class PyEngine {
         return deleted;
     }
 
+    // aliases: one opaque string per key (the facade joins each node's list with U+001F).
+    void set_aliases(const py::sequence& keys, const py::list& aliases) {
+        std::vector<std::string> encoded = encode_keys(keys, "keys");
+        std::vector<std::string> values = to_strings(aliases, "aliases", encoded.size());
+        released([&] { return engine_->set_aliases(encoded.data(), values.data(), encoded.size()); });
+    }
+
     std::size_t delete_tenant(const std::string& tenant) {
         std::size_t deleted = 0;
         Status status;
@@ -318,6 +364,8 @@ class PyEngine {
     void close_wal() { released([&] { return engine_->close_wal(); }); }
     void drop_wal_before(std::uint64_t lsn) { released([&] { return engine_->drop_wal_before(lsn); }); }
     std::uint64_t last_lsn() const { return engine_->last_lsn(); }
+    std::uint64_t last_text_lsn() const { return engine_->last_text_lsn(); }
+    void set_last_text_lsn(std::uint64_t lsn) { engine_->set_last_text_lsn(lsn); }
     void defer_indexing(bool on) { released([&] { return engine_->defer_indexing(on); }); }
     bool indexing_deferred() const { return engine_->indexing_deferred(); }
     std::size_t count_deferred() const { return engine_->count_deferred(); }
@@ -379,14 +427,14 @@ class PyEngine {
 
     // With `hnsw_path`, also writes the HNSW graph there at the same LSN when it holds exactly
     // the exported nodes (d["hnsw_saved"] says whether it did).
-    py::dict export_state(const std::string& hnsw_path) {
+    py::dict export_state(const std::string& hnsw_path, bool roll_wal) {
         py::dict d;
         Status status;
         bool hnsw_saved = false;
         // Writers wait meanwhile; they release the GIL before taking the writer lock, so holding
         // the GIL here cannot deadlock with them.
         engine_->pause_writes([&] {
-            Result<ExportedState> state = engine_->export_state();
+            Result<ExportedState> state = engine_->export_state(roll_wal);
             if (!state.ok()) {
                 status = state.status();
                 return;
@@ -442,7 +490,7 @@ class PyEngine {
         const VectorStore& edge_store = engine_->edge_store();
         std::size_t stride = nodes.stride_bytes();
         std::size_t n = state.nodes.size(), m = state.edges.size();
-        StringsOut keys, texts, props;
+        StringsOut keys, texts, props, aliases;
         InternedOut labels, tenants;
         py::array_t<std::int64_t> ts(static_cast<py::ssize_t>(n));
         py::array_t<std::int8_t> rows({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(stride)});
@@ -453,6 +501,7 @@ class PyEngine {
             tenants.add(r.tenant);
             texts.add(r.text);
             props.add(r.props);
+            aliases.add(r.aliases);
             ts.mutable_data()[i] = r.ts;
             std::memcpy(rows.mutable_data() + i * stride, nodes.row_data(state.nodes[i]), stride);
         }
@@ -480,12 +529,14 @@ class PyEngine {
         for (std::size_t j = 0; j < vector_rows.size(); ++j)
             std::memcpy(edge_rows.mutable_data() + j * stride, edge_store.row_data(vector_rows[j]), stride);
         d["lsn"] = state.lsn;
+        d["text_lsn"] = engine_->last_text_lsn();
         d["keys"] = keys.release();
         d["labels"] = labels.release();
         d["tenants"] = tenants.release();
         d["ts"] = ts;
         d["texts"] = texts.release();
         d["props"] = props.release();
+        d["aliases"] = aliases.release();
         d["rows"] = rows;
         d["edge_src"] = src;
         d["edge_dst"] = dst;
@@ -603,10 +654,11 @@ class PyEngine {
     py::tuple search(const py::array& query, std::int64_t k, std::int64_t seeds, std::int64_t hops,
                      std::int64_t max_visited, std::int64_t max_fanout, const std::string& direction,
                      const py::object& rels, const py::object& labels, const py::object& tenants, std::int64_t ts_min,
-                     std::int64_t ts_max, double hop_decay, bool exact, std::int64_t ef) {
+                     std::int64_t ts_max, double hop_decay, bool exact, std::int64_t ef, const py::object& where,
+                     const py::object& extra_seeds) {
         auto q = check_float_array(query, "query", 1, dim());
         SearchRequest request = make_request(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
-                                             ts_min, ts_max, hop_decay, exact, ef);
+                                             ts_min, ts_max, hop_decay, exact, ef, where, extra_seeds);
         Result<SearchResult> result = Status::internal("not run");
         {
             py::gil_scoped_release release;
@@ -615,14 +667,45 @@ class PyEngine {
         return result_to_python(*engine_, unwrap(std::move(result)));
     }
 
+    py::array_t<std::uint8_t> admits(const py::sequence& keys, const py::object& labels, const py::object& tenants,
+                                     std::int64_t ts_min, std::int64_t ts_max, const py::object& where) {
+        std::vector<std::string> encoded = encode_keys(keys, "keys");
+        SearchRequest request = make_request(1, 1, 0, 1, 1, "both", py::none(), labels, tenants, ts_min, ts_max, 1.0,
+                                             false, 0, where);
+        Result<std::vector<std::uint8_t>> out = Status::internal("not run");
+        {
+            py::gil_scoped_release release;
+            out = engine_->admits(encoded.data(), encoded.size(), request);
+        }
+        std::vector<std::uint8_t> flags = unwrap(std::move(out));
+        py::array_t<std::uint8_t> array(static_cast<py::ssize_t>(flags.size()));
+        if (!flags.empty()) std::memcpy(array.mutable_data(), flags.data(), flags.size());
+        return array;
+    }
+
+    py::array_t<float> score_edges(const py::array& query, const py::array& edge_ids) {
+        auto q = check_float_array(query, "query", 1, dim());
+        auto ids = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>::ensure(edge_ids);
+        if (!ids || ids.ndim() != 1) throw py::value_error("edge_ids must be a 1-d array of edge ids");
+        Result<std::vector<float>> out = Status::internal("not run");
+        {
+            py::gil_scoped_release release;
+            out = engine_->score_edges(q.data(), dim(), ids.data(), static_cast<std::size_t>(ids.shape(0)));
+        }
+        std::vector<float> scores = unwrap(std::move(out));
+        py::array_t<float> array(static_cast<py::ssize_t>(scores.size()));
+        if (!scores.empty()) std::memcpy(array.mutable_data(), scores.data(), scores.size() * sizeof(float));
+        return array;
+    }
+
     py::list search_batch(const py::array& queries, std::int64_t k, std::int64_t seeds, std::int64_t hops,
                           std::int64_t max_visited, std::int64_t max_fanout, const std::string& direction,
                           const py::object& rels, const py::object& labels, const py::object& tenants,
                           std::int64_t ts_min, std::int64_t ts_max, double hop_decay, bool exact, std::int64_t ef,
-                          std::size_t threads) {
+                          std::size_t threads, const py::object& where) {
         auto q = check_float_array(queries, "queries", 2, dim());
         SearchRequest request = make_request(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
-                                             ts_min, ts_max, hop_decay, exact, ef);
+                                             ts_min, ts_max, hop_decay, exact, ef, where);
         auto count = static_cast<std::size_t>(q.shape(0));
         Status valid;
         {
@@ -642,6 +725,25 @@ class PyEngine {
             }
             for (const SearchResult& r : unwrap(std::move(results))) out.append(result_to_python(*engine_, r));
             if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        }
+        return out;
+    }
+
+    // (src, rel, dst, weight, text, props, has_vector) of each edge id.
+    py::list edge_details(const py::array& edge_ids) {
+        auto ids = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>::ensure(edge_ids);
+        if (!ids) throw py::type_error("edge ids must be an array of uint32");
+        std::size_t count_edges = engine_->count_edge_ids();
+        py::list out;
+        for (py::ssize_t i = 0; i < ids.size(); ++i) {
+            std::uint32_t id = ids.data()[i];
+            if (id >= count_edges) throw py::index_error("edge id " + std::to_string(id) + " is out of range");
+            EdgeRecord e = engine_->edge(id);
+            std::string text, props;
+            engine_->edge_strings(id, &text, &props);
+            out.append(py::make_tuple(decode_key(engine_->key(e.src)), to_py_str(e.rel), decode_key(engine_->key(e.dst)),
+                                      e.weight, to_py_str(text), to_py_str(props),
+                                      engine_->edge_vector_row(id) != invalid_id));
         }
         return out;
     }
@@ -668,10 +770,20 @@ class PyEngine {
         d["ts"] = r.ts;
         d["text"] = to_py_str(r.text);
         d["props"] = to_py_str(r.props);
+        d["aliases"] = to_py_str(r.aliases);
         py::array_t<float> vector(static_cast<py::ssize_t>(r.vector.size()));
         std::memcpy(vector.mutable_data(), r.vector.data(), r.vector.size() * sizeof(float));
         d["vector"] = vector;
         return d;
+    }
+
+    // Edge ids at a node, in traversal order.
+    py::array_t<std::uint32_t> neighbor_ids(const py::handle& key, const std::string& direction) {
+        node_id_t node = find_node(*engine_, key);
+        std::vector<EdgeRecord> found = engine_->neighbors(node, parse_direction_arg(direction), false, {});
+        py::array_t<std::uint32_t> ids(static_cast<py::ssize_t>(found.size()));
+        for (std::size_t i = 0; i < found.size(); ++i) ids.mutable_data()[i] = found[i].edge;
+        return ids;
     }
 
     py::list neighbors(const py::handle& key, const std::string& direction, const py::object& rels) {
@@ -731,6 +843,7 @@ class PyEngine {
         d["hnsw_bytes"] = s.hnsw_bytes;
         d["key_bytes"] = s.key_bytes;
         d["text_bytes"] = s.text_bytes;
+        d["prop_bytes"] = s.prop_bytes;
         d["isa"] = simd::active_isa();
         d["deleted_nodes"] = s.count_deleted_nodes;
         d["deleted_edges"] = s.count_deleted_edges;
@@ -752,9 +865,10 @@ void bind_engine(py::module_& m) {
     constexpr std::int64_t ts_hi = std::numeric_limits<std::int64_t>::max();
     py::class_<PyEngine>(m, "Engine", "Core engine; use vecgraph.Graph instead.")
         .def(py::init<std::size_t, const std::string&, std::size_t, std::size_t, std::size_t, std::size_t,
-                      std::size_t>(),
+                      std::size_t, const std::vector<std::pair<std::string, std::string>>&>(),
              py::arg("dim"), py::arg("metric"), py::arg("connectivity"), py::arg("expansion_add"),
-             py::arg("expansion_search"), py::arg("threads"), py::arg("auto_compact_edges") = 100000)
+             py::arg("expansion_search"), py::arg("threads"), py::arg("auto_compact_edges") = 100000,
+             py::arg("filterable") = std::vector<std::pair<std::string, std::string>>{})
         .def_property_readonly("dim", &PyEngine::dim)
         .def_property_readonly("metric", &PyEngine::metric)
         .def("add_nodes", &PyEngine::add_nodes, py::arg("keys"), py::arg("vectors"), py::arg("labels"),
@@ -764,19 +878,27 @@ void bind_engine(py::module_& m) {
         .def("search", &PyEngine::search, py::arg("query"), py::arg("k"), py::arg("seeds"), py::arg("hops"),
              py::arg("max_visited"), py::arg("max_fanout"), py::arg("direction"), py::arg("rels"), py::arg("labels"),
              py::arg("tenants"), py::arg("ts_min") = ts_lo, py::arg("ts_max") = ts_hi, py::arg("hop_decay") = 1.0,
-             py::arg("exact") = false, py::arg("ef") = 0)
+             py::arg("exact") = false, py::arg("ef") = 0, py::arg("where") = py::none(),
+             py::arg("extra_seeds") = py::none())
+        .def("admits", &PyEngine::admits, py::arg("keys"), py::arg("labels"), py::arg("tenants"),
+             py::arg("ts_min") = ts_lo, py::arg("ts_max") = ts_hi, py::arg("where") = py::none())
+        .def("score_edges", &PyEngine::score_edges, py::arg("query"), py::arg("edge_ids"))
         .def("search_batch", &PyEngine::search_batch, py::arg("queries"), py::arg("k"), py::arg("seeds"),
              py::arg("hops"), py::arg("max_visited"), py::arg("max_fanout"), py::arg("direction"), py::arg("rels"),
              py::arg("labels"), py::arg("tenants"), py::arg("ts_min") = ts_lo, py::arg("ts_max") = ts_hi,
-             py::arg("hop_decay") = 1.0, py::arg("exact") = false, py::arg("ef") = 0, py::arg("threads") = 0)
+             py::arg("hop_decay") = 1.0, py::arg("exact") = false, py::arg("ef") = 0, py::arg("threads") = 0,
+             py::arg("where") = py::none())
         .def("upsert_nodes", &PyEngine::upsert_nodes, py::arg("keys"), py::arg("vectors"), py::arg("labels"),
              py::arg("tenants"), py::arg("ts"), py::arg("texts"), py::arg("props"))
         .def("delete_nodes", &PyEngine::delete_nodes, py::arg("keys"), py::arg("missing_ok"))
         .def("delete_edges", &PyEngine::delete_edges, py::arg("src"), py::arg("dst"), py::arg("rels"),
              py::arg("missing_ok"))
         .def("delete_tenant", &PyEngine::delete_tenant, py::arg("tenant"))
+        .def("set_aliases", &PyEngine::set_aliases, py::arg("keys"), py::arg("aliases"))
         .def("compact", &PyEngine::compact)
         .def("wait_for_compaction", &PyEngine::wait_for_compaction)
+        .def("last_text_lsn", &PyEngine::last_text_lsn)
+        .def("set_last_text_lsn", &PyEngine::set_last_text_lsn, py::arg("lsn"))
         .def("defer_indexing", &PyEngine::defer_indexing, py::arg("on"))
         .def("indexing_deferred", &PyEngine::indexing_deferred)
         .def("count_deferred", &PyEngine::count_deferred)
@@ -791,12 +913,14 @@ void bind_engine(py::module_& m) {
              py::arg("sync_interval_ms"), py::arg("segment_bytes"))
         .def("replay_wal", &PyEngine::replay_wal, py::arg("dir"), py::arg("uuid"), py::arg("from_lsn"),
              py::arg("truncate_tail"))
-        .def("export_state", &PyEngine::export_state, py::arg("hnsw_path") = "")
+        .def("export_state", &PyEngine::export_state, py::arg("hnsw_path") = "", py::arg("roll_wal") = true)
         .def("load_nodes", &PyEngine::load_nodes, py::arg("keys"), py::arg("rows"), py::arg("labels"),
              py::arg("tenants"), py::arg("ts"), py::arg("texts"), py::arg("props"))
         .def("load_edges", &PyEngine::load_edges, py::arg("src"), py::arg("dst"), py::arg("rels"), py::arg("weights"),
              py::arg("ts"), py::arg("texts"), py::arg("props"), py::arg("has_vector"), py::arg("rows"))
         .def("edges", &PyEngine::edges, py::arg("edge_ids"))
+        .def("edge_details", &PyEngine::edge_details, py::arg("edge_ids"))
+        .def("neighbor_ids", &PyEngine::neighbor_ids, py::arg("key"), py::arg("direction"))
         .def("get_node", &PyEngine::get_node, py::arg("key"))
         .def("neighbors", &PyEngine::neighbors, py::arg("key"), py::arg("direction"), py::arg("rels"))
         .def("contains", &PyEngine::contains, py::arg("key"))

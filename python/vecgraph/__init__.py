@@ -26,8 +26,8 @@ from .errors import (
     StorageError,
 )
 from .graph import Graph, Hit, SearchResult, quantize
-from . import embedders, ingest
-from . import snapshot
+from . import embedders, hybrid, ingest, snapshot, text
+from .fusion import rrf, rrf_with_ranks
 
 __version__ = "0.1.0"
 
@@ -56,6 +56,10 @@ __all__ = [
     "ingest",
     "embedders",
     "snapshot",
+    "hybrid",
+    "text",
+    "rrf",
+    "rrf_with_ranks",
     "active_isa",
     "available_isas",
     "Error",

@@ -152,6 +152,37 @@ def _rejects_paths(args: argparse.Namespace, sources: list) -> list:
     return [f"{stem}.{i}{ext}" for i in range(1, len(sources) + 1)]
 
 
+def _check_rejects_paths(args: argparse.Namespace, sources: list, rejects: list) -> None:
+    """A usage error when a rejects file (given, numbered, or the default one beside an input)
+    would be written over an input file: opening it for writing would destroy that input."""
+    from .ingest import _same_file
+
+    if args.on_error != "skip":
+        return
+    written = [r if r is not None else s + ".rejects.jsonl" for s, r in zip(sources, rejects)]
+    for reject in written:
+        for source in sources:
+            if _same_file(reject, source):
+                flag = "--rejects" if args.rejects is not None else "the default rejects file"
+                args.parser.error(f"{flag} {reject} is the input file {source}: writing the rejects there "
+                                  "would destroy it; name another --rejects file")
+
+
+def _remove_created(folder: str, top: str, before: Optional[set]) -> None:
+    """Undo a graph this command created: remove ``top`` (the first folder of the path that
+    did not exist), or, in a folder that existed, the entries that were not there before."""
+    if before is None:
+        shutil.rmtree(top, ignore_errors=True)
+        return
+    for name in set(os.listdir(folder)) - before:
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+
+
 def _print_report(kind: str, source: str, report) -> None:
     rate = f", {report.rows_read / report.seconds:,.0f} rows/s" if report.seconds > 0 else ""
     batches = f"{report.batches:,} batch" + ("" if report.batches == 1 else "es")
@@ -183,7 +214,8 @@ def _ingest_errors(args: argparse.Namespace, source: str, flags: dict) -> Iterat
         yield
     except (Error, ValueError, TypeError) as exc:
         message = str(exc).replace('pass on_error="skip"', "pass --on-error skip").replace(
-            "pass upsert=True", "pass --upsert")
+            "pass upsert=True", "pass --upsert").replace('with key_type="int"', "with --key-type int").replace(
+            '(key_type="int")', "(--key-type int)")
         message = message.replace("; or pass vector= a NumPy array, or embedder=", "; or pass --embedder")
         for param, dest in flags.items():
             flag = "--" + dest.replace("_", "-")
@@ -204,23 +236,37 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if args.embedder and args.vector_column:
         args.parser.error("--vector-column and --embedder exclude each other: "
                           "the embedder computes node vectors from the text column")
+    node_sources, edge_sources = args.nodes or [], args.edges or []
+    rejects = _rejects_paths(args, node_sources + edge_sources)
+    _check_rejects_paths(args, node_sources + edge_sources, rejects)
     from . import ingest
     from .graph import Graph
 
     embedder = _load_embedder(args.embedder) if args.embedder else None
     folder = args.folder
-    created = not os.path.exists(folder)
-    if not _is_graph(folder) and args.dim is None and embedder is None:
+    fresh = not _is_graph(folder)  # the command creates the graph: undone if it takes no row
+    before: Optional[set] = None  # entries of an existing folder the graph is created in
+    top = os.path.abspath(folder)  # the first folder of the path that does not exist yet
+    while not os.path.exists(os.path.dirname(top)) and os.path.dirname(top) != top:
+        top = os.path.dirname(top)
+    if fresh and os.path.exists(folder):
+        if not os.path.isdir(folder):
+            raise CommandError(f"{folder} is a file, not a graph folder")
+        before = set(os.listdir(folder))
+        others = sorted(before - {storage.LOCK, storage.MANIFEST + ".tmp"})
+        if others:
+            raise CommandError(f"{folder} is not empty and has no {storage.MANIFEST} ({', '.join(others[:5])}"
+                               f"{', ...' if len(others) > 5 else ''}); refusing to create a graph over other files")
+    if fresh and args.dim is None and embedder is None:
         raise CommandError(f"{folder} holds no graph yet; pass --dim (or --embedder) to create one")
     dim = args.dim
-    if dim is None and embedder is not None and not _is_graph(folder):
+    if dim is None and embedder is not None and fresh:
         dim = embedder.dim
-    graph = Graph.open(folder, dim=dim, metric=args.metric, sync=args.sync)
+    graph = None
     try:
+        graph = Graph.open(folder, dim=dim, metric=args.metric, sync=args.sync)
         with graph:
-            node_sources, edge_sources = args.nodes or [], args.edges or []
-            rejects = _rejects_paths(args, node_sources + edge_sources)
-            common = {"batch_rows": args.batch_rows, "on_error": args.on_error}
+            common = {"batch_rows": args.batch_rows, "on_error": args.on_error, "key_type": args.key_type}
             for source, reject in zip(node_sources, rejects):
                 with _ingest_errors(args, source, _NODE_FLAGS):
                     report = ingest.nodes(
@@ -241,10 +287,13 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 _print_checkpoint(graph.checkpoint())
             print(f"{folder}: {_n(len(graph), 'node')}, {_n(graph.count_edges, 'edge')}")
     except BaseException:
-        # A graph this command created and that took no row is removed, so a retry starts clean.
-        if created and len(graph) == 0 and graph.count_edges == 0:
-            graph.close()
-            shutil.rmtree(folder, ignore_errors=True)
+        # A graph this command created and that took no row is removed, so a retry starts clean:
+        # a folder that did not exist is removed, an existing empty one is left empty.
+        # When opening failed, a graph another process made there meanwhile is not touched.
+        if fresh and (len(graph) == 0 and graph.count_edges == 0 if graph is not None else not _is_graph(folder)):
+            if graph is not None:
+                graph.close()
+            _remove_created(folder, top, before)
         raise
     return 0
 
@@ -564,6 +613,10 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("graph and loading")
     g.add_argument("--upsert", action="store_true",
                    help="replace nodes whose key is already in the graph (default: reject those rows)")
+    g.add_argument("--key-type", choices=("str", "int"), default="str",
+                   help="how CSV key, src and dst fields are read: str keeps them as written (007 stays "
+                        "'007'), int parses them as integers (default str; Parquet, Arrow and JSONL keys "
+                        "keep their own types)")
     g.add_argument("--dim", type=_int_in(1, 65_536), help="vector dimension of a new graph (default: the embedder's)")
     g.add_argument("--metric", choices=("cos", "ip", "l2"), help="metric of a new graph (default cos)")
     g.add_argument("--embedder", metavar="SPEC",

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
+import math
 import numbers
 import shutil
 import threading
 import operator
 import os
+import unicodedata
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Optional, Union
@@ -16,7 +19,8 @@ from typing import Any, NamedTuple, Optional, Union
 import numpy as np
 
 from . import _core
-from . import storage
+from . import hybrid, storage
+from .fusion import rrf_with_ranks
 from .errors import CorruptionError, DimensionMismatchError, InvalidArgumentError, ReadOnlyError
 
 Key = Union[str, int]
@@ -27,6 +31,8 @@ _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _DIRECTIONS = ("out", "in", "both")
 _METRICS = ("cos", "ip", "l2")
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+TEXT_INDEX_FILE = "text.sqlite"
 _MAX_THREADS = 1024
 
 
@@ -191,10 +197,145 @@ def _props(values: Any, count: int) -> Optional[list]:
         if not isinstance(value, dict):
             raise TypeError(f"props row {row} must be a dict or None, got {type(value).__name__}")
         try:
-            out.append(json.dumps(value, ensure_ascii=False, allow_nan=False))
+            out.append(json.dumps(value, ensure_ascii=False, allow_nan=False, default=_json_default))
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"props row {row} is not JSON-serializable: {exc}") from None
     return out
+
+
+def _timestamp_us(value: Any, name: str) -> int:
+    """Microseconds since the Unix epoch from an int (taken as microseconds), a datetime
+    (naive: UTC) or a date (midnight UTC)."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.timezone.utc)
+        delta = value - _EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if isinstance(value, datetime.date):
+        return (value - _EPOCH.date()).days * 86_400_000_000
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    raise InvalidArgumentError(f"{name} must be an int (microseconds since the epoch), a datetime or a date, "
+                               f"got {type(value).__name__} {value!r}")
+
+
+def _json_default(value: Any) -> Any:
+    """props values JSON has no type for: datetimes and dates become microseconds since the
+    epoch (UTC); NumPy scalars their Python value."""
+    if isinstance(value, (datetime.datetime, datetime.date)):
+        return _timestamp_us(value, "a props value")
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_PROP_TYPES = {"str": "str", str: "str", "int": "int64", "int64": "int64", int: "int64", "float": "float64",
+               "float64": "float64", float: "float64", "timestamp": "timestamp", datetime.datetime: "timestamp"}
+
+
+def _filterable(value: Any) -> dict:
+    """{name: type} of declared filterable properties, types normalised to the core's names."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"filterable must be a dict {{name: type}}, got {type(value).__name__}")
+    out = {}
+    for name, kind in value.items():
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"filterable property names must be non-empty str, got {name!r}")
+        try:
+            out[name] = _PROP_TYPES[kind]
+        except (KeyError, TypeError):
+            raise InvalidArgumentError(
+                f"filterable property {name!r}: type must be 'str', 'int64', 'float64' or 'timestamp' "
+                f"(or str, int, float, datetime), got {kind!r}") from None
+    return out
+
+
+def _number(value: Any, kind: str, where: str) -> Union[int, float]:
+    if kind == "timestamp":
+        return _timestamp_us(value, where)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError(f"{where} must be a number for a {kind} property, got {type(value).__name__} {value!r}")
+    if kind == "int64":
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if not math.isfinite(value):
+            raise InvalidArgumentError(f"{where} must be finite, got {value!r}")
+        return value  # a real bound on an int property: rounded inward below
+    if not math.isfinite(float(value)):
+        raise InvalidArgumentError(f"{where} must be finite, got {value!r}")
+    return float(value)
+
+
+_OPERATORS = ("==", "in", ">", ">=", "<", "<=")
+
+
+def _where(where: Any, filterable: dict) -> Optional[list]:
+    """The core's conditions for ``where``: (name, values or None, int_min, int_max, real_min, real_max)."""
+    if where is None:
+        return None
+    if not isinstance(where, dict):
+        raise TypeError(f"where must be a dict {{property: condition}}, got {type(where).__name__}")
+    conditions = []
+    for name, condition in where.items():
+        kind = filterable.get(name)
+        if kind is None:
+            declared = ", ".join(f"{n} ({t})" for n, t in filterable.items()) or "none was declared when the graph was created"
+            raise InvalidArgumentError(f"where: {name!r} is not a filterable property; declared: {declared}")
+        if isinstance(condition, dict):
+            unknown = [op for op in condition if op not in _OPERATORS]
+            if unknown or not condition:
+                raise InvalidArgumentError(f"where[{name!r}]: operators are {', '.join(_OPERATORS)}; got {list(condition)!r}")
+        elif isinstance(condition, (list, tuple, set, frozenset)):
+            condition = {"in": condition}
+        else:
+            condition = {"==": condition}
+        values: Optional[list] = None
+        int_min, int_max, real_min, real_max = _INT64_MIN, _INT64_MAX, -math.inf, math.inf
+        for op, operand in condition.items():
+            label = f"where[{name!r}][{op!r}]"
+            if op in ("==", "in"):
+                items = list(operand) if op == "in" else [operand]
+                if op == "in" and isinstance(operand, (str, bytes, dict)):
+                    raise InvalidArgumentError(f"{label} must be a list of values, got {type(operand).__name__}")
+                if kind == "str":
+                    bad = [v for v in items if not isinstance(v, str)]
+                    if bad:
+                        raise InvalidArgumentError(f"{label}: {name!r} is a str property; got {bad[0]!r}")
+                    found = items
+                else:
+                    found = [_number(v, kind, label) for v in items]
+                values = found if values is None else [v for v in values if v in found]
+                continue
+            if kind == "str":
+                raise InvalidArgumentError(f"{label}: {name!r} is a str property; it takes values, not a range")
+            bound = _number(operand, kind, label)
+            if kind == "float64":
+                if op in (">", ">="):
+                    real_min = max(real_min, math.nextafter(bound, math.inf) if op == ">" else bound)
+                else:
+                    real_max = min(real_max, math.nextafter(bound, -math.inf) if op == "<" else bound)
+            else:  # int64 / timestamp: inclusive integer bounds
+                if op in (">", ">="):
+                    low = math.floor(bound) + 1 if op == ">" else math.ceil(bound)
+                    int_min = max(int_min, min(low, _INT64_MAX))
+                else:
+                    high = math.ceil(bound) - 1 if op == "<" else math.floor(bound)
+                    int_max = min(int_max, max(high, _INT64_MIN))
+        if values is not None and kind != "str":
+            # Membership of numbers: the smallest range around them, then exact values in the core.
+            if not values:
+                int_min, int_max, real_min, real_max = 1, 0, math.inf, -math.inf  # admits nothing
+            elif kind == "float64":
+                real_min, real_max = max(real_min, min(values)), min(real_max, max(values))
+            else:
+                if any(not float(v).is_integer() for v in values):
+                    values = [v for v in values if float(v).is_integer()]
+                int_min = max(int_min, int(min(values))) if values else 1
+                int_max = min(int_max, int(max(values))) if values else 0
+        conditions.append((name, values, int_min, int_max, real_min, real_max))
+    return conditions
 
 
 def _count(value: Any, name: str) -> int:
@@ -293,6 +434,11 @@ class Graph:
         auto_compact_edges: compaction starts in the background once this many edges were
             added or deleted since the last one (and at least 1/8 of the graph's edges);
             a batch this large is compacted at once. 0 turns automatic compaction off.
+        filterable: node properties to keep in typed columns for ``where`` filters,
+            ``{name: type}`` with type "str", "int64", "float64" or "timestamp" (or str, int,
+            float, datetime). Each node's value is read from its ``props`` dict (a timestamp as
+            microseconds since the epoch; datetimes in props are stored that way); a missing
+            value or one of another type never passes a filter.
 
     Vectors are stored once, as int8 codes with a float32 scale per vector (see
     :func:`quantize`); the HNSW index (Malkov & Yashunin, TPAMI 2018, via USearch) computes its
@@ -318,6 +464,7 @@ class Graph:
         expansion_search: int = 128,
         threads: Optional[int] = None,
         auto_compact_edges: int = 100_000,
+        filterable: Optional[dict] = None,
     ) -> None:
         dim = _count(dim, "dim")
         if dim < 1:
@@ -328,8 +475,9 @@ class Graph:
                 raise InvalidArgumentError(f"{name} must be >= 1, got {value}")
         threads = (os.cpu_count() or 1) if threads is None else _threads(threads, "threads")
         auto_compact_edges = _count(auto_compact_edges, "auto_compact_edges")
+        self._filterable = _filterable(filterable)
         self._engine = _core.Engine(dim, _choice(metric, "metric", _METRICS), connectivity, expansion_add,
-                                    expansion_search, threads, auto_compact_edges)
+                                    expansion_search, threads, auto_compact_edges, list(self._filterable.items()))
         self._hnsw = {"connectivity": connectivity, "expansion_add": expansion_add, "expansion_search": expansion_search}
         self._path: Optional[str] = None
         self._lock: Optional[storage.FolderLock] = None
@@ -337,6 +485,11 @@ class Graph:
         self._embedder: Optional[dict] = None  # {"name", "dim"} of an in-memory graph's embedder
         self._closed = False
         self._checkpoint_lock = threading.Lock()  # one checkpoint at a time; close waits for it
+        # BM25 over node texts (vecgraph.text), kept in step with the graph's writes; entity
+        # names (str keys and aliases) for the entity channel; both built on first use.
+        self._text: Any = None
+        self._text_lock = threading.RLock()  # writes that change texts, in LSN order
+        self._entities: Any = None
 
     # ---------------------------------------------------------------- durable graphs
 
@@ -355,6 +508,8 @@ class Graph:
         expansion_search: int = 128,
         threads: Optional[int] = None,
         auto_compact_edges: int = 100_000,
+        filterable: Optional[dict] = None,
+        _inspect: bool = False,
     ) -> "Graph":
         """Open the graph in folder ``path``, creating it if it does not exist, or recovering it.
 
@@ -376,6 +531,9 @@ class Graph:
             segment_bytes: WAL segment size; a new segment file starts past it.
             connectivity, expansion_add, expansion_search, threads, auto_compact_edges: as for
                 :class:`Graph`; the HNSW parameters of an existing graph come from its MANIFEST.
+            filterable: as for :class:`Graph`, declared when the graph is created and kept in
+                its MANIFEST; when opening an existing graph it may be omitted, and if given
+                must equal what the MANIFEST holds.
 
         Raises:
             InvalidArgumentError: a new graph without dim, a bad sync policy, metric mismatch.
@@ -413,7 +571,8 @@ class Graph:
         lock = storage.FolderLock(folder)
         loaded: Optional[dict] = None
         try:
-            storage.remove_stale_temporaries(folder)
+            if not _inspect:
+                storage.remove_stale_temporaries(folder)
             manifest = storage.read_manifest(folder)
             if manifest is None:
                 if dim is None:
@@ -425,14 +584,16 @@ class Graph:
                         "refusing to create a graph over other files"
                     )
                 metric = metric or "cos"
+                declared = _filterable(filterable)
                 manifest = storage.new_manifest(
                     _count(dim, "dim"), metric,
                     {"connectivity": connectivity, "expansion_add": expansion_add,
                      "expansion_search": expansion_search},
                 )
+                manifest["filterable"] = declared
                 graph = cls(manifest["dim"], metric, connectivity=connectivity, expansion_add=expansion_add,
                             expansion_search=expansion_search, threads=threads,
-                            auto_compact_edges=auto_compact_edges)
+                            auto_compact_edges=auto_compact_edges, filterable=declared)
                 storage.write_manifest(folder, manifest)
             else:
                 if dim is not None and _count(dim, "dim") != manifest["dim"]:
@@ -441,12 +602,18 @@ class Graph:
                     raise InvalidArgumentError(
                         f"{folder} holds a graph with metric {manifest['metric']!r}, metric={metric!r} was given")
                 hnsw = manifest["hnsw"]
+                declared = manifest.get("filterable") or {}
+                if filterable is not None and _filterable(filterable) != declared:
+                    raise InvalidArgumentError(
+                        f"{folder} holds a graph with filterable properties {declared}, filterable={filterable!r} "
+                        "was given (they are fixed when a graph is created)")
+
                 def empty_graph() -> "Graph":
                     g = cls(manifest["dim"], manifest["metric"],
                             connectivity=hnsw.get("connectivity", connectivity),
                             expansion_add=hnsw.get("expansion_add", expansion_add),
                             expansion_search=hnsw.get("expansion_search", expansion_search),
-                            threads=threads, auto_compact_edges=auto_compact_edges)
+                            threads=threads, auto_compact_edges=auto_compact_edges, filterable=declared)
                     g._engine.defer_indexing(True)  # HNSW: from the cached file, or one pass at the end
                     return g
 
@@ -470,20 +637,40 @@ class Graph:
             uuid = bytes.fromhex(manifest["uuid"])
             wal_dir = os.path.join(folder, storage.WAL_DIR)
             snapshot_lsn = int(manifest["snapshot_lsn"])
-            report = graph._engine.replay_wal(wal_dir, uuid, snapshot_lsn + 1, True)
+            graph._engine.set_last_text_lsn(int(manifest.get("text_lsn", snapshot_lsn)))
+            # _inspect (vecgraph.snapshot.verify): recover in memory only, nothing on disk changes.
+            report = graph._engine.replay_wal(wal_dir, uuid, snapshot_lsn + 1, not _inspect)
             graph._engine.defer_indexing(False)
             graph._engine.compact()
+            if report["truncated_bytes"] and not _inspect:
+                warnings.warn(
+                    f"cut {report['truncated_bytes']} bytes at the end of the WAL ({report['truncated_at']}): "
+                    "a record half-written when the process died, or damaged in its last bytes; "
+                    "a write that had not returned is lost", RuntimeWarning, stacklevel=2)
             # The WAL continues where its last segment ends; with no segment, after the snapshot.
             next_lsn = report["next_lsn"] or snapshot_lsn + 1
-            graph._engine.attach_wal(wal_dir, uuid, next_lsn, sync, sync_interval_ms, segment_bytes)
+            if not _inspect:
+                graph._engine.attach_wal(wal_dir, uuid, next_lsn, sync, sync_interval_ms, segment_bytes)
         except BaseException:
             lock.release()
             if created:  # leave no trace of a graph that was never created
                 shutil.rmtree(folder, ignore_errors=True)
             raise
         graph._path, graph._lock, graph._manifest = folder, lock, manifest
+        try:
+            if not _inspect:
+                graph._open_text_index()
+        except BaseException:
+            graph.close()
+            raise
         graph._recovery = dict(report, snapshot=manifest["snapshot"], hnsw=loaded["hnsw"] if loaded else None)
         return graph
+
+    @property
+    def filterable(self) -> dict:
+        """The filterable properties declared when the graph was created, ``{name: type}``
+        with types "str", "int64", "float64" or "timestamp"."""
+        return dict(self._filterable)
 
     @property
     def path(self) -> Optional[str]:
@@ -519,6 +706,7 @@ class Graph:
             self._engine.sync()  # the WAL must never be behind a committed snapshot
             try:
                 manifest = storage.write_snapshot(self._path, self._manifest, state, tmp)
+                manifest["text_lsn"] = int(state["text_lsn"])
                 storage.write_manifest(self._path, manifest)
             except OSError as e:
                 raise storage.StorageError(f"checkpoint of {self._path} failed: {e}") from e
@@ -583,6 +771,10 @@ class Graph:
             except ReadOnlyError:
                 pass  # the WAL had already failed; that write raised, and the LOCK goes below
             finally:
+                if self._path is not None and self._text is not None:
+                    with self._text_lock:
+                        self._text.close()
+                        self._text = None  # a later BM25 search builds one in memory
                 if self._lock is not None:
                     self._lock.release()
                     self._lock = None
@@ -783,8 +975,19 @@ class Graph:
         matrix = _float_array(vectors, "vectors", 2)
         if matrix.shape[0] != n:
             raise ValueError(f"vectors has {matrix.shape[0]} rows, keys has {n}")
-        write(keys, matrix, _strings(labels, "labels", n), _strings(tenants, "tenants", n), _int64s(ts, "ts", n),
-              _strings(texts, "texts", n), _props(props, n))
+        labels, tenants, ts = _strings(labels, "labels", n), _strings(tenants, "tenants", n), _int64s(ts, "ts", n)
+        texts, props = _strings(texts, "texts", n), _props(props, n)
+        upsert = write == self._engine.upsert_nodes
+        if not upsert and not (texts and any(texts)) and self._entities is None:
+            write(keys, matrix, labels, tenants, ts, texts, props)  # nothing for the text index
+            return
+        with self._text_lock:
+            write(keys, matrix, labels, tenants, ts, texts, props)
+            if self._text is not None and (upsert or (texts and any(texts))):
+                self._text.upsert(keys, texts or [""] * n, tenants=tenants, labels=labels, ts=ts,
+                                  lsn=self._engine.last_lsn())
+            if self._entities is not None:
+                self._entities.add_keys(keys)
 
     def add_edges(
         self,
@@ -872,7 +1075,12 @@ class Graph:
             NotFoundError: a key not in the graph (unless ``missing_ok``).
         """
         self._check_open()
-        return self._engine.delete_nodes(_keys(keys, "keys"), _flag(missing_ok, "missing_ok"))
+        keys = _keys(keys, "keys")
+        with self._text_lock:
+            deleted = self._engine.delete_nodes(keys, _flag(missing_ok, "missing_ok"))
+            if deleted and self._text is not None:
+                self._text.delete(keys, lsn=self._engine.last_lsn())
+        return deleted
 
     def delete_edges(
         self,
@@ -917,12 +1125,141 @@ class Graph:
             raise InvalidArgumentError(
                 'tenant "" is the default tenant of every node added without tenants=; '
                 "pass allow_default_tenant=True to delete all of them")
-        return self._engine.delete_tenant(tenant)
+        with self._text_lock:
+            deleted = self._engine.delete_tenant(tenant)
+            if deleted and self._text is not None:
+                self._text.delete_tenant(tenant, lsn=self._engine.last_lsn())
+        return deleted
+
+    # ---------------------------------------------------------------- names and text
+
+    def add_aliases(self, key: Key, aliases: Sequence[str]) -> list[str]:
+        """Add other names of a node (abbreviations, translations, former names), kept with
+        the node (logged, snapshotted; an upsert keeps them). A query text of
+        :meth:`hybrid_search` that mentions a node's key or one of its aliases makes the node
+        a graph seed and an ``entity`` result. Names compare after Unicode NFC normalisation
+        and casefolding, with whitespace collapsed; an alias equal to one the node has is
+        not added twice.
+
+        Args:
+            key: the node.
+            aliases: list of non-empty str (without the control character U+001F).
+
+        Returns:
+            The node's aliases after the change (NFC-normalised, in the order added).
+
+        Raises:
+            NotFoundError: key is not in the graph.
+            TypeError, InvalidArgumentError: aliases not a list of non-empty str.
+        """
+        self._check_open()
+        if isinstance(aliases, (str, bytes)) or not isinstance(aliases, Iterable):
+            raise TypeError(f"aliases must be a list of str, got {type(aliases).__name__}")
+        new = []
+        for i, alias in enumerate(aliases):
+            if not isinstance(alias, str):
+                raise TypeError(f"aliases[{i}] must be str, got {type(alias).__name__}")
+            alias = " ".join(unicodedata.normalize("NFC", alias).split())
+            if not alias or "\x1f" in alias:
+                raise InvalidArgumentError(f"aliases[{i}] must be a non-empty name without U+001F, got {aliases[i]!r}")
+            new.append(alias)
+        with self._text_lock:
+            current = self.aliases(key)
+            known = {hybrid.normalize_name(a) for a in current}
+            merged = list(current)
+            for alias in new:
+                if hybrid.normalize_name(alias) not in known:
+                    known.add(hybrid.normalize_name(alias))
+                    merged.append(alias)
+            if merged != current:
+                self._engine.set_aliases([key], [hybrid.ALIAS_SEPARATOR.join(merged)])
+                if self._entities is not None:
+                    self._entities.add(key, merged)
+        return merged
+
+    def aliases(self, key: Key) -> list[str]:
+        """The aliases of a node (see :meth:`add_aliases`). Raises NotFoundError for an unknown key."""
+        joined = self._engine.get_node(key)["aliases"]
+        return joined.split(hybrid.ALIAS_SEPARATOR) if joined else []
+
+    def _text_index(self) -> Any:
+        """The BM25 index of node texts, created (and filled from the graph) on first use."""
+        with self._text_lock:
+            if self._text is None:
+                from .text import TextIndex
+
+                index = TextIndex(None)
+                self._refill_text(index)
+                self._text = index
+            return self._text
+
+    def _refill_text(self, index: Any) -> None:
+        """Fill ``index`` with the texts of every live node (as of the graph's last write)."""
+        import pyarrow as pa
+
+        state = self._engine.export_state(roll_wal=False)
+        texts = storage.strings_array(state["texts"], pa.large_string()).to_pylist()
+        if not any(texts):
+            index.rebuild([], lsn=int(state["lsn"]))
+            return
+        keys = [storage.decode_key(k) for k in storage.strings_array(state["keys"], pa.large_binary()).to_pylist()]
+        tenants = storage.dictionary_array(state["tenants"]).cast(pa.string()).to_pylist()
+        labels = storage.dictionary_array(state["labels"]).cast(pa.string()).to_pylist()
+        items = ((k, t, tn, lb, s) for k, t, tn, lb, s in zip(keys, texts, tenants, labels, state["ts"].tolist()) if t)
+        index.rebuild(items, lsn=int(state["lsn"]))
+
+    def _open_text_index(self) -> None:
+        """Open the folder's BM25 index and bring it in step with the graph: it is rebuilt from
+        the graph's texts when it is new, damaged, behind the last write that changed texts
+        (a crash between the two), or ahead of the graph (writes the WAL lost)."""
+        from .text import TextIndex
+
+        path = os.path.join(self._path, TEXT_INDEX_FILE)
+        existed = os.path.exists(path)
+        try:
+            index = TextIndex(path)
+        except CorruptionError as damage:
+            warnings.warn(f"the BM25 index {path} is damaged ({damage}); it is rebuilt from the graph",
+                          RuntimeWarning, stacklevel=3)
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.exists(path + suffix):
+                    os.unlink(path + suffix)
+            index, existed = TextIndex(path), False
+        if not existed or not (self._engine.last_text_lsn() <= index.lsn <= self._engine.last_lsn()):
+            self._refill_text(index)
+        self._text = index
+
+    def _entity_index(self) -> Any:
+        """Names → keys for the entity channel, built on first use and kept up to date."""
+        with self._text_lock:
+            if self._entities is None:
+                import pyarrow as pa
+
+                index = hybrid.EntityIndex()
+                state = self._engine.export_state(roll_wal=False)
+                keys = [storage.decode_key(k) for k in storage.strings_array(state["keys"], pa.large_binary()).to_pylist()]
+                aliases = storage.strings_array(state["aliases"], pa.large_string()).to_pylist()
+                for key, joined in zip(keys, aliases):
+                    names = joined.split(hybrid.ALIAS_SEPARATOR) if joined else []
+                    if isinstance(key, str):
+                        names.append(key)
+                    if names:
+                        index.add(key, names)
+                self._entities = index
+            return self._entities
 
     # ---------------------------------------------------------------- search
 
     def _search_args(self, k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
-                     ts_min, ts_max, hop_decay, exact, ef) -> tuple:
+                     ts_min, ts_max, hop_decay, exact, ef, since=None, until=None) -> tuple:
+        if since is not None:
+            if ts_min is not None:
+                raise InvalidArgumentError("give since or ts_min, not both")
+            ts_min = _timestamp_us(since, "since")
+        if until is not None:
+            if ts_max is not None:
+                raise InvalidArgumentError("give until or ts_max, not both")
+            ts_max = _timestamp_us(until, "until")
         return (
             _count(k, "k"),
             _count(seeds, "seeds"),
@@ -958,6 +1295,9 @@ class Graph:
         hop_decay: float = 1.0,
         exact: bool = False,
         ef: Optional[int] = None,
+        where: Optional[dict] = None,
+        since: Any = None,
+        until: Any = None,
     ) -> SearchResult:
         """Graph-guided vector search.
 
@@ -982,6 +1322,14 @@ class Graph:
             direction: "out", "in" or "both".
             labels, tenants: admit only nodes with these labels / tenants (None: all).
             ts_min, ts_max: admit only nodes with ts in [ts_min, ts_max] (microseconds).
+            since, until: the same window as datetimes (naive: UTC), dates or microseconds.
+            where: conditions on the filterable properties declared when the graph was created,
+                all of which must hold: ``{"status": "current"}`` (equality),
+                ``{"status": ["a", "b"]}`` (membership), ``{"year": {">=": 2020, "<": 2024}}``
+                (ranges; operators ``==``, ``in``, ``>``, ``>=``, ``<``, ``<=``). Evaluated inside
+                the seed search and the traversal, like labels and tenants, so a filter that
+                admits few nodes still returns up to ``k`` of them. A node without the property
+                (or with a value of another type) never passes.
             hop_decay: score multiplier per hop (> 0; 1.0: none).
             exact: brute-force seeds instead of HNSW.
             ef: HNSW expansion at search (None: the graph's expansion_search).
@@ -992,11 +1340,14 @@ class Graph:
         Raises:
             DimensionMismatchError: query of the wrong length.
             InvalidArgumentError: k, seeds, max_visited or max_fanout < 1, hops < 0, an unknown
-                direction, NaN/inf in the query, an all-zero query under "cos".
+                direction, NaN/inf in the query, an all-zero query under "cos", ``where`` on a
+                property that was not declared filterable (the message names the declared ones)
+                or with a value of the wrong type.
         """
         args = self._search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
-                                 ts_min, ts_max, hop_decay, exact, ef)
-        return SearchResult(self._engine.search(_float_array(query, "query", 1), *args), self._engine)
+                                 ts_min, ts_max, hop_decay, exact, ef, since, until)
+        return SearchResult(self._engine.search(_float_array(query, "query", 1), *args,
+                                                where=_where(where, self._filterable)), self._engine)
 
     def search_batch(
         self,
@@ -1017,15 +1368,164 @@ class Graph:
         exact: bool = False,
         ef: Optional[int] = None,
         threads: Optional[int] = None,
+        where: Optional[dict] = None,
+        since: Any = None,
+        until: Any = None,
     ) -> list[SearchResult]:
         """:meth:`search` for each row of an (n, dim) array of queries, on ``threads`` threads
         (default: all cores), with the GIL released. Returns n results in query order.
         Every query is checked before any runs; Ctrl-C stops between chunks of 1024 queries."""
         args = self._search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
-                                 ts_min, ts_max, hop_decay, exact, ef)
+                                 ts_min, ts_max, hop_decay, exact, ef, since, until)
         threads = 0 if threads is None else _threads(threads, "threads")
-        raw = self._engine.search_batch(_float_array(queries, "queries", 2), *args, threads)
+        raw = self._engine.search_batch(_float_array(queries, "queries", 2), *args, threads,
+                                        where=_where(where, self._filterable))
         return [SearchResult(r, self._engine) for r in raw]
+
+    def hybrid_search(
+        self,
+        text: Optional[str] = None,
+        vector: Any = None,
+        k: int = 10,
+        *,
+        channels: Sequence[str] = hybrid.CHANNELS,
+        weights: Optional[dict] = None,
+        embedder: Any = None,
+        tenants: Optional[Sequence[str]] = None,
+        labels: Optional[Sequence[str]] = None,
+        where: Optional[dict] = None,
+        since: Any = None,
+        until: Any = None,
+        seeds: int = 8,
+        hops: int = 2,
+        rels: Optional[Sequence[str]] = None,
+        direction: str = "both",
+        max_visited: int = 2000,
+        max_fanout: int = 256,
+        depth: Optional[int] = None,
+        rrf_k: float = 60.0,
+        parallel: bool = True,
+    ) -> "hybrid.HybridResult":
+        """Search by text and/or vector through several channels and fuse them by rank.
+
+        Channels (see :mod:`vecgraph.hybrid`): ``dense`` (nearest node vectors), ``bm25``
+        (BM25 over node texts), ``graph`` (graph-guided search seeded by the query vector and
+        by the nodes the text names), ``entity`` (the nodes the text names by key or alias).
+        Each channel that its input allows runs (dense and graph need a vector, or ``text``
+        with an ``embedder``; bm25 and entity need ``text``) and returns up to ``depth``
+        keys; the lists are fused by weighted RRF, score(d) = Σ_c w_c / (rrf_k + rank_c(d))
+        (Cormack, Clarke & Büttcher, SIGIR 2009). The BM25 channel runs in a second thread
+        beside the others when ``parallel``.
+
+        Args:
+            text: the query text (None or "" for none).
+            vector: (dim,) query vector; computed from ``text`` by ``embedder`` when None.
+            k: results wanted (>= 1).
+            channels: names from ``("dense", "bm25", "graph", "entity")``.
+            weights: {channel: weight >= 0}, default 1.0 each.
+            embedder: embeds ``text`` when no vector is given (checked against the graph's
+                recorded embedder, see :meth:`use_embedder`).
+            tenants, labels, where, since, until: filters, applied inside every channel (as
+                in :meth:`search`).
+            seeds, hops, rels, direction, max_visited, max_fanout: the graph channel's
+                traversal (as in :meth:`search`).
+            depth: how many keys each channel contributes (default max(3 k, 30)).
+            rrf_k: the RRF constant (> 0).
+
+        Returns:
+            :class:`vecgraph.hybrid.HybridResult`: hits (key, fused score, rank per channel,
+            path), scored traversed edges, and :meth:`~vecgraph.hybrid.HybridResult.to_context`.
+
+        Raises:
+            InvalidArgumentError: neither text nor vector; an unknown channel; a negative or
+                non-finite weight; bad filters (as in :meth:`search`).
+        """
+        chosen, channel_weights = hybrid.check_channels(channels, weights)
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"text must be str or None, got {type(text).__name__}")
+        text = text or None
+        k = _count(k, "k")
+        if k < 1:
+            raise InvalidArgumentError(f"k must be >= 1, got {k}")
+        depth = max(3 * k, 30) if depth is None else _count(depth, "depth")
+        if depth < 1:
+            raise InvalidArgumentError(f"depth must be >= 1, got {depth}")
+        rrf_k = _real(rrf_k, "rrf_k")
+        if not rrf_k > 0:
+            raise InvalidArgumentError(f"rrf_k must be > 0, got {rrf_k}")
+        if vector is None and text is not None and embedder is not None:
+            vector = self.embed_query(text, embedder)
+        if vector is None and text is None:
+            raise InvalidArgumentError("hybrid_search needs text, a vector, or both")
+        query = _float_array(vector, "vector", 1) if vector is not None else None
+        args = self._search_args(depth, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
+                                 None, None, 1.0, False, None, since, until)
+        conditions = _where(where, self._filterable)
+        ts_min, ts_max = args[9], args[10]
+        runnable = tuple(c for c in chosen if (c in ("dense", "graph") and query is not None)
+                         or (c in ("bm25", "entity") and text is not None))
+
+        def admitted(keys: list) -> list:
+            if not keys:
+                return []
+            flags = self._engine.admits(keys, args[7], args[8], ts_min, ts_max, where=conditions)
+            return [key for key, ok in zip(keys, flags) if ok]
+
+        def bm25() -> list:
+            index = self._text_index()
+            found = index.search(text, depth, tenants=args[8], labels=args[7],
+                                 ts_min=None if ts_min == _INT64_MIN else ts_min,
+                                 ts_max=None if ts_max == _INT64_MAX else ts_max,
+                                 exclude=(lambda key: not admitted([key])) if conditions else None)
+            # Tenants, labels and the time window are applied in SQL; deletes reach the index
+            # with the write that makes them, so only where conditions need the graph here.
+            return [key for key, _ in found]
+
+        future = None
+        if "bm25" in runnable and parallel and len(runnable) > 1:
+            future = hybrid._pool().submit(bm25)
+        lists: dict = {}
+        named = admitted(self._entity_index().match(text)) if text is not None and (
+            "entity" in runnable or "graph" in runnable) else []
+        graph_result = None
+        similar: list = []
+        if "dense" in runnable:
+            dense_args = (depth, max(depth, args[1]), 0) + args[3:]
+            similar = self._engine.search(query, *dense_args, where=conditions)[0]
+            lists["dense"] = similar[:depth]
+        if "graph" in runnable:
+            if "dense" in runnable:
+                # The dense channel's best nodes are the similarity seeds: one HNSW search, not two.
+                extra = named + [key for key in similar[: args[1]] if key not in set(named)]
+                graph_args = (args[0], 0) + args[2:]
+                raw = self._engine.search(query, *graph_args, where=conditions, extra_seeds=extra or None) \
+                    if extra else self._engine.search(query, *args, where=conditions)
+            else:
+                raw = self._engine.search(query, *args, where=conditions, extra_seeds=named or None)
+            graph_result = SearchResult(raw, self._engine)
+            lists["graph"] = list(graph_result.keys)
+        if "entity" in runnable:
+            lists["entity"] = named[:depth]
+        if "bm25" in runnable:
+            lists["bm25"] = future.result() if future is not None else bm25()
+        ordered = {c: lists[c] for c in runnable}
+        fused = rrf_with_ranks(ordered, weights=[channel_weights[c] for c in runnable], k=rrf_k, top_n=k)
+        paths = {}
+        if graph_result is not None:
+            positions = {(type(key), key): i for i, key in enumerate(graph_result.keys)}
+            for f in fused:
+                i = positions.get((type(f.key), f.key))
+                if i is not None:
+                    paths[(type(f.key), f.key)] = graph_result.paths[i]
+        hits = [hybrid.HybridHit(f.key, float(f.score), {c: f.ranks.get(c) for c in chosen},
+                                 paths.get((type(f.key), f.key), [])) for f in fused]
+        edge_ids = np.zeros(0, np.uint32)
+        if graph_result is not None and hits:
+            keep = [positions[(type(h.key), h.key)] for h in hits if (type(h.key), h.key) in positions]
+            offsets, ids = graph_result._offsets, graph_result._edges
+            edge_ids = np.concatenate([ids[offsets[i] : offsets[i + 1]] for i in keep]) if keep else edge_ids
+        edges = hybrid.score_edges(self, edge_ids, query, text, rrf_k)
+        return hybrid.HybridResult(hits, edges, runnable, ordered, self)
 
     # ---------------------------------------------------------------- reads
 
@@ -1043,14 +1543,15 @@ class Graph:
         return [Edge(*e) for e in self._engine.neighbors(key, direction, _names(rels, "rels"))]
 
     def get_node(self, key: Key) -> dict:
-        """A node's fields: key, label, tenant, ts, text, props (dict or None) and vector
-        (float32 (dim,), dequantized: codes * scale).
+        """A node's fields: key, label, tenant, ts, text, props (dict or None), aliases (list
+        of str, see :meth:`add_aliases`) and vector (float32 (dim,), dequantized: codes * scale).
 
         Raises:
             NotFoundError: key is not in the graph.
         """
         node = self._engine.get_node(key)
         node["props"] = json.loads(node["props"]) if node["props"] else None
+        node["aliases"] = node["aliases"].split(hybrid.ALIAS_SEPARATOR) if node["aliases"] else []
         return node
 
     def quantized(self, keys: Sequence[Key]) -> tuple[np.ndarray, np.ndarray]:

@@ -33,6 +33,7 @@ import itertools
 import json
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -128,6 +129,8 @@ class _Source:
     total: Optional[int] = None
     path: Optional[str] = None
     schemaless = False  # JSONL / networkx: optional columns with one default name are always read
+    empty = False  # a file without a single row nor a header (0 bytes, or blank lines only)
+    text_keys = False  # CSV: key columns are text, read as str (key_type="int" parses them)
 
     def batches(self, wanted: list, batch_rows: int) -> Iterator[_Batch]:
         raise NotImplementedError
@@ -197,6 +200,7 @@ class _JsonlSource(_Source):
         self.vector_column: Optional[str] = None
         self._file = _open_binary(path)
         self._first = self._read(self._PEEK)
+        self.empty = not self._first  # _read stops early only at the end of the file
         names: dict = {}
         for record in self._first:
             if isinstance(record, dict):
@@ -454,14 +458,17 @@ def _csv_source(path: str, delimiter: str) -> _Source:
         opener = gzip.open if path.lower().endswith(".gz") else bz2.open
     try:
         with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
-            header = next(_csv.reader(f, delimiter=delimiter), [])
+            header = next((row for row in _csv.reader(f, delimiter=delimiter) if row), None)
     except (OSError, UnicodeDecodeError) as e:
         raise InvalidArgumentError(f"cannot read the header of {path}: {e}") from None
     source: _ArrowSource
 
     def open_batches(wanted: list, _: int) -> Iterator[pa.RecordBatch]:
+        if source.empty:
+            return iter(())
         # open_csv reads block by block; string fields are read as strings whatever they look like
-        # (a label "123", a vector "[0.1, 0.2]"); key, ts and weight columns keep their inferred types.
+        # (a label "123", a vector "[0.1, 0.2]", a key "007"); ts and weight columns keep their
+        # inferred types.
         return pacsv.open_csv(
             path,
             read_options=pacsv.ReadOptions(block_size=16 << 20),
@@ -472,7 +479,9 @@ def _csv_source(path: str, delimiter: str) -> _Source:
                 null_values=[""], strings_can_be_null=True),
         )
 
-    source = _ArrowSource(header, open_batches, None, path)
+    source = _ArrowSource(header or [], open_batches, 0 if header is None else None, path)
+    source.empty = header is None
+    source.text_keys = True
     source.string_columns = set()
     return source
 
@@ -485,11 +494,14 @@ _EDGE_DEFAULTS = {"src": ("src", "source"), "dst": ("dst", "target"), "rel": ("r
                   "weight": ("weight",), "ts": ("ts",), "text": ("text",), "props": ("props",),
                   "vector": ("vector",)}
 _STRING_FIELDS = ("label", "tenant", "text", "props", "rel", "vector")
+_KEY_FIELDS = ("key", "src", "dst")  # read from CSV as text too, whatever key_type says
 
 
 def _resolve(source: _Source, given: dict, defaults: dict, required: tuple) -> dict:
     """field -> source column name (or None when absent), from the arguments and the defaults."""
     names = source.names
+    if source.empty:  # no row to read: every field absent, none missing
+        return {field: None for field in defaults}
     shown = ", ".join(map(repr, names[:30])) + (", ..." if len(names) > 30 else "") if names else "none"
     resolved = {}
     for field, candidates in defaults.items():
@@ -610,6 +622,45 @@ def _key_column(col: Any, column: str, problems: _Problems) -> list:
             problems.add(row, column, f"a key must be a str or an int, got {type(key).__name__}")
             keys[row] = None
     return keys
+
+
+_INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*", re.ASCII)
+
+
+def _parse_int(text: str) -> Optional[int]:
+    """The integer ``text`` spells (optional sign, decimal digits, blanks around), else None."""
+    if not _INT_TEXT.fullmatch(text):
+        return None
+    try:
+        return int(text)
+    except ValueError:  # more digits than int() converts
+        return None
+
+
+def _int_key_column(col: Any, column: str, problems: _Problems) -> Any:
+    """Keys read as text (CSV) parsed as int64 integers, for key_type="int": optional sign,
+    decimal digits, surrounding blanks ignored. Any other text is a bad row."""
+    if not isinstance(col, pa.Array):
+        return col
+    col = _decode(col)
+    if not _is_string_type(col.type):
+        return col
+    trimmed = pc.utf8_trim_whitespace(col)
+    if pc.all(pc.match_substring_regex(trimmed, r"^[+-]?[0-9]+$")).as_py() is not False:
+        try:
+            return pc.cast(pc.replace_substring_regex(trimmed, r"^\+", ""), pa.int64())
+        except pa.ArrowInvalid:
+            pass  # beyond int64: found row by row below
+    values: list = []
+    for row, text in enumerate(col.to_pylist()):
+        value = None
+        if text is not None:
+            value = _parse_int(text)
+            if value is None or not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+                problems.add(row, column, f'key {text!r} is not an int64 integer (key_type="int")')
+                value = None
+        values.append(value)
+    return pa.array(values, pa.int64())
 
 
 def _string_column(col: Any, column: str, problems: _Problems) -> Optional[list]:
@@ -944,6 +995,54 @@ def _rejects_path(options: _Options, source: _Source) -> Optional[str]:
     raise InvalidArgumentError('on_error="skip" needs rejects=<path of a JSONL file> when the source is not a file')
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name the same file: the same path once symbolic links and
+    ``..`` are resolved, or, when both exist, the same inode (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _check_rejects_path(rejects: Optional[str], source: Source) -> None:
+    """Refuses a rejects file that is the source file itself: opening it for writing would
+    empty the input (or, for JSONL, make the source read its own rejects)."""
+    if rejects is None or not isinstance(source, (str, os.PathLike)):
+        return
+    path = os.fspath(source)
+    if isinstance(path, str) and _same_file(rejects, path):
+        raise InvalidArgumentError(f"the rejects file {rejects} is the source file {path}: writing the rejects "
+                                   "there would destroy the input; name another rejects file")
+
+
+def _check_graph(graph: Any) -> None:
+    from .graph import Graph
+
+    if not isinstance(graph, Graph):
+        kind = type(graph)
+        got = "None" if graph is None else (kind.__qualname__ if kind.__module__ == "builtins"
+                                            else f"{kind.__module__}.{kind.__qualname__}")
+        raise TypeError(f"graph must be a vecgraph.Graph, got {got}")
+
+
+def _key_type(key_type: Any) -> str:
+    if key_type not in ("str", "int"):
+        raise InvalidArgumentError(f"key_type must be 'str' or 'int', got {key_type!r}")
+    return key_type
+
+
+def _check_embedder_fits(graph: Any, embedder: Any) -> None:
+    """Refuses an embedder of another dim than the graph's, or another one than the graph
+    recorded; records nothing (the plans record it once a batch it embedded is written)."""
+    if graph.embedder is not None:
+        graph.use_embedder(embedder)  # checks it against the record; records nothing new
+    elif int(embedder.dim) != graph.dim:
+        raise DimensionMismatchError(f"embedder {embedder.name!r} makes {int(embedder.dim)}-d vectors, "
+                                     f"the graph's dim is {graph.dim}")
+
+
 def _vector_arg(vector: Any) -> tuple:
     """(column name or None, NumPy array or None) from the vector= argument."""
     if vector is None or isinstance(vector, str):
@@ -1053,6 +1152,7 @@ def nodes(
     props: Optional[str] = None,
     embedder: Any = None,
     upsert: bool = False,
+    key_type: str = "str",
     batch_rows: int = 65_536,
     on_error: str = "raise",
     rejects: Union[str, os.PathLike, None] = None,
@@ -1075,11 +1175,17 @@ def nodes(
             ``"ts"``; null or absent: 0).
         props: a struct or map column, JSON-object strings, or dicts (default ``"props"``).
         embedder: computes the vectors from the text column instead (see
-            :mod:`vecgraph.embedders`); it is recorded in the graph with
-            :meth:`Graph.use_embedder` first, and a graph that recorded another one refuses it.
-            A vector column is not read then.
+            :mod:`vecgraph.embedders`). A graph that recorded another embedder (or whose dim
+            differs) refuses it before anything is read; it is recorded in the graph with
+            :meth:`Graph.use_embedder` once the first batch embedded with it is written, so an
+            ingest that writes nothing records nothing. A vector column is not read then.
         upsert: replace nodes whose key is already in the graph (:meth:`Graph.upsert_nodes`)
             instead of rejecting those rows.
+        key_type: how the key column of a CSV / TSV file is read, whose fields are text:
+            ``"str"`` (default) keeps each key as written (``007``, ``1e3`` and ``+5`` stay
+            those strings); ``"int"`` parses them as int64 integers (optional sign, decimal
+            digits; any other text is a bad row). Sources that carry types (Parquet, Arrow,
+            JSONL, pandas) keep their keys' types whatever key_type says.
         batch_rows: rows per batch; memory use grows with it.
         on_error: what a bad row does. ``"raise"``: its whole batch is rejected with
             :class:`IngestError` naming the source row and column, and nothing of that batch is
@@ -1089,6 +1195,7 @@ def nodes(
         rejects: the rejects file (JSON Lines: ``{"kind", "row", "column", "reason", "key"}``
             per bad row); default ``<source>.rejects.jsonl`` next to a file source; required with
             ``on_error="skip"`` for other sources. Written (emptied first) only with "skip".
+            It may not be the source file itself (InvalidArgumentError).
         progress: show a tqdm progress bar on stderr (rows, rows/s, ETA when the row count is
             known). None: only when stderr is a terminal.
 
@@ -1105,24 +1212,32 @@ def nodes(
     pass runs at about 100,000 rows/s on 2 cores (``bench/bench_ingest.py``); JSONL is parsed
     with the json module, row by row, and is several times slower.
 
+    A file without any row (0 bytes, blank lines only, a CSV header alone, a Parquet file of
+    no rows) gives a report of 0 rows.
+
     Returns:
         :class:`IngestReport`.
 
     Raises:
         IngestError (an InvalidArgumentError): a bad row with on_error="raise".
         InvalidArgumentError: a required column is missing (the message lists the columns the
-            source has), a column of the wrong Arrow type, an unreadable file.
+            source has), a column of the wrong Arrow type, an unreadable file, a rejects file
+            that is the source file, another embedder than the one the graph recorded.
         DimensionMismatchError: a vector= array or an embedder of the wrong dim.
-        TypeError: arguments of the wrong type; FileNotFoundError: no such file.
+        TypeError: arguments of the wrong type (graph not a :class:`vecgraph.Graph`);
+            FileNotFoundError: no such file.
     """
     start = time.perf_counter()
+    _check_graph(graph)
     options = _options(batch_rows, on_error, progress, rejects)
     upsert = bool(upsert)
+    key_type = _key_type(key_type)
     vector_column, array = _vector_arg(vector)
     if embedder is not None:
         embedder = check_embedder(embedder)
         if vector is not None:
             raise TypeError("pass vector= or embedder=, not both: the embedder computes the vectors from the text")
+    _check_rejects_path(options.rejects, source)
     src = _open_source(source, options.batch_rows)
     try:
         required = ("key",) + (("vector",) if array is None and embedder is None else ()) + \
@@ -1140,12 +1255,13 @@ def nodes(
             raise
         _configure(src, columns)
         if embedder is not None:
-            graph.use_embedder(embedder)
+            _check_embedder_fits(graph, embedder)
         path = _rejects_path(options, src)
+        _check_rejects_path(path, source)
     except BaseException:
         src.close()
         raise
-    plan = _NodePlan(graph, columns, array, embedder, upsert)
+    plan = _NodePlan(graph, columns, array, embedder, upsert, src.text_keys and key_type == "int")
     writer = _Rejects(path) if path else None
     try:
         with _deferred_indexing(graph):
@@ -1157,11 +1273,11 @@ def nodes(
 
 
 def _configure(src: _Source, columns: dict) -> None:
-    """Tell a source what the resolved columns are: CSV reads the string fields (and the vector
-    column) as strings; JSONL turns vectors into float32 arrays as it parses them; pandas keeps
-    props objects as they are."""
+    """Tell a source what the resolved columns are: CSV reads the string fields, the key
+    columns and the vector column as strings; JSONL turns vectors into float32 arrays as it
+    parses them; pandas keeps props objects as they are."""
     if hasattr(src, "string_columns"):
-        src.string_columns = {columns[f] for f in _STRING_FIELDS if columns.get(f)}
+        src.string_columns = {columns[f] for f in _STRING_FIELDS + _KEY_FIELDS if columns.get(f)}
     if isinstance(src, _JsonlSource):
         src.vector_column = columns.get("vector")
     if isinstance(src, _PandasSource):
@@ -1169,14 +1285,19 @@ def _configure(src: _Source, columns: dict) -> None:
 
 
 class _NodePlan:
-    def __init__(self, graph: Any, columns: dict, array: Optional[np.ndarray], embedder: Any, upsert: bool) -> None:
+    def __init__(self, graph: Any, columns: dict, array: Optional[np.ndarray], embedder: Any, upsert: bool,
+                 int_keys: bool = False) -> None:
         self.graph, self.columns, self.array, self.embedder, self.upsert = graph, columns, array, embedder, upsert
+        self.int_keys = int_keys
         self.dim, self.metric = graph.dim, graph.metric
 
     def prepare(self, batch: _Batch) -> tuple:
         c, n, cols = self.columns, batch.n, batch.columns
         problems = _Problems(n, batch.problems)
-        keys = _key_column(cols[c["key"]], c["key"], problems)
+        col = cols[c["key"]]
+        if self.int_keys:
+            col = _int_key_column(col, c["key"], problems)
+        keys = _key_column(col, c["key"], problems)
         _duplicates(keys, problems, c["key"])
         if not self.upsert:
             _in_graph(self.graph, keys, problems, c["key"], "is already in the graph (pass upsert=True to replace it)")
@@ -1212,6 +1333,14 @@ class _NodePlan:
             ts = None if ts is None else ts[keep]
         write = self.graph.upsert_nodes if self.upsert else self.graph.add_nodes
         write(keys, vectors, labels=labels, texts=texts, tenants=tenants, ts=ts, props=props)
+        _record_embedder(self)
+
+
+def _record_embedder(plan: Any) -> None:
+    """Records the plan's embedder in the graph once a batch it embedded has been written."""
+    if plan.embedder is not None and not getattr(plan, "recorded", False):
+        plan.graph.use_embedder(plan.embedder)
+        plan.recorded = True
 
 
 def _duplicates(keys: list, problems: _Problems, column: str) -> None:
@@ -1227,8 +1356,10 @@ def _duplicates(keys: list, problems: _Problems, column: str) -> None:
             first[k] = row
 
 
-def _in_graph(graph: Any, keys: list, problems: _Problems, column: str, what: str, want: bool = False) -> None:
-    """Flags rows whose key is (want=False) / is not (want=True) a node of the graph."""
+def _in_graph(graph: Any, keys: list, problems: _Problems, column: str, what: str, want: bool = False,
+              int_hint: bool = False) -> None:
+    """Flags rows whose key is (want=False) / is not (want=True) a node of the graph. With
+    int_hint, a missing str key such as "12" whose int 12 is a node says so."""
     if not keys:
         return
     if not want and len(graph) == 0:
@@ -1242,7 +1373,11 @@ def _in_graph(graph: Any, keys: list, problems: _Problems, column: str, what: st
         return
     for row, k in enumerate(keys):
         if k is not None and contains(k) != want:
-            problems.add(row, column, f"{column} {k!r} {what}")
+            reason = f"{column} {k!r} {what}"
+            number = _parse_int(k) if int_hint and want and type(k) is str else None
+            if number is not None and -_INT64_MAX - 1 <= number <= _INT64_MAX and contains(number):
+                reason += f'; the graph has the int key {number}: read the keys as ints with key_type="int"'
+            problems.add(row, column, reason)
 
 
 # ====================================================================== edges
@@ -1261,6 +1396,7 @@ def edges(
     props: Optional[str] = None,
     vector: Any = None,
     embedder: Any = None,
+    key_type: str = "str",
     batch_rows: int = 65_536,
     on_error: str = "raise",
     rejects: Union[str, os.PathLike, None] = None,
@@ -1273,13 +1409,15 @@ def edges(
         graph, source, batch_rows, on_error, rejects, progress: as :func:`nodes` (rejects
             records carry ``src`` and ``dst`` instead of ``key``).
         src, dst: endpoint key columns (defaults ``"src"`` / ``"source"``, ``"dst"`` / ``"target"``).
+        key_type: how the src and dst columns of a CSV / TSV file are read, as for
+            :func:`nodes`: ``"str"`` (default) or ``"int"`` (to reach int-keyed nodes).
         rel: relation type column (default ``"rel"``, else ``"type"``; absent or null: "").
         weight: float weights (default ``"weight"``; absent or null: 1.0).
         ts, text, props: as for :func:`nodes`.
         vector: optional edge vectors: a column (null rows: an edge without a vector) or a
             NumPy array (rows, dim) aligned with the source rows.
         embedder: computes edge vectors from the text column (every row then needs a text);
-            recorded and checked like for :func:`nodes`.
+            checked, and recorded once a batch is written, as for :func:`nodes`.
 
     A row is bad when src or dst is missing or is not a node of the graph (dangling), its weight
     is NaN or inf, its vector has the wrong length or holds NaN / inf (or is all zeros under
@@ -1292,12 +1430,15 @@ def edges(
     Returns / Raises: as :func:`nodes` (dangling edges are bad rows, never NotFoundError).
     """
     start = time.perf_counter()
+    _check_graph(graph)
     options = _options(batch_rows, on_error, progress, rejects)
+    key_type = _key_type(key_type)
     vector_column, array = _vector_arg(vector)
     if embedder is not None:
         embedder = check_embedder(embedder)
         if vector is not None:
             raise TypeError("pass vector= or embedder=, not both: the embedder computes the vectors from the text")
+    _check_rejects_path(options.rejects, source)
     src_source = _open_source(source, options.batch_rows)
     try:
         given = {"src": src, "dst": dst, "rel": rel, "weight": weight, "ts": ts, "text": text, "props": props,
@@ -1310,12 +1451,13 @@ def edges(
         columns.setdefault("vector", None)
         _configure(src_source, columns)
         if embedder is not None:
-            graph.use_embedder(embedder)
+            _check_embedder_fits(graph, embedder)
         path = _rejects_path(options, src_source)
+        _check_rejects_path(path, source)
     except BaseException:
         src_source.close()
         raise
-    plan = _EdgePlan(graph, columns, array, embedder)
+    plan = _EdgePlan(graph, columns, array, embedder, src_source.text_keys, key_type == "int")
     writer = _Rejects(path) if path else None
     try:
         return _run(graph, src_source, "edge", plan.prepare, plan.apply, options, writer, array,
@@ -1326,17 +1468,27 @@ def edges(
 
 
 class _EdgePlan:
-    def __init__(self, graph: Any, columns: dict, array: Optional[np.ndarray], embedder: Any) -> None:
+    def __init__(self, graph: Any, columns: dict, array: Optional[np.ndarray], embedder: Any,
+                 text_keys: bool = False, int_keys: bool = False) -> None:
         self.graph, self.columns, self.array, self.embedder = graph, columns, array, embedder
+        self.text_keys, self.int_keys = text_keys, int_keys
         self.dim, self.metric = graph.dim, graph.metric
 
     def prepare(self, batch: _Batch) -> tuple:
         c, n, cols = self.columns, batch.n, batch.columns
         problems = _Problems(n, batch.problems)
-        src = _key_column(cols[c["src"]], c["src"], problems)
-        dst = _key_column(cols[c["dst"]], c["dst"], problems)
-        _in_graph(self.graph, src, problems, c["src"], "is not a node of the graph (dangling edge)", want=True)
-        _in_graph(self.graph, dst, problems, c["dst"], "is not a node of the graph (dangling edge)", want=True)
+        ends = []
+        for field in ("src", "dst"):
+            col = cols[c[field]]
+            if self.text_keys and self.int_keys:
+                col = _int_key_column(col, c[field], problems)
+            ends.append(_key_column(col, c[field], problems))
+        src, dst = ends
+        hint = self.text_keys and not self.int_keys  # "12" dangling where the int 12 is a node
+        _in_graph(self.graph, src, problems, c["src"], "is not a node of the graph (dangling edge)", want=True,
+                  int_hint=hint)
+        _in_graph(self.graph, dst, problems, c["dst"], "is not a node of the graph (dangling edge)", want=True,
+                  int_hint=hint)
         rels = _string_column(cols[c["rel"]], c["rel"], problems) if c["rel"] else None
         weights = _weight_column(cols[c["weight"]], c["weight"], problems) if c["weight"] else None
         ts = _ts_column(cols[c["ts"]], c["ts"], problems) if c["ts"] else None
@@ -1386,6 +1538,8 @@ class _EdgePlan:
                 part(p["src"]), part(p["dst"]), rels=part(p["rels"]), weights=part(p["weights"]), ts=part(p["ts"]),
                 texts=part(p["texts"]), props=part(p["props"]),
                 vectors=np.ascontiguousarray(p["vectors"][lo:hi]) if with_vectors else None)
+            if with_vectors:
+                _record_embedder(self)
 
 
 # ====================================================================== networkx
@@ -1420,7 +1574,8 @@ def from_networkx(
     Parallel edges of a MultiGraph are all added.
 
     Args:
-        embedder: computes node vectors from ``text_attr`` (edges keep their own vectors, if any).
+        embedder: computes node vectors from ``text_attr`` (edges keep their own vectors, if any);
+            checked, and recorded once a batch is written, as for :func:`nodes`.
         upsert, batch_rows, on_error, rejects, progress: as :func:`nodes`; with
             ``on_error="skip"``, ``rejects`` is required and gets both the node and the edge
             rows (``"kind"`` tells them apart; rows are numbered in networkx's iteration order).
@@ -1432,6 +1587,7 @@ def from_networkx(
         As :func:`nodes` and :func:`edges`; edges whose endpoint was rejected as a node are
         dangling.
     """
+    _check_graph(graph)
     options = _options(batch_rows, on_error, progress, rejects)
     if options.on_error == "skip" and options.rejects is None:
         raise InvalidArgumentError('on_error="skip" needs rejects=<path of a JSONL file> for a networkx graph')
@@ -1465,7 +1621,7 @@ def from_networkx(
     columns = {"key": "key", "vector": None if embedder is not None else "vector", "label": "label",
                "tenant": "tenant", "ts": "ts", "text": "text", "props": "props"}
     if embedder is not None:
-        graph.use_embedder(embedder)
+        _check_embedder_fits(graph, embedder)
     writer = _Rejects(options.rejects) if options.on_error == "skip" else None
     try:
         plan = _NodePlan(graph, columns, None, embedder, bool(upsert))

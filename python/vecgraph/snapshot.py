@@ -13,8 +13,8 @@ Exported files (``<path>/``)::
 
     vecgraph.json        format, schema version, source uuid, LSN, dim, metric, HNSW
                          parameters, embedder, counts, and the sha256 of each file
-    nodes.parquet        key, label, tenant, ts, text, props, vector_codes, vector_scale,
-                         vector_sq_norm
+    nodes.parquet        key, label, tenant, ts, text, props, aliases, vector_codes,
+                         vector_scale, vector_sq_norm
     edges.parquet        src, dst, rel, weight, ts, text, props, vector_codes, vector_scale,
                          vector_sq_norm (the vector columns are null for edges without one)
     hnsw.usearch         the HNSW graph (USearch stream format), when it indexes exactly the
@@ -22,7 +22,8 @@ Exported files (``<path>/``)::
 
 Column types: ``key``/``src``/``dst`` are int64 when every key is an int, else strings (with a
 ``key_is_int`` column when both kinds occur); ``label``, ``tenant`` and ``rel`` are dictionary
-encoded strings; ``ts`` is ``timestamp[us, UTC]``; ``props`` JSON text; ``vector_codes`` the
+encoded strings; ``ts`` is ``timestamp[us, UTC]``; ``props`` JSON text; ``aliases`` a list of
+strings; ``vector_codes`` the
 int8 codes (``fixed_size_list<int8>[dim]`` for nodes) and ``vector_scale`` their float32 scale,
 so ``vector ≈ vector_codes * vector_scale``; ``vector_sq_norm`` is the squared norm of the
 int8 codes that the l2 metric uses.
@@ -45,6 +46,7 @@ from .errors import CorruptionError, Error, InvalidArgumentError, StorageError
 __all__ = ["export", "restore", "verify", "EXPORT_FORMAT_VERSION"]
 
 EXPORT_FORMAT_VERSION = 1
+ALIAS_SEPARATOR = "\x1f"  # how the engine keeps a node's alias list (one string)
 DESCRIPTION = "vecgraph.json"
 _FORMATS = {"parquet": ".parquet", "arrow": ".arrow"}
 
@@ -101,6 +103,33 @@ def _encode_keys(column: Any, is_int: Optional[Any], what: str) -> Any:
     except (ValueError, struct.error) as e:
         raise CorruptionError(f"{what}: a key marked key_is_int is not an int64 ({e})") from None
     return pa.array(keys, type=pa.large_binary())
+
+
+def _empty_to_null(column: Any) -> Any:
+    """props without a value are null in an export (JSON text otherwise)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.if_else(pc.equal(pc.binary_length(column), 0), pa.scalar(None, column.type), column)
+
+
+def _split_aliases(joined: Any) -> Any:
+    """The engine's alias strings (a list joined by U+001F) → a list<large_string> column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = pc.split_pattern(joined, ALIAS_SEPARATOR)
+    return pc.if_else(pc.equal(pc.binary_length(joined), 0), pa.scalar([], type=parts.type), parts)
+
+
+def _join_aliases(lists: Any) -> Any:
+    """The inverse of :func:`_split_aliases` (a null list: no aliases)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    lists = lists.cast(pa.list_(pa.large_string()))
+    return pc.binary_join(lists, pa.scalar(ALIAS_SEPARATOR, pa.large_string())).fill_null("")
 
 
 # ------------------------------------------------------------------------------ export
@@ -169,6 +198,7 @@ def export(graph: Any, path: Union[str, os.PathLike], format: str = "parquet", *
             "metric": metric,
             "hnsw": hnsw,
             "embedder": graph.embedder,
+            "filterable": graph.filterable,
             "table_format": format,
             "nodes": len(state["ts"]),
             "edges": len(state["edge_src"]),
@@ -182,7 +212,8 @@ def export(graph: Any, path: Union[str, os.PathLike], format: str = "parquet", *
             "tenant": storage.dictionary_array(state["tenants"]),
             "ts": pa.array(np.asarray(state["ts"], np.int64), type=pa.int64()).cast(pa.timestamp("us", tz="UTC")),
             "text": storage.strings_array(state["texts"], pa.large_string()),
-            "props": storage.strings_array(state["props"], pa.large_string()),
+            "props": _empty_to_null(storage.strings_array(state["props"], pa.large_string())),
+            "aliases": _split_aliases(storage.strings_array(state["aliases"], pa.large_string())),
             "vector_codes": pa.FixedSizeListArray.from_arrays(pa.array(codes.reshape(-1), type=pa.int8()), dim),
             "vector_scale": pa.array(scale, type=pa.float32()),
             "vector_sq_norm": pa.array(sq_norm, type=pa.float32()),
@@ -209,7 +240,7 @@ def export(graph: Any, path: Union[str, os.PathLike], format: str = "parquet", *
             "weight": pa.array(state["edge_weights"], type=pa.float32()),
             "ts": pa.array(np.asarray(state["edge_ts"], np.int64), type=pa.int64()).cast(pa.timestamp("us", tz="UTC")),
             "text": storage.strings_array(state["edge_texts"], pa.large_string()),
-            "props": storage.strings_array(state["edge_props"], pa.large_string()),
+            "props": _empty_to_null(storage.strings_array(state["edge_props"], pa.large_string())),
             "vector_codes": pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()),
                                                      pa.array(v_codes.reshape(-1), type=pa.int8()),
                                                      mask=pa.array(~has_vector, type=pa.bool_())),
@@ -347,6 +378,15 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
     nodes = _read_table(os.path.join(source, "nodes" + suffix), description["table_format"], files.get("nodes" + suffix))
     edges = _read_table(os.path.join(source, "edges" + suffix), description["table_format"], files.get("edges" + suffix))
     where = f"export {source}"
+    for name, table in (("nodes" + suffix, nodes), ("edges" + suffix, edges)):
+        try:
+            embedded = json.loads((table.schema.metadata or {}).get(b"vecgraph.export", b"{}"))
+        except ValueError:
+            embedded = {}
+        for field in ("dim", "metric", "nodes", "edges", "source_uuid", "lsn"):
+            if embedded.get(field) != description.get(field):
+                raise CorruptionError(f"{where}: {DESCRIPTION} says {field} {description.get(field)!r}, the schema "
+                                      f"metadata of {name} says {embedded.get(field)!r}")
     try:
         def flags(table: Any, name: str) -> Optional[Any]:
             return table.column(name).combine_chunks() if name in table.column_names else None
@@ -362,7 +402,9 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
             "tenants": nodes.column("tenant"),
             "ts": nodes.column("ts").cast(pa.int64()).to_numpy(),
             "texts": nodes.column("text"),
-            "props": nodes.column("props"),
+            "props": nodes.column("props").fill_null(""),
+            "aliases": (_join_aliases(nodes.column("aliases")) if "aliases" in nodes.column_names
+                        else pa.nulls(n, pa.large_string()).fill_null("")),
             "rows": _rows(codes, nodes.column("vector_scale").to_numpy(), nodes.column("vector_sq_norm").to_numpy(), dim),
         }
         del codes
@@ -385,7 +427,7 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
             edge_weights=edges.column("weight").to_numpy(),
             edge_ts=edges.column("ts").cast(pa.int64()).to_numpy(),
             edge_texts=edges.column("text"),
-            edge_props=edges.column("props"),
+            edge_props=edges.column("props").fill_null(""),
             edge_has_vector=has_vector.astype(np.uint8),
             edge_rows=_rows(values.reshape(-1, dim),
                             edges.column("vector_scale").filter(pa.array(has_vector)).to_numpy(zero_copy_only=False),
@@ -406,9 +448,16 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
         embedder = description.get("embedder")
         if embedder:
             manifest["embedder"] = embedder
+        manifest["filterable"] = description.get("filterable") or {}
         tmp = storage.begin_snapshot(target, manifest)
         hnsw_file = os.path.join(source, storage.HNSW_FILE)
-        if storage.HNSW_FILE in files and os.path.isfile(hnsw_file):
+        if storage.HNSW_FILE in files and (not os.path.isfile(hnsw_file) or storage._sha256(hnsw_file) != files[storage.HNSW_FILE]):
+            import warnings
+
+            warnings.warn(f"{hnsw_file} is missing or fails its checksum (sha256 in {DESCRIPTION}); the HNSW "
+                          "index is rebuilt, so approximate (non-exact) results may differ from the exported graph's",
+                          RuntimeWarning, stacklevel=2)
+        elif storage.HNSW_FILE in files:
             shutil.copyfile(hnsw_file, os.path.join(tmp, storage.HNSW_FILE))
             with open(os.path.join(tmp, storage.HNSW_FILE), "rb") as f:
                 os.fsync(f.fileno())
@@ -437,10 +486,12 @@ def verify(folder: Union[str, os.PathLike], *, limit: int = 100) -> list[str]:
     """Check a graph folder from end to end; returns the problems found (empty: sound).
 
     Checks the MANIFEST; for every snapshot generation it names (current and previous), each
-    file's sha256, Arrow schema and metadata (uuid, dim, metric, LSN); every WAL record's
-    CRC32C and LSN order (by recovering the graph: a torn tail left by a crash is cut, as
-    :meth:`vecgraph.Graph.open` does, and is not a problem); then the recovered graph's
-    invariants (:meth:`vecgraph.Graph.verify`: CSR, delta, key map, HNSW against the store).
+    file's sha256, Arrow schema and metadata (uuid, dim, metric, LSN); that the WAL reaches
+    back to the previous generation; every WAL record's CRC32C and LSN order, by recovering
+    the graph in memory (nothing on disk changes; bytes at the end of the log that do not form
+    a valid record are reported, as :meth:`vecgraph.Graph.open` would cut them); then the
+    recovered graph's invariants (:meth:`vecgraph.Graph.verify`: CSR, delta, key map, HNSW
+    against the store).
 
     Raises:
         InvalidArgumentError: ``folder`` holds no vecgraph graph.
@@ -486,15 +537,28 @@ def verify(folder: Union[str, os.PathLike], *, limit: int = 100) -> list[str]:
                     found = meta.get(f"vecgraph.{key}".encode(), b"").decode(errors="replace")
                     if found != want:
                         problems.append(f"{file} has {key} {found!r}, expected {want!r}")
+    # The WAL must reach back to the older generation, so that falling back to it loses nothing.
+    wal_dir = os.path.join(path, storage.WAL_DIR)
+    firsts = sorted(int(name[: -len(".log")]) for name in (os.listdir(wal_dir) if os.path.isdir(wal_dir) else [])
+                    if name.endswith(".log") and name[: -len(".log")].isdigit())
+    previous = manifest.get("previous")
+    if previous and previous.get("snapshot") and firsts and firsts[0] > int(previous["snapshot_lsn"]) + 1:
+        problems.append(f"the WAL starts at LSN {firsts[0]}, after the previous snapshot's LSN "
+                        f"{previous['snapshot_lsn']} + 1: falling back to that snapshot would lose writes")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            graph = Graph.open(path)
+            graph = Graph.open(path, _inspect=True)  # recovers in memory; changes nothing on disk
         except CorruptionError as e:
-            return problems + [f"recovery fails: {e}"]
+            return (problems + [f"recovery fails: {e}"])[:limit]
     for w in caught:
         problems.append(str(w.message))
     try:
+        report = graph._recovery
+        if report["truncated_bytes"]:
+            problems.append(f"the WAL ends with {report['truncated_bytes']} bytes that do not form a valid record "
+                            f"({report['truncated_at']}): a write cut short by a crash (never acknowledged), or "
+                            "damage to the last record; the next open cuts them")
         problems.extend(graph.verify(limit))
     finally:
         graph.close()

@@ -123,6 +123,7 @@ def new_manifest(dim: int, metric: str, hnsw: dict) -> dict:
         "files": {},
         "previous": None,
         "embedder": None,
+        "filterable": {},
     }
 
 
@@ -181,6 +182,14 @@ def _manifest_problem(m: Any) -> str:
             return f"snapshot_lsn is {m['snapshot_lsn']} but no snapshot is named"
     elif not (isinstance(snapshot, str) and snapshot.startswith(SNAPSHOT_DIR + "/") and ".." not in snapshot):
         return f"snapshot must be null or '{SNAPSHOT_DIR}/<generation>', got {snapshot!r}"
+    if "text_lsn" in m and not (is_int(m["text_lsn"]) and 0 <= m["text_lsn"] <= m["snapshot_lsn"]):
+        return f"text_lsn must be an int in [0, snapshot_lsn], got {m['text_lsn']!r}"
+    filterable = m.get("filterable")
+    if filterable is not None and not (
+        isinstance(filterable, dict)
+        and all(isinstance(k, str) and k and v in ("str", "int64", "float64", "timestamp") for k, v in filterable.items())
+    ):
+        return f"filterable must be null or {{name: 'str' | 'int64' | 'float64' | 'timestamp'}}, got {filterable!r}"
     embedder = m.get("embedder")
     if embedder is not None and not (
         isinstance(embedder, dict)
@@ -300,6 +309,8 @@ def write_snapshot(folder: str, manifest: dict, state: dict, tmp: Optional[str] 
             "ts": pa.array(state["ts"], type=pa.int64()),
             "text": strings_array(state["texts"], pa.large_string()),
             "props": strings_array(state["props"], pa.large_string()),
+            "aliases": strings_array(state["aliases"], pa.large_string()) if "aliases" in state
+            else pa.nulls(len(state["ts"]), pa.large_string()).fill_null(""),
             "scale": pa.array(scale, type=pa.float32()),
             "sq_norm": pa.array(sq_norm, type=pa.float32()),
             "codes": codes_column(codes),
@@ -373,6 +384,15 @@ def remove_old_snapshots(folder: str, manifest: dict) -> None:
     for name in os.listdir(root):
         if name not in keep:
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def decode_key(encoded: bytes) -> Any:
+    """A key as the engine encodes it (b"s" + UTF-8, or b"i" + int64 little-endian) → str or int."""
+    if encoded[:1] == b"i" and len(encoded) == 9:
+        return int.from_bytes(encoded[1:], "little", signed=True)
+    if encoded[:1] == b"s":
+        return encoded[1:].decode()
+    raise CorruptionError(f"{encoded!r} is not an encoded key")
 
 
 def strings_array(value: Any, type: Any) -> Any:
@@ -494,6 +514,14 @@ def load_snapshot(engine: Any, folder: str, manifest: dict, generation: Optional
             string_column(nodes.column("props")),
         )
         del rows
+        if "aliases" in nodes.column_names:  # absent in snapshots written before aliases existed
+            import pyarrow.compute as pc
+
+            aliases = nodes.column("aliases").combine_chunks().fill_null("")
+            named = pc.not_equal(pc.binary_length(aliases), 0)
+            if pc.any(named).as_py():
+                keys = [decode_key(k) for k in nodes.column("key").combine_chunks().filter(named).to_pylist()]
+                engine.set_aliases(keys, aliases.filter(named).to_pylist())
         if len(edges):
             # Node positions in the snapshot are node ids in the freshly loaded engine.
             src = np.ascontiguousarray(edges.column("src").to_numpy(), dtype=np.uint32)

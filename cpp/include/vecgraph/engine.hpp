@@ -26,6 +26,7 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -58,6 +59,7 @@ struct EngineConfig {
     HnswParams hnsw;
     std::size_t threads = 0;  // threads for bulk work (quantization, HNSW build); 0: all cores
     std::size_t auto_compact_edges = 100000;  // background compaction past this many delta edges; 0: never
+    std::vector<PropSpec> filterable;         // node properties kept in typed columns for filters
 };
 
 /// Columns of a batch of nodes; optional columns may be nullptr (label "", tenant "", ts 0, text "", props "").
@@ -124,6 +126,21 @@ struct SearchRequest {
     std::int64_t ts_min = INT64_MIN;
     std::int64_t ts_max = INT64_MAX;
     double hop_decay = 1.0;
+    /// Conditions on filterable properties (all must pass), with inclusive bounds.
+    struct PropQuery {
+        std::string name;
+        std::vector<std::string> strings;  // a str property: the admitted values
+        bool in_set = false;               // a number property: only these values (and the range)
+        std::vector<std::int64_t> int_values;
+        std::vector<double> real_values;
+        std::int64_t int_min = INT64_MIN, int_max = INT64_MAX;  // int64 / timestamp
+        double real_min = -HUGE_VAL, real_max = HUGE_VAL;      // float64
+    };
+    std::vector<PropQuery> where;
+    /// Encoded keys of nodes to seed from before the similarity seeds (named entities), in
+    /// this order; keys not in the graph or rejected by the filters are skipped. With
+    /// extra seeds, `seeds` may be 0: no similarity seeds at all.
+    std::vector<std::string> extra_seeds;
     bool exact = false;     // brute-force seeds instead of HNSW
     std::int64_t ef = 0;    // HNSW expansion at search; 0: the graph's default
 };
@@ -138,7 +155,7 @@ struct SearchResult {
 
 struct NodeRecord {
     std::string key;
-    std::string label, tenant, text, props;
+    std::string label, tenant, text, props, aliases;
     std::int64_t ts = 0;
     std::vector<float> vector;  // dequantized
 };
@@ -155,6 +172,7 @@ struct EngineStats {
     std::size_t count_nodes, count_edges, count_edge_vectors, count_labels, count_tenants, count_rels;
     std::size_t vector_bytes, csr_bytes, hnsw_bytes, key_bytes, text_bytes;
     std::size_t count_deleted_nodes, count_deleted_edges, count_delta_edges, count_compactions;
+    std::size_t prop_bytes;
     std::uint64_t last_lsn;
     bool read_only;
 };
@@ -183,6 +201,9 @@ class Engine {
     Status delete_edges(const EdgeSelection& selection, bool missing_ok, std::size_t* deleted);
     /// Deletes every node of `tenant` and their edges, as one logged write.
     Status delete_tenant(const std::string& tenant, std::size_t* deleted);
+    /// Replaces the aliases of existing nodes (an opaque string each, kept with the node,
+    /// logged, snapshotted; an upsert keeps them). A key not in the graph: not_found, nothing changes.
+    Status set_aliases(const std::string* keys, const std::string* aliases, std::size_t count);
     /// Builds the next CSR from base + delta (dropping deleted edges) and swaps it in; searches
     /// keep running on the current one meanwhile. Returns once the swap is done.
     Status compact();
@@ -202,18 +223,25 @@ class Engine {
     Status close_wal();
     /// LSN of the last write applied (0: none).
     std::uint64_t last_lsn() const;
+    /// LSN of the last write that changed which node texts exist (a node with text added, an
+    /// upsert, a delete), for indexes kept beside the graph; set_last_text_lsn seeds it after
+    /// a snapshot load.
+    std::uint64_t last_text_lsn() const { return last_text_lsn_.load(); }
+    void set_last_text_lsn(std::uint64_t lsn) { last_text_lsn_.store(lsn); }
     /// Runs fn with writes held back (they wait): a snapshot taken inside it is one LSN's state.
     void pause_writes(const std::function<void()>& fn) const;
-    /// Live node and edge ids at the current LSN (call inside pause_writes). With a WAL, first
-    /// starts a new segment, so that a checkpoint at this LSN can drop every older one.
-    Result<ExportedState> export_state();
+    /// Live node and edge ids at the current LSN (call inside pause_writes). With a WAL and
+    /// `roll_wal`, first starts a new segment, so that a checkpoint at this LSN can drop every older one.
+    Result<ExportedState> export_state(bool roll_wal = true);
     /// Raw columns for snapshots (ids from export_state).
     const VectorStore& node_store() const noexcept { return node_vectors_; }
     const VectorStore& edge_store() const noexcept { return edge_vectors_; }
     /// Row of an edge's vector in edge_store(), or invalid_id.
     std::uint32_t edge_vector_row(edge_id_t edge) const;
     std::string_view edge_text(edge_id_t edge) const;
-    std::string_view edge_props(edge_id_t edge) const;
+    std::string_view edge_props(edge_id_t edge) const;  // views: valid while writes are paused
+    /// Copies of an edge's text and props (safe while writes run).
+    void edge_strings(edge_id_t edge, std::string* text, std::string* props) const;
 
     /// Deferred indexing, for bulk loads: while on, added and upserted nodes are checked,
     /// logged and applied, but not inserted into HNSW (seeds do not find them yet; traversal
@@ -248,6 +276,12 @@ class Engine {
 
     /// The node of an encoded key, or not_found.
     Result<node_id_t> find(std::string_view key) const;
+    /// For each encoded key: 1 when it is a live node that the request's filters (labels,
+    /// tenants, ts window, where) admit, else 0.
+    Result<std::vector<std::uint8_t>> admits(const std::string* keys, std::size_t count, const SearchRequest& request) const;
+    /// Similarity of the query to each edge's vector (NaN for an edge without one), by the graph's metric.
+    Result<std::vector<float>> score_edges(const float* query, std::size_t dim, const edge_id_t* edges,
+                                           std::size_t count) const;
     /// A node's fields; `with_vector` false leaves `vector` empty (no dequantization).
     NodeRecord node(node_id_t node, bool with_vector = true) const;
     /// Key bytes of a node (valid while the engine lives).
@@ -283,6 +317,8 @@ class Engine {
     void apply_node_deletes(const std::vector<node_id_t>& nodes);
     void apply_edge_deletes(const std::vector<edge_id_t>& edges);
     Status write_nodes(const NodeBatch& batch, bool upsert);
+    Result<std::vector<node_id_t>> alias_targets(const std::string* keys, std::size_t count) const;
+    void apply_aliases(const std::vector<node_id_t>& nodes, const std::string* aliases);
     /// Appends a record whose payload `encode(PayloadWriter&)` writes (only when a WAL is attached); its LSN.
     template <typename encode_at>
     Result<std::uint64_t> log(std::uint8_t type, encode_at&& encode);
@@ -294,6 +330,11 @@ class Engine {
     /// the current ones); later edges go back into the delta (writer lock held).
     void install_base(CsrGraph next, std::size_t count_edges, const std::uint8_t* dead_at_build);
     void maybe_start_compaction();
+    /// Position of a declared filterable property, or SIZE_MAX; and the error text for an undeclared one.
+    std::size_t prop_index(const std::string& name) const;
+    std::string declared_props_text(const std::string& name) const;
+    /// Points prop_views_ at the current column buffers (exclusive lock held).
+    void refresh_prop_views();
     /// Starts deferring HNSW inserts unless already deferring.
     void begin_deferral();
     /// Inserts the deferred nodes (deleted ones left out) into HNSW in one parallel pass.
@@ -302,6 +343,11 @@ class Engine {
     NodeColumns node_columns() const noexcept;
     Status search_locked(const float* query, const SearchRequest& request, std::size_t slot,
                          SearchResult& result) const;
+    /// Fills `filter` from the request's label, tenant, ts and where conditions.
+    void build_filter(const SearchRequest& request, NodeFilter& filter) const;
+    /// Breadth-first expansion from scratch.seeds, scoring and paths (search_locked's second half).
+    Status expand_and_score(const SearchRequest& request, TraversalScratch& scratch, const NodeColumns& columns,
+                            const NodeFilter* active_filter, SearchResult& result) const;
     EdgeRecord edge_locked(edge_id_t edge) const;
     void exact_seeds(const QuantizedVector& query, std::size_t wanted, const NodeFilter* filter,
                      const NodeColumns& columns, TraversalScratch& scratch) const;
@@ -318,9 +364,22 @@ class Engine {
     std::vector<label_id_t> node_labels_;
     std::vector<tenant_id_t> node_tenants_;
     std::vector<std::int64_t> node_ts_;
-    detail::StringColumn node_texts_, node_props_;
+    detail::StringColumn node_texts_, node_props_, node_aliases_;
     detail::Interner labels_, tenants_, rels_;
     VectorStore node_vectors_;
+
+    // Filterable properties: one typed column per declared property (config_.filterable order),
+    // derived from each node's props JSON when the node is written; views for the filters.
+    struct PropColumn {
+        PropType type = PropType::str;
+        detail::Interner strings;
+        std::vector<std::uint32_t> str_ids;
+        std::vector<std::int64_t> ints;
+        std::vector<double> reals;
+        std::vector<std::uint8_t> present;
+    };
+    std::vector<PropColumn> prop_columns_;
+    std::vector<PropColumnView> prop_views_;
 
     // Edges (edge id = position).
     std::vector<node_id_t> edge_src_, edge_dst_;
@@ -353,6 +412,8 @@ class Engine {
     wal::SyncPolicy sync_policy_ = wal::SyncPolicy::off;
     std::string read_only_;  // why writes are refused; empty: writable
     std::atomic<std::uint64_t> last_lsn_{0};
+    std::atomic<std::uint64_t> last_text_lsn_{0};
+    bool text_changed_ = false;  // set by apply_*, taken by finish_write / replay (writer lock held)
     // Replay and deferred indexing append rows and leave HNSW inserts to one parallel pass
     // (flush_deferred). Nodes from indexed_before_defer_ on were not indexed when deferral began.
     bool replaying_ = false, defer_index_ = false;

@@ -1,7 +1,8 @@
-// Node filter: label, tenant and timestamp conditions applied to every node a search
-// reaches (inside the HNSW seed search and during traversal, not after them).
+// Node filter: label, tenant, timestamp and filterable-property conditions applied to every
+// node a search reaches (inside the HNSW seed search and during traversal, not after them).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -10,11 +11,38 @@
 
 namespace vecgraph {
 
+/// One filterable property's column: `present[n]` says node n has a value of the declared
+/// type; str values are interned ids, int64 and timestamp values in `ints`, float64 in `reals`.
+struct PropColumnView {
+    PropType type = PropType::str;
+    const std::uint32_t* str_ids = nullptr;
+    const std::int64_t* ints = nullptr;
+    const double* reals = nullptr;
+    const std::uint8_t* present = nullptr;
+};
+
 struct NodeColumns {
     const label_id_t* labels = nullptr;
     const tenant_id_t* tenants = nullptr;
     const std::int64_t* ts = nullptr;
     const std::uint8_t* dead = nullptr;  // one flag per node (deleted), or nullptr when no node is deleted
+    const PropColumnView* props = nullptr;  // one per declared property
+};
+
+/// A condition on one property: membership of a str value (`str_ok` indexed by interned id),
+/// or an inclusive range of an int64 / timestamp ([int_min, int_max]) or float64 ([real_min,
+/// real_max]) value, and with `in_set`, membership in the sorted `int_in` / `real_in`. A node
+/// without a value of the declared type never passes.
+struct PropCondition {
+    std::uint32_t column = 0;
+    std::vector<std::uint8_t> str_ok;
+    bool in_set = false;
+    std::vector<std::int64_t> int_in;
+    std::vector<double> real_in;
+    std::int64_t int_min = std::numeric_limits<std::int64_t>::min();
+    std::int64_t int_max = std::numeric_limits<std::int64_t>::max();
+    double real_min = -std::numeric_limits<double>::infinity();
+    double real_max = std::numeric_limits<double>::infinity();
 };
 
 class NodeFilter {
@@ -22,6 +50,7 @@ class NodeFilter {
     /// Clears every condition: everything passes.
     void reset() noexcept {
         by_label_ = by_tenant_ = by_ts_ = false;
+        props_.clear();
         ts_min_ = std::numeric_limits<std::int64_t>::min();
         ts_max_ = std::numeric_limits<std::int64_t>::max();
     }
@@ -42,7 +71,9 @@ class NodeFilter {
         ts_min_ = ts_min;
         ts_max_ = ts_max;
     }
-    bool active() const noexcept { return by_label_ || by_tenant_ || by_ts_; }
+    /// Adds a property condition (all conditions must pass); the caller fills it.
+    PropCondition& add_prop_condition() { return props_.emplace_back(); }
+    bool active() const noexcept { return by_label_ || by_tenant_ || by_ts_ || !props_.empty(); }
 
     /// True when admits() must be called: a condition is set or some node is deleted.
     bool needed(const NodeColumns& nodes) const noexcept { return active() || nodes.dead; }
@@ -51,12 +82,31 @@ class NodeFilter {
         if (by_label_ && !label_ok_[nodes.labels[node]]) return false;
         if (by_tenant_ && !tenant_ok_[nodes.tenants[node]]) return false;
         if (by_ts_ && (nodes.ts[node] < ts_min_ || nodes.ts[node] > ts_max_)) return false;
+        for (const PropCondition& c : props_) {
+            const PropColumnView& column = nodes.props[c.column];
+            if (!column.present[node]) return false;
+            switch (column.type) {
+                case PropType::str:
+                    if (column.str_ids[node] >= c.str_ok.size() || !c.str_ok[column.str_ids[node]]) return false;
+                    break;
+                case PropType::int64:
+                case PropType::timestamp:
+                    if (column.ints[node] < c.int_min || column.ints[node] > c.int_max) return false;
+                    if (c.in_set && !std::binary_search(c.int_in.begin(), c.int_in.end(), column.ints[node])) return false;
+                    break;
+                case PropType::float64:
+                    if (!(column.reals[node] >= c.real_min && column.reals[node] <= c.real_max)) return false;
+                    if (c.in_set && !std::binary_search(c.real_in.begin(), c.real_in.end(), column.reals[node])) return false;
+                    break;
+            }
+        }
         return true;
     }
 
   private:
     bool by_label_ = false, by_tenant_ = false, by_ts_ = false;
     std::vector<std::uint8_t> label_ok_, tenant_ok_;
+    std::vector<PropCondition> props_;
     std::int64_t ts_min_ = std::numeric_limits<std::int64_t>::min();
     std::int64_t ts_max_ = std::numeric_limits<std::int64_t>::max();
 };

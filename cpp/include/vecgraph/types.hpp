@@ -23,6 +23,18 @@ constexpr std::size_t max_count_nodes = invalid_id - 1;
 ///   cos: dot(q, v) of unit vectors;  ip: dot(q, v);  l2: -||q - v||^2.
 enum class Metric : std::uint8_t { cos = 0, ip = 1, l2 = 2 };
 
+/// Type of a filterable node property (declared when a graph is created; kept in a typed
+/// column the filters read, from the node's props JSON).
+enum class PropType : std::uint8_t { str = 0, int64 = 1, float64 = 2, timestamp = 3 };
+
+const char* prop_type_name(PropType type) noexcept;  // "str", "int64", "float64", "timestamp"
+bool parse_prop_type(std::string_view name, PropType* type) noexcept;
+
+struct PropSpec {
+    std::string name;
+    PropType type = PropType::str;
+};
+
 /// Which way traversal follows directed edges from the node being expanded.
 enum class Direction : std::uint8_t { out = 0, in = 1, both = 2 };
 

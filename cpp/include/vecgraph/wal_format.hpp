@@ -95,9 +95,10 @@ enum class RecordType : std::uint8_t {
     delete_edges = 5,
     delete_tenant = 6,
     checkpoint = 7,  // marker: a snapshot up to this LSN was committed
+    set_aliases = 8,
 };
 
-inline bool is_known_record_type(std::uint8_t type) noexcept { return type >= 1 && type <= 7; }
+inline bool is_known_record_type(std::uint8_t type) noexcept { return type >= 1 && type <= 8; }
 
 inline const char* record_type_name(std::uint8_t type) noexcept {
     switch (type) {
@@ -108,6 +109,7 @@ inline const char* record_type_name(std::uint8_t type) noexcept {
         case 5: return "delete_edges";
         case 6: return "delete_tenant";
         case 7: return "checkpoint";
+        case 8: return "set_aliases";
         default: return "unknown";
     }
 }

@@ -14,6 +14,8 @@
 //   delete_nodes (4):   u32 count, count x str key
 //   delete_edges (5):   u32 count, u8 has_rels, count x { str src, str dst, str rel if has_rels }
 //   delete_tenant (6):  str tenant
+//   set_aliases (8):    u32 count, count x { str key, str aliases }   (aliases: opaque to the core;
+//                       the Python facade stores the list joined by U+001F)
 //
 // Vectors are logged quantized, so replay rebuilds bit-identical rows without re-quantizing.
 // Deletes are logged by key (not by internal id), so they replay correctly on a graph loaded

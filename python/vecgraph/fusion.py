@@ -1,0 +1,276 @@
+"""Weighted Reciprocal Rank Fusion of ranked lists.
+
+Reciprocal Rank Fusion (Cormack, Clarke and Büttcher, "Reciprocal Rank Fusion outperforms
+Condorcet and individual Rank Learning Methods", SIGIR 2009) merges ranked lists by rank alone,
+so channels whose raw scores live on different scales (cosine similarity, BM25, graph scores)
+can be combined without calibration:
+
+    score(d) = sum over lists i that contain d of  w_i / (k + rank_i(d))
+
+with ranks counted from 1 and ``k = 60`` by default (the paper's constant).
+
+>>> rrf([["a", "b", "c"], ["c", "a"]])[:2]      # doctest: +ELLIPSIS
+[('a', 0.0325...), ('c', 0.0322...)]
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from operator import itemgetter
+from typing import Any, NamedTuple, Optional, Union
+
+from .errors import InvalidArgumentError
+
+__all__ = ["rrf", "rrf_with_ranks", "Fused", "DEFAULT_K"]
+
+DEFAULT_K = 60
+"""The RRF constant of Cormack et al. (2009): a document at rank 1 scores 1/61."""
+
+
+class Fused(NamedTuple):
+    """One fused result of :func:`rrf_with_ranks`.
+
+    key: the key as it came in the lists. score: its fused RRF score (larger is better).
+    ranks: its rank (from 1) in each input list, ``None`` where the list does not hold it; a
+    tuple in list order, or a dict keyed like ``lists`` when ``lists`` was a mapping.
+    """
+
+    key: Hashable
+    score: float
+    ranks: Union[tuple, dict]
+
+
+ListsArg = Union[Sequence[Sequence[Any]], Mapping[str, Sequence[Any]]]
+WeightsArg = Union[Sequence[float], Mapping[str, float], None]
+
+
+def rrf(lists: ListsArg, weights: WeightsArg = None, k: float = DEFAULT_K,
+        top_n: Optional[int] = None) -> list[tuple[Hashable, float]]:
+    """Fuses ranked lists by weighted Reciprocal Rank Fusion.
+
+    ``score(d) = Σ_i w_i / (k + rank_i(d))`` over the lists ``i`` that hold ``d``, ranks from 1
+    (Cormack, Clarke and Büttcher, SIGIR 2009). The sum is taken in list order in float64, so
+    the same inputs always give the same bits.
+
+    Args:
+        lists: any number of ranked lists, best first, as a sequence of lists or a mapping
+            ``name -> list`` (then ``weights`` may be a mapping too). Each list is a sequence
+            of keys, or of ``(key, score)`` pairs (tuples or lists of length 2; decided by the
+            list's first item): the scores are ignored, only the order counts. Keys are any
+            hashable values (vecgraph's are str or int). A list may be empty.
+            A key repeated within one list counts at its first rank only; the later
+            occurrence is skipped and the ranks of the keys after it are still their
+            positions in the list (``["a", "b", "a", "c"]``: a=1, b=2, c=4).
+        weights: one finite weight ``>= 0`` per list (default 1.0 each). With a mapping of
+            lists, a mapping of weights may name some of the lists (the others weigh 1.0).
+            A list of weight 0 adds nothing to the scores but still counts for the
+            tie-break below and for the keys that appear.
+        k: the RRF constant, finite and ``> 0`` (default 60).
+        top_n: return at most this many results (``>= 1``); None returns every key.
+
+    Returns:
+        ``[(key, score), ...]`` best first. Ties (equal float scores) break by the key's best
+        rank in any single list (smaller first), then by the first list in which it has that
+        rank (earlier first): the order in which keys first appear when the lists are read
+        rank by rank (every list's rank 1 in list order, then every list's rank 2, ...).
+        Keys are never compared with each other.
+
+    Raises:
+        InvalidArgumentError: a negative, NaN or infinite weight (named by its position or
+            name), a weight for a list name that does not exist, ``k <= 0`` or not finite,
+            ``top_n < 1``.
+        TypeError / ValueError: ``lists`` or ``weights`` of the wrong type or length; an
+            unhashable key.
+
+    >>> rrf([["d1", "d2", "d3"], ["d3", "d1"]], top_n=2)   # doctest: +ELLIPSIS
+    [('d1', 0.032522...), ('d3', 0.032266...)]
+    """
+    order, scores, _, _ = _fuse(lists, weights, k, top_n, with_ranks=False)
+    return list(zip(order, map(scores.__getitem__, order)))
+
+
+def rrf_with_ranks(lists: ListsArg, weights: WeightsArg = None, k: float = DEFAULT_K,
+                   top_n: Optional[int] = None) -> list[Fused]:
+    """:func:`rrf`, also reporting each result's rank in every input list.
+
+    Arguments, order and errors as :func:`rrf`. Returns ``[Fused(key, score, ranks), ...]``
+    best first; ``ranks`` is a tuple with one rank (from 1) or ``None`` per list, or, when
+    ``lists`` is a mapping, a dict ``name -> rank or None`` in the mapping's order:
+
+    >>> rrf_with_ranks({"dense": ["x", "y"], "bm25": ["y"], "graph": []})[0]  # doctest: +ELLIPSIS
+    Fused(key='y', score=0.03252..., ranks={'dense': 2, 'bm25': 1, 'graph': None})
+    """
+    order, scores, positions, names = _fuse(lists, weights, k, top_n, with_ranks=True)
+    out = []
+    for key in order:
+        ranks = tuple(pos.get(key) for pos in positions)
+        out.append(Fused(key, scores[key], dict(zip(names, ranks)) if names is not None else ranks))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ internals
+
+
+@functools.lru_cache(maxsize=256)
+def _contributions(w: float, k: float, n: int) -> tuple:
+    """``w / (k + r)`` for the ranks ``r = 1..n``."""
+    return tuple(w / (k + r) for r in range(1, n + 1))
+
+
+def _fuse(lists: Any, weights: Any, k: Any, top_n: Any, with_ranks: bool) -> tuple:
+    """(keys best first, key -> score, per-list key -> first rank (only with_ranks), names)."""
+    names, key_lists, ws = _check(lists, weights)
+    k = _check_k(k)
+    top_n = _check_top_n(top_n)
+
+    # Sum the contributions in list order. The first non-empty list's are stored as they are
+    # (0.0 + c is exactly c), back to front so that a repeated key keeps its first rank; the
+    # insertion order does not matter (ties are ordered below).
+    scores: dict = {}
+    get = scores.get
+    for w, keys in zip(ws, key_lists):
+        n = len(keys)
+        if not n:
+            continue
+        contributions = _contributions(w, k, n)
+        if not scores:
+            scores.update(zip(reversed(keys), reversed(contributions)))
+        elif len(set(keys)) == n:
+            for key, c in zip(keys, contributions):
+                scores[key] = get(key, 0.0) + c
+        else:  # a repeated key counts at its first rank only
+            seen: set = set()
+            for key, c in zip(keys, contributions):
+                if key not in seen:
+                    seen.add(key)
+                    scores[key] = get(key, 0.0) + c
+
+    score_of = scores.__getitem__
+    order = sorted(scores, key=score_of, reverse=True)
+    if top_n is not None and top_n < len(order):
+        # keep the whole group of keys tied with the last one kept, to order it below
+        end, boundary = top_n, scores[order[top_n - 1]]
+        while end < len(order) and scores[order[end]] == boundary:
+            end += 1
+        del order[end:]
+    if len(set(map(score_of, order))) != len(order):
+        # Ties: sort again, from the reading order rank by rank (every list's rank 1 in list
+        # order, then every list's rank 2, ...). A dict built from it holds each key once, at
+        # its best rank and, among the lists giving it that rank, the first; the sort is stable.
+        m = len(key_lists)
+        if m == 1:
+            reading = key_lists[0]
+        else:
+            reading = [_PAD] * (max(map(len, key_lists)) * m)
+            for i, keys in enumerate(key_lists):
+                reading[i:i + m * len(keys):m] = keys
+        first_seen = dict.fromkeys(reading)
+        first_seen.pop(_PAD, None)
+        order = sorted(first_seen, key=score_of, reverse=True)
+    if top_n is not None:
+        del order[top_n:]
+    positions: list = []
+    if with_ranks:  # key -> first rank, per list (back to front: the first rank is written last)
+        positions = [dict(zip(reversed(keys), range(len(keys), 0, -1))) for keys in key_lists]
+    return order, scores, positions, names
+
+
+_PAD = object()  # fills the reading order where a list is shorter than the longest
+
+
+def _check(lists: Any, weights: Any) -> tuple:
+    """(names or None, list of key lists, list of float weights)."""
+    if isinstance(lists, Mapping):
+        names = list(lists)
+        for name in names:
+            if not isinstance(name, str):
+                raise TypeError(f"list names must be str, got {type(name).__name__} ({name!r})")
+        raw = [lists[name] for name in names]
+    elif type(lists) is list or type(lists) is tuple:
+        names, raw = None, lists
+    elif isinstance(lists, (str, bytes)) or not isinstance(lists, Iterable):
+        raise TypeError(f"lists must be a sequence of ranked lists or a mapping name -> list, "
+                        f"got {type(lists).__name__}")
+    else:
+        names, raw = None, list(lists)
+
+    key_lists = []
+    for i, lst in enumerate(raw):
+        if type(lst) is not list and type(lst) is not tuple:
+            lst = _as_list(lst, i if names is None else names[i])
+        if lst and (type(lst[0]) is tuple or type(lst[0]) is list):
+            lst = _pair_keys(lst, i if names is None else names[i])
+        key_lists.append(lst)
+
+    count = len(key_lists)
+    if weights is None:
+        return names, key_lists, [1.0] * count
+    if isinstance(weights, Mapping):
+        if names is None:
+            raise TypeError("weights can be a mapping only when lists is a mapping name -> list; "
+                            "pass one weight per list")
+        unknown = [name for name in weights if name not in lists]
+        if unknown:
+            raise InvalidArgumentError(f"weights name {unknown[0]!r}, which is not one of the lists "
+                                       f"({', '.join(map(repr, names)) or 'none'})")
+        return names, key_lists, [_check_weight(weights[name], repr(name)) if name in weights else 1.0
+                                   for name in names]
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Iterable):
+        raise TypeError(f"weights must be a sequence of numbers, got {type(weights).__name__}")
+    given = weights if type(weights) is list or type(weights) is tuple else list(weights)
+    if len(given) != count:
+        raise ValueError(f"weights has {len(given)} items, expected {count} (one per list)")
+    ws = []
+    for i, w in enumerate(given):
+        if type(w) is not float or not 0.0 <= w < math.inf:  # the common case in one test
+            w = _check_weight(w, repr(names[i]) if names is not None else str(i))
+        ws.append(w)
+    return names, key_lists, ws
+
+
+def _as_list(lst: Any, where: Any) -> list:
+    if isinstance(lst, (str, bytes, Mapping)) or not isinstance(lst, Iterable):
+        raise TypeError(f"list {where!r} must be a sequence of keys or (key, score) pairs, "
+                        f"got {type(lst).__name__}")
+    return lst.tolist() if hasattr(lst, "tolist") else list(lst)
+
+
+def _pair_keys(lst: list, where: Any) -> list:
+    """The keys of a list of (key, score) pairs (decided by its first item)."""
+    if len(lst[0]) != 2:
+        return lst
+    try:
+        return list(map(itemgetter(0), lst))
+    except (TypeError, IndexError, KeyError):
+        raise TypeError(f"list {where!r} mixes (key, score) pairs with other items; "
+                        "give all keys or all pairs") from None
+
+
+def _check_weight(w: Any, name: str) -> float:
+    if isinstance(w, bool) or not isinstance(w, numbers.Real):
+        raise TypeError(f"weight {name} must be a real number, got {type(w).__name__}")
+    w = float(w)
+    if not math.isfinite(w) or w < 0:
+        raise InvalidArgumentError(f"weight {name} must be finite and >= 0, got {w}")
+    return w
+
+
+def _check_k(k: Any) -> float:
+    if isinstance(k, bool) or not isinstance(k, numbers.Real):
+        raise TypeError(f"k must be a real number, got {type(k).__name__}")
+    if not math.isfinite(k) or k <= 0:
+        raise InvalidArgumentError(f"k must be finite and > 0, got {k}")
+    return k if type(k) is int else float(k)
+
+
+def _check_top_n(top_n: Any) -> Optional[int]:
+    if top_n is None:
+        return None
+    if isinstance(top_n, bool) or not isinstance(top_n, numbers.Integral):
+        raise TypeError(f"top_n must be an int or None, got {type(top_n).__name__}")
+    if top_n < 1:
+        raise InvalidArgumentError(f"top_n must be >= 1 (or None for all), got {top_n}")
+    return int(top_n)

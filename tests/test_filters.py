@@ -1,0 +1,183 @@
+"""Filterable properties: typed columns read from each node's props, ``where`` evaluated inside
+the seed search and the traversal, checked against a plain-Python reference on random props
+(including escapes, Unicode, nesting and values of the wrong type)."""
+
+from __future__ import annotations
+
+import datetime
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import vecgraph as vg
+
+DECLARED = {"status": "str", "year": "int64", "price": "float64", "at": "timestamp"}
+
+
+def reference_passes(props: dict, where: dict) -> bool:
+    """The documented semantics, written plainly."""
+    for name, condition in where.items():
+        kind = DECLARED[name]
+        value = props.get(name) if props else None
+        if kind == "str":
+            ok_type = isinstance(value, str)
+        elif kind == "float64":
+            ok_type = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        else:
+            ok_type = (isinstance(value, int) and not isinstance(value, bool)) or (
+                isinstance(value, float) and value.is_integer())
+        if not ok_type:
+            return False
+        if not isinstance(condition, dict):
+            condition = {"in": condition} if isinstance(condition, list) else {"==": condition}
+        for op, operand in condition.items():
+            if op == "==" and not value == operand:
+                return False
+            if op == "in" and value not in operand:
+                return False
+            if op == ">" and not value > operand:
+                return False
+            if op == ">=" and not value >= operand:
+                return False
+            if op == "<" and not value < operand:
+                return False
+            if op == "<=" and not value <= operand:
+                return False
+    return True
+
+
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-50, 50), st.floats(-50, 50, allow_nan=False),
+    st.text(alphabet=st.sampled_from(list('ab"\\/\n\té中😀') + ["\u2028"]), max_size=4),
+    st.sampled_from(["current", "old"]),
+)
+props_strategy = st.one_of(
+    st.none(),
+    st.dictionaries(
+        st.sampled_from(["status", "year", "price", "at", "other", "stat\"us"]),
+        st.one_of(json_scalars, st.lists(json_scalars, max_size=2),
+                  st.dictionaries(st.sampled_from(["status", "year"]), json_scalars, max_size=2)),
+        max_size=5,
+    ),
+)
+conditions = st.one_of(
+    st.fixed_dictionaries({"status": st.one_of(st.sampled_from(["current", "old", "a", '"']),
+                                               st.lists(st.sampled_from(["current", "old", "é中"]), max_size=3))}),
+    st.fixed_dictionaries({"year": st.one_of(
+        st.integers(-50, 50), st.lists(st.integers(-5, 5), max_size=3),
+        st.dictionaries(st.sampled_from([">", ">=", "<", "<="]), st.integers(-50, 50), min_size=1, max_size=2))}),
+    st.fixed_dictionaries({"price": st.dictionaries(st.sampled_from([">", ">=", "<", "<="]),
+                                                    st.floats(-50, 50, allow_nan=False), min_size=1, max_size=2)}),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(props=st.lists(props_strategy, min_size=1, max_size=40), where=conditions, seed=st.integers(0, 1000))
+def test_where_matches_the_reference_on_random_props(props, where, seed):
+    rng = np.random.default_rng(seed)
+    n = len(props)
+    g = vg.Graph(dim=4, filterable=DECLARED)
+    g.add_nodes(list(range(n)), rng.normal(size=(n, 4)), props=props)
+    expected = {i for i, p in enumerate(props) if reference_passes(p, where)}
+    for exact in (True, False):
+        found = g.search(rng.normal(size=4), k=n, seeds=n, hops=0, exact=exact, ef=n, where=where).keys
+        assert set(found) == expected
+    # Upserting every node with the props shifted by one re-derives every column.
+    shifted = props[1:] + props[:1]
+    g.upsert_nodes(list(range(n)), rng.normal(size=(n, 4)), props=shifted)
+    expected = {i for i, p in enumerate(shifted) if reference_passes(p, where)}
+    found = g.search(rng.normal(size=4), k=n, seeds=n, hops=0, exact=True, where=where).keys
+    assert set(found) == expected
+
+
+def test_a_filter_admitting_3_of_100000_returns_those_3():
+    rng = np.random.default_rng(1)
+    n = 100_000
+    props = [{"status": "current" if i % 2 else "old", "year": 2000 + i % 20} for i in range(n)]
+    for i in (11, 55_555, 99_998):
+        props[i] = {"status": "rare", "year": 1990}
+    g = vg.Graph(dim=8, filterable={"status": str, "year": int})
+    g.add_nodes(list(range(n)), rng.normal(size=(n, 8)), props=props)
+    g.add_edges(list(range(0, n - 1, 2)), list(range(1, n, 2)), rels="next")
+    q = rng.normal(size=8)
+    for where in ({"status": "rare"}, {"year": {"<": 1995}}, {"status": ["rare"], "year": 1990}):
+        assert sorted(g.search(q, k=10, where=where).keys) == [11, 55_555, 99_998]
+        assert sorted(g.search(q, k=10, where=where, exact=True).keys) == [11, 55_555, 99_998]
+        batch = g.search_batch(np.stack([q, -q]), k=10, where=where)
+        assert [sorted(r.keys) for r in batch] == [[11, 55_555, 99_998]] * 2
+
+
+def test_filters_apply_during_traversal():
+    g = vg.Graph(dim=2, filterable={"status": "str"})
+    g.add_nodes(["a", "b", "c"], [[1, 0], [0.9, 0.1], [0, 1]],
+                props=[{"status": "current"}, {"status": "old"}, {"status": "current"}])
+    g.add_edges(["a", "b"], ["b", "c"], rels="next")
+    everything = g.search([1, 0], k=3, seeds=1, hops=2)
+    assert everything.keys == ["a", "b", "c"]
+    # b is rejected, so c (reached only through b) is not reached either.
+    assert g.search([1, 0], k=3, seeds=1, hops=2, where={"status": "current"}).keys == ["a"]
+
+
+def test_timestamps_and_time_windows():
+    g = vg.Graph(dim=2, filterable={"published": datetime.datetime})
+    day = datetime.datetime(2024, 5, 1, tzinfo=datetime.timezone.utc)
+    g.add_nodes(["old", "new", "none"], [[1, 0], [1, 0.1], [1, 0.2]],
+                props=[{"published": day - datetime.timedelta(days=30)}, {"published": day}, {"published": "soon"}],
+                ts=[1_000_000, 2_000_000, 3_000_000])
+    assert g.get_node("new")["props"]["published"] == 1_714_521_600_000_000  # stored as microseconds
+    assert g.search([1, 0], k=3, where={"published": {">=": day - datetime.timedelta(days=1)}}).keys == ["new"]
+    assert g.search([1, 0], k=3, where={"published": {"<": datetime.date(2024, 5, 1)}}).keys == ["old"]
+    assert g.search([1, 0], k=3, since=2_000_000).keys == ["new", "none"]
+    assert g.search([1, 0], k=3, until=datetime.datetime(1970, 1, 1, 0, 0, 2)).keys == ["old", "new"]
+    with pytest.raises(vg.InvalidArgumentError, match="give since or ts_min, not both"):
+        g.search([1, 0], since=1, ts_min=1)
+
+
+def test_filterable_persists_and_is_fixed_at_creation(tmp_path):
+    declared = {"status": "str", "n": "int64"}
+    g = vg.Graph.open(tmp_path / "g", dim=2, filterable=declared)
+    g.add_nodes(["a", "b"], [[1, 0], [0, 1]], props=[{"status": "x", "n": 1}, {"status": "y", "n": 2}])
+    g.checkpoint()
+    g.add_nodes(["c"], [[1, 1]], props=[{"status": "x", "n": 3}])  # WAL only
+    g.close()
+    g = vg.Graph.open(tmp_path / "g")
+    assert g.filterable == declared
+    assert sorted(g.search([1, 0], k=3, where={"status": "x"}).keys) == ["a", "c"]
+    assert g.search([1, 0], k=3, where={"n": {">": 1}, "status": "x"}).keys == ["c"]
+    g.close()
+    with pytest.raises(vg.InvalidArgumentError, match="fixed when a graph is created"):
+        vg.Graph.open(tmp_path / "g", filterable={"status": "str"})
+    g = vg.Graph.open(tmp_path / "g", filterable=declared)
+    from vecgraph import snapshot
+
+    snapshot.export(g, tmp_path / "out")
+    g.close()
+    restored = snapshot.restore(tmp_path / "out", tmp_path / "r")
+    assert restored.filterable == declared
+    assert sorted(restored.search([1, 0], k=3, where={"status": "x"}).keys) == ["a", "c"]
+    restored.close()
+
+
+def test_bad_declarations_and_conditions():
+    with pytest.raises(vg.InvalidArgumentError, match="type must be 'str', 'int64', 'float64' or 'timestamp'"):
+        vg.Graph(dim=2, filterable={"x": "date"})
+    with pytest.raises(TypeError, match="filterable must be a dict"):
+        vg.Graph(dim=2, filterable=["x"])
+    g = vg.Graph(dim=2, filterable={"status": "str", "n": "int64"})
+    g.add_nodes(["a"], [[1, 0]], props=[{"status": "x", "n": 1}])
+    with pytest.raises(vg.InvalidArgumentError, match=r"'nope' is not a filterable property; declared: status \(str\), n \(int64\)"):
+        g.search([1, 0], where={"nope": 1})
+    with pytest.raises(vg.InvalidArgumentError, match="takes values, not a range"):
+        g.search([1, 0], where={"status": {">": "a"}})
+    with pytest.raises(vg.InvalidArgumentError, match="must be a number for a int64 property"):
+        g.search([1, 0], where={"n": "1"})
+    with pytest.raises(vg.InvalidArgumentError, match="operators are"):
+        g.search([1, 0], where={"n": {"between": [1, 2]}})
+    with pytest.raises(vg.InvalidArgumentError, match="must be finite"):
+        g.search([1, 0], where={"n": {"<": math.inf}})
+    assert g.search([1, 0], where={"status": []}).keys == []  # an empty membership admits nothing
+    assert g.search([1, 0], where={"n": []}).keys == []
+    assert g.search([1, 0], where={"n": {">": 0.5}}).keys == ["a"]  # a real bound on an int property

@@ -1,0 +1,208 @@
+"""hybrid_search: the channels, their fusion by weighted RRF, entity aliases, filters in every
+channel, edges as results, to_context, and the BM25 index kept in step with the graph across
+deletes, reopen and a crash between the graph's write and the index's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vecgraph as vg
+from vecgraph import snapshot
+
+
+def unit(*values):
+    v = np.array(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def products() -> vg.Graph:
+    """The A7-Pro / C9-Max price example: the query's vector is closest to the wrong documents."""
+    g = vg.Graph(dim=4)
+    g.add_nodes(
+        ["c9-price", "faq", "a7-price", "blog"],
+        [unit(1, 0.1, 0, 0), unit(1, 0.2, 0, 0), unit(1, 0.45, 0, 0), unit(0, 0, 1, 0)],
+        texts=["The C9-Max costs 499 dollars.", "Prices of every model are listed here.",
+               "The A7-Pro costs 299 dollars.", "Our team went hiking."],
+    )
+    return g
+
+
+def test_bm25_finds_the_identifier_dense_search_ranks_third():
+    g = products()
+    query_vector = unit(1, 0.05, 0, 0)
+    dense = g.search(query_vector, k=3, hops=0)
+    assert dense.keys == ["c9-price", "faq", "a7-price"]  # the right document third
+    res = g.hybrid_search("A7-Pro 多少钱？", vector=query_vector, k=3)
+    assert res.keys[0] == "a7-price"
+    assert res[0].ranks == {"dense": 3, "bm25": 1, "graph": 3, "entity": None}
+    assert res.keys[1:] == ["c9-price", "faq"]  # 2 / 61 beats 2 / 62
+    assert res.lists["bm25"][0] == "a7-price"
+    # The fused score is the weighted RRF of those ranks, exactly.
+    assert res[0].score == pytest.approx(1 / 63 + 1 / 61 + 1 / 63)
+    weighted = g.hybrid_search("A7-Pro 多少钱？", vector=query_vector, k=3, weights={"bm25": 2.0})
+    assert weighted[0].score == pytest.approx(1 / 63 + 2 / 61 + 1 / 63)
+
+
+def team() -> vg.Graph:
+    """People, projects and who leads what: the answer is two hops from the person named."""
+    g = vg.Graph(dim=4)
+    g.add_nodes(["ada", "bob", "orion", "vega"],
+                [unit(1, 0, 0, 0), unit(0, 1, 0, 0), unit(0, 0, 1, 0), unit(0.3, 0, 0.9, 0.1)],
+                labels=["person", "person", "project", "project"],
+                texts=["Ada Lovelace, engineer", "Bob Byte, engineer", "Project Orion: a rocket engine",
+                       "Project Vega: a star catalogue"])
+    g.add_edges(["ada", "bob"], ["bob", "orion"], rels=["colleague_of", "leads"],
+                texts=["Ada and Bob share an office", "Bob leads Orion since 2021"])
+    g.add_aliases("ada", ["Ada Lovelace", "Countess of Lovelace"])
+    return g
+
+
+def test_a_two_hop_question_is_answered_by_the_graph_channel():
+    g = team()
+    # Distractors: close to the question's vector, linked to nothing.
+    g.add_nodes([f"note-{i}" for i in range(10)], [unit(1, 0.05 * (i + 1), 0, 0) for i in range(10)],
+                texts=[f"meeting note {i}" for i in range(10)])
+    question, vector = "The colleague of Ada Lovelace leads which project?", unit(1, 0, 0, 0)
+    dense = g.hybrid_search(question, vector=vector, k=5, channels=["dense"])
+    assert "orion" not in dense.keys
+    graph = g.hybrid_search(question, vector=vector, k=5, channels=["graph"], seeds=2, hops=2)
+    assert "orion" in graph.keys
+    both = g.hybrid_search(question, vector=vector, k=5, seeds=2, hops=2, weights={"graph": 1.5})
+    assert "orion" in both.keys and both.lists["entity"] == ["ada"]
+    orion = next(h for h in both if h.key == "orion")
+    assert orion.ranks["dense"] > 5 and orion.ranks["graph"] <= 5
+    assert [(e.src, e.rel, e.dst) for e in orion.path] == [("ada", "colleague_of", "bob"), ("bob", "leads", "orion")]
+    # The edges walked carry text: they come back scored by the share of query terms they hold.
+    scored = {(e.src, e.dst): e for e in both.edges}
+    assert set(scored) == {("ada", "bob"), ("bob", "orion")}
+    terms = len(set(vg.text.tokenize(question)))
+    assert scored[("bob", "orion")].text_score == pytest.approx(1 / terms)  # "leads"
+    assert scored[("ada", "bob")].vector_score is None
+
+
+def test_entity_aliases_are_normalised_and_persist(tmp_path):
+    g = vg.Graph.open(tmp_path / "g", dim=4)
+    g.add_nodes(["wn:lca", "other"], [unit(1, 0, 0, 0), unit(0, 1, 0, 0)], texts=["lowest common ancestor", ""])
+    assert g.add_aliases("wn:lca", ["LCA", "Lowest  Common Ancestor", "最近公共祖先"]) == [
+        "LCA", "Lowest Common Ancestor", "最近公共祖先"]
+    assert g.add_aliases("wn:lca", ["lca", "ＬＣＡ"]) == ["LCA", "Lowest Common Ancestor", "最近公共祖先", "ＬＣＡ"]
+    for question in ("what is an lca?", "什么是最近公共祖先？", "lowest common ancestor of two nodes"):
+        assert g.hybrid_search(question, k=1, channels=["entity"]).keys == ["wn:lca"]
+    g.checkpoint()
+    g.add_aliases("other", ["the other one"])  # in the WAL only
+    g.close()
+    g = vg.Graph.open(tmp_path / "g")
+    assert g.aliases("wn:lca")[:2] == ["LCA", "Lowest Common Ancestor"]
+    assert g.hybrid_search("tell me about the other one", k=1, channels=["entity"]).keys == ["other"]
+    snapshot.export(g, tmp_path / "out")
+    g.close()
+    restored = snapshot.restore(tmp_path / "out", tmp_path / "r")
+    assert restored.aliases("other") == ["the other one"]
+    assert restored.hybrid_search("LCA?", k=1, channels=["entity"]).keys == ["wn:lca"]
+    restored.close()
+    with pytest.raises(vg.NotFoundError):
+        vg.Graph(dim=2).add_aliases("nobody", ["x"])
+    with pytest.raises(TypeError, match="aliases must be a list of str"):
+        vg.Graph(dim=2).add_aliases("x", "LCA")
+
+
+def test_a_filter_admitting_3_of_100000_works_in_every_channel():
+    rng = np.random.default_rng(7)
+    n = 100_000
+    g = vg.Graph(dim=8, filterable={"status": "str"})
+    texts = [f"document {i} about topic {i % 97}" for i in range(n)]
+    props = [{"status": "current"}] * n
+    rare = [17, 50_001, 99_990]
+    for i in rare:
+        props[i] = {"status": "rare"}
+        texts[i] = f"rare document {i} about topic 5"
+    keys = [f"doc-{i}" for i in range(n)]
+    g.add_nodes(keys, rng.normal(size=(n, 8)), texts=texts, props=props, tenants=["t"] * n)
+    q = rng.normal(size=8)
+    expected = sorted(keys[i] for i in rare)
+    for channel in ("dense", "bm25", "graph"):
+        res = g.hybrid_search("document about topic 5", vector=q, k=10, channels=[channel], where={"status": "rare"})
+        assert sorted(res.keys) == expected, channel
+    res = g.hybrid_search("doc-17 and doc-50001 and doc-99990 and doc-5", k=10, channels=["entity"],
+                          where={"status": "rare"})
+    assert sorted(res.keys) == expected
+    assert g.hybrid_search("document", vector=q, k=10, tenants=["nobody"]).keys == []
+
+
+def test_deleted_nodes_never_match_and_the_index_follows_writes():
+    g = products()
+    assert "a7-price" in g.hybrid_search("A7-Pro", k=3, channels=["bm25"]).keys
+    g.delete_nodes(["a7-price"])
+    assert g.hybrid_search("A7-Pro", k=3, channels=["bm25"]).keys == []
+    g.upsert_nodes(["blog"], [unit(0, 0, 1, 0)], texts=["Now about the A7-Pro"])
+    assert g.hybrid_search("A7-Pro", k=3, channels=["bm25"]).keys == ["blog"]
+    g.add_nodes(["a7-price"], [unit(1, 0, 0, 0)], texts=["A7-Pro again"], tenants=["t2"])
+    assert sorted(g.hybrid_search("A7-Pro", k=3, channels=["bm25"]).keys) == ["a7-price", "blog"]
+    g.delete_tenant("t2")
+    assert g.hybrid_search("A7-Pro", k=3, channels=["bm25"]).keys == ["blog"]
+
+
+def test_the_text_index_catches_up_after_a_crash_between_graph_and_index(tmp_path):
+    g = vg.Graph.open(tmp_path / "g", dim=4)
+    g.add_nodes(["x"], [unit(1, 0, 0, 0)], texts=["alpha bravo"])
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt  # the process dies after the graph's write, before the index's
+
+    g._text.upsert = crash
+    with pytest.raises(KeyboardInterrupt):
+        g.add_nodes(["y"], [unit(0, 1, 0, 0)], texts=["charlie delta"])
+    g.close()
+    g = vg.Graph.open(tmp_path / "g")
+    assert g.hybrid_search("charlie", k=2, channels=["bm25"]).keys == ["y"]
+    assert g.hybrid_search("alpha", k=2, channels=["bm25"]).keys == ["x"]
+    g.close()
+    # A deleted or damaged index file is rebuilt too.
+    (tmp_path / "g" / "text.sqlite").write_bytes(b"not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        (tmp_path / "g" / f"text.sqlite{suffix}").unlink(missing_ok=True)
+    with pytest.warns(RuntimeWarning, match="rebuilt from the graph"):
+        g = vg.Graph.open(tmp_path / "g")
+    assert g.hybrid_search("charlie", k=2, channels=["bm25"]).keys == ["y"]
+    g.close()
+    # After close, searches keep working (the index is rebuilt in memory).
+    assert g.hybrid_search("alpha", k=2, channels=["bm25"]).keys == ["x"]
+
+
+def test_bad_input_and_edge_cases():
+    g = products()
+    with pytest.raises(vg.InvalidArgumentError, match="needs text, a vector, or both"):
+        g.hybrid_search("", k=3)
+    with pytest.raises(vg.InvalidArgumentError, match="unknown channel 'sparse'"):
+        g.hybrid_search("x", channels=["bm25", "sparse"])
+    with pytest.raises(vg.InvalidArgumentError, match=r"weights\['graph'\] must be a finite number >= 0"):
+        g.hybrid_search("x", weights={"graph": -1})
+    with pytest.raises(vg.InvalidArgumentError, match="weights names unknown channel"):
+        g.hybrid_search("x", weights={"keyword": 1})
+    with pytest.raises(vg.InvalidArgumentError, match="not a filterable property; declared: none"):
+        g.hybrid_search("x", where={"status": "current"})
+    text_only = g.hybrid_search("C9-Max", k=2)
+    assert text_only.channels == ("bm25", "entity") and text_only.keys == ["c9-price"]
+    vector_only = g.hybrid_search(vector=unit(0, 0, 1, 0), k=1)
+    assert vector_only.channels == ("dense", "graph") and vector_only.keys == ["blog"]
+    nothing = g.hybrid_search("zzz qqq", k=3, channels=["bm25", "entity"])
+    assert nothing.keys == [] and nothing.edges == [] and nothing.to_context() == ""
+    empty = vg.Graph(dim=4).hybrid_search("anything", vector=unit(1, 0, 0, 0))
+    assert empty.keys == []
+
+
+def test_to_context_keeps_the_budget_and_tags_every_line():
+    g = team()
+    res = g.hybrid_search("Who leads Orion?", vector=unit(0, 0, 1, 0), k=4)
+    full = res.to_context(max_tokens=10_000)
+    lines = full.splitlines()
+    assert lines[0].startswith(f"[{res.keys[0]}]")
+    assert "[bob --leads--> orion] Bob leads Orion since 2021" in lines
+    assert all(line.startswith("[") for line in lines)
+    small = res.to_context(max_tokens=12)
+    assert 0 < len(small) < len(full)
+    assert sum(vg.hybrid.estimate_tokens(line) + 1 for line in small.splitlines()) - 1 <= 12
+    assert res.to_context(max_tokens=10_000, count_tokens=lambda s: 1).count("\n") == len(lines) - 1
+    with pytest.raises(vg.InvalidArgumentError, match="max_tokens must be an int >= 1"):
+        res.to_context(max_tokens=0)

@@ -1,0 +1,619 @@
+"""The text channel (vecgraph.text): the tokenizer's rules, and TextIndex (SQLite FTS5 + BM25):
+identifier queries, replacement and removal, filters in SQL, the exclude callback, LSN
+persistence, concurrent searches during writes, rebuild vs incremental build, bad input."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+
+import pytest
+import vecgraph.text as vgtext
+from vecgraph.errors import (
+    CorruptionError,
+    DuplicateKeyError,
+    Error,
+    InvalidArgumentError,
+    ReadOnlyError,
+)
+from vecgraph.text import TextIndex, tokenize
+
+FILLER_WORDS = ("garden river window copper basket lantern meadow harbor pencil violin orbit canyon "
+                "marble thunder saddle velvet anchor blossom cobalt ember falcon glacier hammock "
+                "juniper kettle lagoon mosaic nectar oyster pepper quartz ribbon").split()
+
+
+def filler(count: int, seed: int = 0, start: int = 0) -> tuple[list, list]:
+    """``count`` documents of six random filler words (keys ``f<i>``), so that BM25's idf
+    is positive for the rarer terms of a test."""
+    rng = random.Random(seed)
+    keys = [f"f{start + i}" for i in range(count)]
+    texts = [" ".join(rng.choice(FILLER_WORDS) for _ in range(6)) for _ in range(count)]
+    return keys, texts
+
+
+@pytest.fixture(params=["memory", "file"])
+def index(request, tmp_path):
+    ix = TextIndex(None if request.param == "memory" else str(tmp_path / "idx" / "text.sqlite"))
+    yield ix
+    ix.close()
+
+
+def keys_of(results):
+    return [key for key, _ in results]
+
+
+# ------------------------------------------------------------------------------------- tokenizer
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("A7-Pro", ["a7-pro", "a7", "pro"]),
+    ("ERR_0x9941", ["err_0x9941", "err", "0x9941"]),
+    ("v2.0", ["v2.0", "v2", "0"]),
+    ("foo.bar_baz", ["foo.bar_baz", "foo", "bar", "baz"]),
+    ("user@example.com", ["user@example.com", "user", "example", "com"]),
+    ("std::vector", ["std::vector", "std", "vector"]),
+    ("__init__", ["__init__", "init"]),
+    ("Install v2.0.", ["install", "v2.0", "v2", "0"]),        # a trailing joiner is punctuation
+    ("a--b", ["a--b", "b"]),                                  # "a" is a stopword, the whole run is not
+])
+def test_identifiers_whole_and_parts(text, expected):
+    assert tokenize(text) == expected
+
+
+def test_plain_words_split_on_punctuation_without_stemming():
+    assert tokenize("Prices, prices; PRICE!") == ["prices", "prices", "price"]
+    assert tokenize("don't stop (now)") == ["stop"]  # don, t, now: stopwords
+    assert tokenize("café, cafe") == ["café", "cafe"]  # diacritics kept
+
+
+def test_chinese_segmented_by_jieba():
+    assert tokenize("A7-Pro 多少钱？") == ["a7-pro", "a7", "pro", "多少", "钱"]
+    assert tokenize("最近公共祖先") == ["最近", "公共", "祖先"]
+    # search mode: the long word and the words inside it
+    assert tokenize("中华人民共和国") == ["中华", "华人", "人民", "共和", "共和国", "中华人民共和国"]
+    assert tokenize("价格是多少") == ["价格", "多少"]  # 是: stopword
+    assert tokenize("A7-Pro多少钱") == ["a7-pro", "a7", "pro", "多少", "钱"]  # no space needed
+
+
+def test_kana_and_hangul_bigrams():
+    assert tokenize("カタカナ") == ["カタ", "タカ", "カナ"]
+    assert tokenize("한국어 텍스트") == ["한국", "국어", "텍스", "스트"]
+    assert tokenize("ｶﾀｶﾅ") == ["カタ", "タカ", "カナ"]       # half-width -> full-width first
+    assert tokenize("東京に行きます") == ["東京", "に", "行", "きま", "ます"]
+
+
+def test_unicode_normalisation_and_casefolding():
+    assert tokenize("ＦＵＬＬ－ｗｉｄｔｈ Ａ７") == ["full-width", "full", "width", "a7"]
+    assert tokenize("ﬁle ﬂow") == ["file", "flow"]
+    assert tokenize("Straße STRASSE") == ["strasse", "strasse"]
+    assert tokenize("ÉCOLE école e\u0301cole") == ["école"] * 3
+    assert tokenize("A7\u2010Pro") == tokenize("A7-Pro")      # Unicode hyphen
+    assert tokenize("①②") == ["12"]
+
+
+def test_scripts_with_combining_marks_stay_whole():
+    assert tokenize("हिन्दी भाषा") == ["हिन्दी", "भाषा"]
+    assert tokenize("กรุงเทพ") == ["กรุงเทพ"]
+
+
+def test_stopwords_empty_and_type():
+    assert tokenize("") == []
+    assert tokenize("the of and 的") == []
+    assert tokenize("!!! --- ...") == []
+    assert "the" in vgtext.STOPWORDS
+    with pytest.raises(TypeError, match="text must be a str"):
+        tokenize(b"bytes")
+    with pytest.raises(TypeError, match="text must be a str"):
+        tokenize(None)
+
+
+def test_long_compound_keeps_only_its_parts():
+    run = "-".join(["part"] * 20)  # 99 characters
+    assert tokenize(run) == ["part"] * 20
+
+
+def test_fts5_does_not_split_the_tokens_again(tmp_path):
+    """Every term tokenize() gives is one term of the FTS5 vocabulary, unchanged."""
+    text = ("A7-Pro ERR_0x9941 v2.0 foo.bar_baz user@example.com std::vector __init__ हिन्दी "
+            "多少钱 カタカナ 한국어 ＦＵＬＬ café a--b x.y:z/w")
+    path = str(tmp_path / "t.sqlite")
+    ix = TextIndex(path)
+    ix.upsert(["doc"], [text], lsn=1)
+    ix.close()
+    con = sqlite3.connect(path)
+    con.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, fts_node, 'row')")
+    vocabulary = {term for (term,) in con.execute("SELECT term FROM temp.vocab")}
+    con.close()
+    assert vocabulary == set(tokenize(text))
+
+
+# ------------------------------------------------------------------------------------- search
+
+
+PRODUCTS = {
+    "a7": "The A7-Pro phone costs 499 dollars; the A7-Pro has a 6.1 inch screen.",
+    "c9": "The C9-Max phone costs 899 dollars; the C9-Max has a 6.7 inch screen.",
+    "a7-case": "A protective case for the A7 phone, pro grade leather, 29 dollars.",
+    "max-pro": "Max Pro tips: how to get the most from your phone screen and battery.",
+    "c9-review": "Review: the C9 phone is fast; the Max edition costs more dollars.",
+}
+
+
+def build_products(ix):
+    keys, texts = filler(200)
+    ix.upsert(keys, texts, lsn=1)
+    ix.upsert(list(PRODUCTS), list(PRODUCTS.values()), lsn=2)
+
+
+def test_a7_pro_query_ranks_its_document_first(index):
+    build_products(index)
+    for query in ("A7-Pro 多少钱？", "How much is the A7-Pro?", "a7-pro price"):
+        assert keys_of(index.search(query, 3))[0] == "a7", query
+    assert keys_of(index.search("C9-Max price", 3))[0] == "c9"
+    # the parts still match on their own
+    assert "a7-case" in keys_of(index.search("A7 case"))
+    results = index.search("A7-Pro", 10)
+    assert keys_of(results)[0] == "a7"
+    assert all(score > 0 for _, score in results)
+    assert [s for _, s in results] == sorted((s for _, s in results), reverse=True)
+
+
+def test_error_code_found_whole(index):
+    keys, texts = filler(100)
+    index.upsert(keys, texts, lsn=1)
+    index.upsert(["e1", "e2", "e3"], [
+        "Battery low: the charger reports ERR_0x9941 after boot.",
+        "Fan failure: ERR_0x9942 on the main board, err light blinking, err again.",
+        "Unrelated error 0x9941 in another module.",
+    ], lsn=2)
+    results = keys_of(index.search("ERR_0x9941", 3))
+    assert results[0] == "e1"                  # the whole code: one document, the highest idf
+    assert sorted(results[1:]) == ["e2", "e3"]  # its parts: err (e2), 0x9941 (e3)
+    assert keys_of(index.search("what does ERR_0x9942 mean", 1)) == ["e2"]
+
+
+def test_empty_or_stopword_query_returns_nothing(index):
+    build_products(index)
+    assert index.search("") == []
+    assert index.search("the of and what is") == []
+    assert index.search("?!") == []
+    assert index.search("zzzunknownzzz") == []
+
+
+def test_ties_break_by_key(index):
+    keys, texts = filler(50)
+    index.upsert(keys, texts, lsn=1)
+    same = "identical text about zebra"
+    index.upsert([10, 2, "b", "a", -5], [same] * 5, lsn=2)
+    results = index.search("zebra", 10)
+    assert keys_of(results) == [-5, 2, 10, "a", "b"]  # ints first, by value; then str
+    assert len({score for _, score in results}) == 1
+    assert keys_of(index.search("zebra", 3)) == [-5, 2, 10]
+
+
+def test_large_tie_groups_across_pages(index):
+    # 300 identical documents: every page boundary falls inside the tie group
+    index.upsert(*filler(100), lsn=1)
+    keys = list(range(300))
+    random.Random(3).shuffle(keys)
+    index.upsert(keys, ["same words about walrus"] * 300, lsn=2)
+    assert keys_of(index.search("walrus", 5)) == [0, 1, 2, 3, 4]
+    assert keys_of(index.search("walrus", 300)) == list(range(300))
+    assert keys_of(index.search("walrus", 7, exclude=lambda key: key % 3 != 0)) == [0, 3, 6, 9, 12, 15, 18]
+
+
+# ------------------------------------------------------------------------------------- writes
+
+
+def test_upsert_replaces(index):
+    keys, texts = filler(50)
+    index.upsert(keys, texts, lsn=1)
+    assert index.upsert(["k"], ["first version mentions aardvark"], tenants="t1", labels="old", ts=5, lsn=2) == 1
+    assert keys_of(index.search("aardvark")) == ["k"]
+    assert index.upsert(["k"], ["second version mentions buffalo"], tenants="t2", labels="new", ts=9, lsn=3) == 1
+    assert index.search("aardvark") == []
+    assert keys_of(index.search("buffalo")) == ["k"]
+    assert keys_of(index.search("buffalo", tenants="t2", labels="new", ts_min=9, ts_max=9)) == ["k"]
+    assert index.search("buffalo", tenants="t1") == []
+    assert index.count() == 51
+    assert index.lsn == 3
+
+
+@pytest.mark.parametrize("empty", ["", None, "the of and", "..."])
+def test_empty_text_removes_the_document(index, empty):
+    index.upsert(*filler(20), lsn=1)
+    index.upsert(["k"], ["mentions aardvark"], lsn=2)
+    assert index.count() == 21
+    assert index.upsert(["k"], [empty], lsn=3) == 0
+    assert index.count() == 20
+    assert index.search("aardvark") == []
+    assert index.upsert(["new"], [empty], lsn=4) == 0  # never stored
+    assert index.count() == 20
+    assert index.lsn == 4
+
+
+def test_delete_and_delete_tenant(index):
+    index.upsert(*filler(30), lsn=1)
+    index.upsert(["a", "b", "c", 7], ["okapi one", "okapi two", "okapi three", "okapi four"],
+                 tenants=["t1", "t1", "t2", "t1"], lsn=2)
+    index.upsert(["a"], ["okapi edge"], tenants="t1", kind="edge", lsn=2)
+    assert index.delete(["b", "missing", "b"], lsn=3) == 1
+    assert sorted(map(str, keys_of(index.search("okapi")))) == ["7", "a", "c"]
+    assert index.delete_tenant("t1", lsn=4) == 3  # nodes a, 7 and the edge a
+    assert keys_of(index.search("okapi")) == ["c"]
+    assert index.search("okapi", kind="edge") == []
+    assert index.count() == 31
+    assert index.delete_tenant("nobody", lsn=5) == 0
+    assert index.lsn == 5
+
+
+def test_nodes_and_edges_are_separate(index):
+    index.upsert(*filler(30), lsn=1)
+    index.upsert(["x"], ["node text about lemur"], lsn=2)
+    index.upsert(["x"], ["edge text about lemur"], kind="edge", lsn=3)
+    assert keys_of(index.search("lemur")) == ["x"]
+    assert keys_of(index.search("edge lemur", kind="edge")) == ["x"]
+    assert index.search("garden", kind="edge") == []
+    assert index.count("node") == 31 and index.count("edge") == 1 and index.count() == 32
+    index.delete(["x"], kind="edge", lsn=4)
+    assert index.search("lemur", kind="edge") == []
+    assert keys_of(index.search("lemur")) == ["x"]
+
+
+def test_int_and_str_keys_are_different(index):
+    index.upsert(*filler(30), lsn=1)
+    index.upsert([1, "1"], ["int key walrus", "str key walrus walrus"], lsn=2)
+    assert keys_of(index.search("walrus")) == ["1", 1]
+    index.delete([1], lsn=3)
+    assert keys_of(index.search("walrus")) == ["1"]
+
+
+def test_clear(index):
+    index.upsert(*filler(30), lsn=7)
+    index.clear()
+    assert index.count() == 0 and index.lsn == 0
+    assert index.search("garden") == []
+    index.upsert(["a"], ["garden"], lsn=1)
+    assert keys_of(index.search("garden")) == ["a"]
+
+
+# ------------------------------------------------------------------------------------- filters
+
+
+@pytest.fixture
+def big(index):
+    """2,000 documents that all mention 'widget'; 3 have tenant 'rare', 3 label 'special',
+    3 a ts in [5000, 5002]; the rest tenant 'common' (or 'other'), label 'plain', ts 0."""
+    rng = random.Random(7)
+    keys = [f"d{i}" for i in range(2000)]
+    texts = [f"widget {rng.choice(FILLER_WORDS)} {rng.choice(FILLER_WORDS)}" + " widget" * rng.randrange(3)
+             for _ in keys]
+    tenants = ["common" if i % 2 else "other" for i in range(2000)]
+    labels = ["plain"] * 2000
+    ts = [0] * 2000
+    for i in (17, 900, 1999):
+        tenants[i] = "rare"
+    for i in (5, 6, 1500):
+        labels[i] = "special"
+    for i, t in zip((100, 200, 300), (5000, 5001, 5002)):
+        ts[i] = t
+    index.rebuild(zip(keys, texts, tenants, labels, ts), lsn=1)
+    return index
+
+
+def test_filters_admitting_3_of_2000_return_those_3(big):
+    assert sorted(keys_of(big.search("widget", 10, tenants="rare"))) == ["d17", "d1999", "d900"]
+    assert sorted(keys_of(big.search("widget", 10, labels=["special"]))) == ["d1500", "d5", "d6"]
+    assert sorted(keys_of(big.search("widget", 10, ts_min=5000))) == ["d100", "d200", "d300"]
+    assert sorted(keys_of(big.search("widget", 10, ts_min=5000, ts_max=5001))) == ["d100", "d200"]
+    assert keys_of(big.search("widget", 10, tenants="rare", labels="special")) == []
+    assert big.search("widget", 10, tenants=[]) == []
+    assert big.search("widget", 10, ts_min=10, ts_max=1) == []
+    both = big.search("widget", 10, tenants=["rare", "nobody"], labels=["plain", "special"])
+    assert sorted(keys_of(both)) == ["d17", "d1999", "d900"]
+
+
+def test_filter_plans_agree(big, monkeypatch):
+    """Small tenant filters are applied before matching, large ones by a join: same answers."""
+    queries = [("widget garden", {"tenants": "rare"}), ("widget copper", {"tenants": ["common"], "labels": "plain"}),
+               ("widget", {"tenants": ["rare", "other"], "ts_max": 100}), ("widget ember", {"labels": "plain"})]
+    small = [big.search(q, 25, **f) for q, f in queries]
+    monkeypatch.setattr(vgtext, "_SMALL_FILTER", 1)
+    joined = [big.search(q, 25, **f) for q, f in queries]
+    assert small == joined
+    assert all(small)
+
+
+def test_filtered_ranking_is_the_unfiltered_ranking_restricted(big):
+    everything = big.search("widget pepper", 2000)
+    admitted = [(key, score) for key, score in everything if int(key[1:]) % 2 == 1 and key not in ("d17", "d1999")]
+    assert big.search("widget pepper", 50, tenants="common") == admitted[:50]
+
+
+def test_many_filter_values_use_json(big):
+    tenants = [f"t{i}" for i in range(300)] + ["rare"]
+    assert sorted(keys_of(big.search("widget", 10, tenants=tenants))) == ["d17", "d1999", "d900"]
+
+
+def test_exclude_pages_until_k_admitted(big):
+    ranking = big.search("widget garden basket", 2000)
+    assert len(ranking) == 2000
+
+    dropped = {key for key, _ in ranking[:300]}
+    assert big.search("widget garden basket", 10, exclude=dropped.__contains__) == ranking[300:310]
+    odd = big.search("widget garden basket", 20, exclude=lambda key: int(key[1:]) % 2 == 0)
+    assert odd == [(key, s) for key, s in ranking if int(key[1:]) % 2 == 1][:20]
+    assert big.search("widget", 5, exclude=lambda key: True) == []
+    calls = []
+    big.search("widget", 3, exclude=lambda key: calls.append(key) or False)
+    assert len(calls) == 3  # stops as soon as k are admitted
+
+
+# ------------------------------------------------------------------------------------- lsn, files
+
+
+def test_lsn_persists_across_reopen(tmp_path):
+    path = str(tmp_path / "sub" / "dir" / "text.sqlite")
+    ix = TextIndex(path)
+    assert ix.lsn == 0 and not ix.reset_on_open
+    ix.upsert(*filler(40), lsn=41)
+    ix.delete(["f0"], lsn=42)
+    expected = ix.search("garden copper", 5)
+    ix.close()
+    ix = TextIndex(path)
+    assert ix.lsn == 42
+    assert ix.count() == 39
+    assert ix.search("garden copper", 5) == expected
+    ix.close()
+
+
+def test_lsn_must_not_go_back(index):
+    index.upsert(["a"], ["garden"], lsn=5)
+    index.upsert(["b"], ["garden"], lsn=5)  # the same lsn again is fine
+    with pytest.raises(InvalidArgumentError, match="lsn 4 is older than the index's lsn 5"):
+        index.upsert(["c"], ["garden"], lsn=4)
+    with pytest.raises(InvalidArgumentError, match="lsn must be >= 0"):
+        index.delete(["a"], lsn=-1)
+    with pytest.raises(TypeError, match="lsn must be an int"):
+        index.delete(["a"], lsn=5.0)
+    with pytest.raises(TypeError, match="lsn must be an int"):
+        index.delete(["a"], lsn=True)
+    assert index.count() == 2 and index.lsn == 5
+    index.rebuild([("a", "garden", None, None, None)], lsn=1)  # rebuild may go back
+    assert index.lsn == 1 and index.count() == 1
+
+
+def test_other_tokenizer_version_is_reset_on_open(tmp_path):
+    path = str(tmp_path / "text.sqlite")
+    ix = TextIndex(path)
+    ix.upsert(*filler(10), lsn=3)
+    ix.close()
+    con = sqlite3.connect(path)
+    con.execute("UPDATE meta SET value = 0 WHERE name = 'tokenizer'")
+    con.commit()
+    con.close()
+    ix = TextIndex(path)
+    assert ix.reset_on_open and ix.lsn == 0 and ix.count() == 0
+    ix.rebuild(zip(*filler(10), [None] * 10, [None] * 10, [0] * 10), lsn=3)
+    assert not ix.reset_on_open and ix.count() == 10
+    ix.close()
+    ix = TextIndex(path)
+    assert not ix.reset_on_open and ix.lsn == 3
+    ix.close()
+
+
+def test_foreign_or_damaged_files(tmp_path):
+    other = str(tmp_path / "other.sqlite")
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE people(name)")
+    con.commit()
+    con.close()
+    with pytest.raises(CorruptionError, match="not a vecgraph text index"):
+        TextIndex(other)
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(CorruptionError, match="damaged"):
+        TextIndex(str(garbage))
+
+
+def test_closed_index(tmp_path):
+    ix = TextIndex(str(tmp_path / "t.sqlite"))
+    ix.upsert(["a"], ["garden"], lsn=1)
+    ix.close()
+    ix.close()
+    assert ix.closed
+    with pytest.raises(ReadOnlyError, match="closed"):
+        ix.upsert(["b"], ["garden"], lsn=2)
+    with pytest.raises(ReadOnlyError):
+        ix.rebuild([], lsn=2)
+    with pytest.raises(Error, match="closed"):
+        ix.search("garden")
+    with TextIndex() as mem:
+        mem.upsert(["a"], ["garden"], lsn=1)
+    assert mem.closed
+
+
+# ------------------------------------------------------------------------------------- rebuild
+
+
+def test_rebuild_equals_incremental_build(tmp_path):
+    rng = random.Random(11)
+    words = FILLER_WORDS + ["A7-Pro", "ERR_0x9941", "v2.0", "多少钱", "价格", "カタカナ"]
+    final: dict = {}
+    incremental = TextIndex(str(tmp_path / "inc.sqlite"))
+    lsn = 0
+    for batch in range(12):
+        keys = rng.sample(range(400), 60)
+        texts = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 9))) for _ in keys]
+        tenants = [rng.choice(["t1", "t2", "t3"]) for _ in keys]
+        ts = [rng.randrange(100) for _ in keys]
+        lsn += 1
+        incremental.upsert(keys, texts, tenants=tenants, labels="doc", ts=ts, lsn=lsn)
+        for key, text, tenant, t in zip(keys, texts, tenants, ts):
+            if tokenize(text):
+                final[key] = (text, tenant, t)
+            else:
+                final.pop(key, None)
+        if batch % 4 == 3:
+            gone = rng.sample(range(400), 30)
+            lsn += 1
+            incremental.delete(gone, lsn=lsn)
+            for key in gone:
+                final.pop(key, None)
+    rebuilt = TextIndex(str(tmp_path / "rebuilt.sqlite"))
+    items = [(key, text, tenant, "doc", t) for key, (text, tenant, t) in sorted(final.items(), reverse=True)]
+    assert rebuilt.rebuild(items, lsn=lsn) == len(final)
+    assert incremental.count() == rebuilt.count() == len(final)
+    assert incremental.lsn == rebuilt.lsn == lsn
+    for query in ["garden", "A7-Pro 多少钱", "err_0x9941 copper", "v2.0 lantern meadow", "カタカナ orbit",
+                  "pepper quartz ribbon kettle"]:
+        for filters in ({}, {"tenants": "t2"}, {"ts_min": 20, "ts_max": 70}):
+            a = incremental.search(query, 25, **filters)
+            b = rebuilt.search(query, 25, **filters)
+            assert keys_of(a) == keys_of(b), (query, filters)
+            assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-12)
+    incremental.close()
+    rebuilt.close()
+
+
+def test_rebuild_items_and_errors(index):
+    index.upsert(*filler(10), lsn=1)
+    stored = index.rebuild([("a", "garden words", "t", "l", 5), (2, "edge words", None, None, None, "edge"),
+                            ("empty", "", None, None, None)], lsn=9)
+    assert stored == 2 and index.count() == 2 and index.lsn == 9
+    assert keys_of(index.search("words", kind="edge")) == [2]
+    bad_items = [
+        ([("a", "x", None, None, None), ("a", "y", None, None, None)], DuplicateKeyError, r"items\[1\].*twice"),
+        ([("a", "x", None, None)], TypeError, r"items\[0\] must be"),
+        ([("a", "x", None, None, None), (1.5, "x", None, None, None)], TypeError, r"items\[1\] key is a float"),
+        ([("a", "x", None, None, None, "vertex")], InvalidArgumentError, "kind must be"),
+        ([("a", "x", 3, None, None)], TypeError, r"items\[0\] tenant is a int"),
+        ([("a", "x", None, None, "soon")], TypeError, r"items\[0\] ts must be an int"),
+    ]
+    for items, error, message in bad_items:
+        with pytest.raises(error, match=message):
+            index.rebuild(items, lsn=20)
+        assert index.count() == 2 and index.lsn == 9
+        assert keys_of(index.search("garden")) == ["a"]
+
+
+def test_rebuild_progress_bar(index, capsys):
+    index.rebuild(((f"k{i}", "garden text", None, None, None) for i in range(50)), lsn=1, progress=True)
+    assert "text index" in capsys.readouterr().err
+    index.rebuild([("a", "garden", None, None, None)], lsn=1)
+    assert capsys.readouterr().err == ""  # not a terminal, few items: no bar
+
+
+# ------------------------------------------------------------------------------------- bad input
+
+
+def test_bad_keys_and_kinds_change_nothing(index):
+    index.upsert(*filler(10), lsn=3)
+    before = (index.count(), index.lsn, index.search("garden"))
+    cases = [
+        (lambda: index.upsert(["ok", 2.5], ["x", "y"], lsn=4), TypeError, r"keys\[1\] is a float \(2.5\)"),
+        (lambda: index.upsert([True], ["x"], lsn=4), TypeError, r"keys\[0\] is a bool"),
+        (lambda: index.upsert([None], ["x"], lsn=4), TypeError, r"keys\[0\] is a NoneType"),
+        (lambda: index.upsert([b"k"], ["x"], lsn=4), TypeError, r"keys\[0\] is a bytes"),
+        (lambda: index.upsert([2**64], ["x"], lsn=4), InvalidArgumentError, "outside int64"),
+        (lambda: index.upsert("abc", ["x"], lsn=4), TypeError, "not a single str"),
+        (lambda: index.upsert(["a", "b", "a"], ["x", "y", "z"], lsn=4), DuplicateKeyError, r"keys\[2\].*keys\[0\]"),
+        (lambda: index.upsert(["a"], ["x"], kind="vertex", lsn=4), InvalidArgumentError, "kind must be 'node' or 'edge'"),
+        (lambda: index.upsert(["a"], ["x", "y"], lsn=4), ValueError, "texts has 2 items, expected 1"),
+        (lambda: index.upsert(["a"], [5], lsn=4), TypeError, r"texts\[0\] is a int"),
+        (lambda: index.upsert(["a"], ["x"], tenants=[1], lsn=4), TypeError, r"tenants\[0\]"),
+        (lambda: index.upsert(["a"], ["x"], ts=["now"], lsn=4), TypeError, r"ts\[0\] must be an int"),
+        (lambda: index.upsert(["a"], ["x"], ts=2**63, lsn=4), InvalidArgumentError, "fit int64"),
+        (lambda: index.upsert(["a"], ["x"], lsn=2), InvalidArgumentError, "older"),
+        (lambda: index.delete([1.0], lsn=4), TypeError, r"keys\[0\] is a float"),
+        (lambda: index.delete(["a"], kind="nodes", lsn=4), InvalidArgumentError, "kind must be"),
+        (lambda: index.delete_tenant(None, lsn=4), TypeError, "tenant must be a str"),
+        (lambda: index.search("garden", kind="both"), InvalidArgumentError, "kind must be"),
+        (lambda: index.search("garden", k=0), InvalidArgumentError, "k must be >= 1"),
+        (lambda: index.search("garden", k=True), TypeError, "k must be an int"),
+        (lambda: index.search(["garden"]), TypeError, "text must be a str"),
+        (lambda: index.search("garden", tenants=[1]), TypeError, "tenants must hold str"),
+        (lambda: index.search("garden", ts_min=1.5), TypeError, "ts_min must be an int"),
+        (lambda: index.search("garden", exclude=3), TypeError, "exclude must be callable"),
+    ]
+    for call, error, message in cases:
+        with pytest.raises(error, match=message):
+            call()
+        assert (index.count(), index.lsn, index.search("garden")) == before
+
+
+def test_numpy_keys_and_ts():
+    np = pytest.importorskip("numpy")
+    with TextIndex() as ix:
+        ix.upsert(np.array([3, 1, 2]), ["garden a", "garden b", "garden c"], ts=np.array([5, 6, 7]), lsn=1)
+        assert sorted(keys_of(ix.search("garden"))) == [1, 2, 3]
+        assert all(type(key) is int for key in keys_of(ix.search("garden")))
+        assert keys_of(ix.search("garden", ts_min=np.int64(7))) == [2]
+        with pytest.raises(TypeError, match="bool"):
+            ix.upsert([np.bool_(True)], ["x"], lsn=2)
+
+
+# ------------------------------------------------------------------------------------- threads
+
+
+@pytest.mark.parametrize("where", ["memory", "file"])
+def test_concurrent_searches_while_one_thread_writes(tmp_path, where):
+    ix = TextIndex(None if where == "memory" else str(tmp_path / "t.sqlite"))
+    static_keys = [f"s{i}" for i in range(100)]
+    ix.upsert(static_keys, [f"alpha {FILLER_WORDS[i % len(FILLER_WORDS)]}" for i in range(100)], lsn=1)
+    ix.upsert(*filler(200), lsn=1)
+    errors: list = []
+    stop = threading.Event()
+    batches = 40
+
+    def write():
+        try:
+            for b in range(batches):
+                keys = [f"w{b}-{i}" for i in range(10)]
+                ix.upsert(keys, ["beta " + FILLER_WORDS[i] for i in range(10)], lsn=2 + b)
+                if b % 5 == 4:
+                    ix.delete([f"w{b - 1}-{i}" for i in range(10)], lsn=2 + b)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            stop.set()
+
+    seen_counts: list = []
+
+    def read():
+        try:
+            while not stop.is_set():
+                alpha = ix.search("alpha", 5)
+                assert len(alpha) == 5 and all(key in static_keys for key, _ in alpha)
+                assert [s for _, s in alpha] == sorted((s for _, s in alpha), reverse=True)
+                beta = ix.search("beta", 1000)
+                assert len(beta) % 10 == 0  # a batch is visible whole or not at all
+                seen_counts.append(len(beta))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    writer = threading.Thread(target=write)
+    for t in readers:
+        t.start()
+    writer.start()
+    writer.join(60)
+    for t in readers:
+        t.join(60)
+    assert not errors, errors[0]
+    assert ix.lsn == 1 + batches
+    assert len(ix.search("beta", 1000)) == (batches - batches // 5) * 10
+    assert seen_counts
+    ix.close()
+
+
+def test_optimize_keeps_results(index):
+    index.upsert(*filler(100), lsn=1)
+    for i in range(20):
+        index.upsert([f"x{i}"], [f"walrus {FILLER_WORDS[i]}"], lsn=2 + i)
+    before = index.search("walrus garden copper", 15)
+    index.optimize()
+    assert index.search("walrus garden copper", 15) == before
+    assert index.lsn == 21 and index.count() == 120
