@@ -206,3 +206,29 @@ def test_to_context_keeps_the_budget_and_tags_every_line():
     assert res.to_context(max_tokens=10_000, count_tokens=lambda s: 1).count("\n") == len(lines) - 1
     with pytest.raises(vg.InvalidArgumentError, match="max_tokens must be an int >= 1"):
         res.to_context(max_tokens=0)
+
+
+def test_the_command_runs_hybrid_queries(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    g = vg.Graph.open(tmp_path / "g", dim=4)
+    g.add_nodes(["a7-price", "c9-price"], [unit(1, 0, 0, 0), unit(0, 1, 0, 0)],
+                texts=["The A7-Pro costs 299 dollars.", "The C9-Max costs 499 dollars."])
+    g.close()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(os.path.dirname(vg.__file__)),
+                                                                   os.environ.get("PYTHONPATH")])))
+    run = subprocess.run([sys.executable, "-m", "vecgraph", "query", str(tmp_path / "g"), "A7-Pro price?", "--hybrid",
+                          "--json"], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    hits = json.loads(run.stdout)
+    assert hits[0]["key"] == "a7-price" and hits[0]["ranks"] == {"bm25": 1, "entity": None}
+    assert hits[0]["text"] == "The A7-Pro costs 299 dollars."
+    table = subprocess.run([sys.executable, "-m", "vecgraph", "query", str(tmp_path / "g"), "A7-Pro", "--hybrid"],
+                           capture_output=True, text=True, env=env)
+    assert table.returncode == 0 and "a7-price" in table.stdout.splitlines()[1] and "b1 e-" in table.stdout
+    bad = subprocess.run([sys.executable, "-m", "vecgraph", "query", str(tmp_path / "g"), "--vector", "x.npy",
+                          "--hybrid"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "--hybrid needs TEXT" in bad.stderr

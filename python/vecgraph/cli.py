@@ -11,6 +11,8 @@ Subcommands:
   verify      check checksums, the CSR and the seed index of a graph folder
   demo        build a clustered synthetic graph, run graph-guided searches, and print what they
               found, how fast, and how close the HNSW path is to the exact one
+  wordnet     build (or reopen) a WordNet 3.0 graph, answer its held-out questions through every
+              channel, and print quality, latency and example answers with their paths
   info        version, kernel ISA and the ISAs this CPU can run
 
 Errors go to stderr as ``vecgraph <subcommand>: error: <message>``; the exit code is 1 for a
@@ -348,12 +350,46 @@ def _print_table(records: list) -> None:
         print("  ".join(cells + [row[4]]).rstrip())
 
 
+def _snippet(graph, key, width: int = 60) -> str:
+    text = " ".join((graph.get_node(key).get("text") or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cmd_hybrid_query(args: argparse.Namespace, graph) -> int:
+    vector = None
+    if args.embedder is not None or graph.embedder is not None:
+        vector = _query_vectors(args, graph)[0]
+    res = graph.hybrid_search(args.text, vector=vector, k=args.k, seeds=args.seeds, hops=args.hops,
+                              max_visited=args.max_visited, rels=args.rels, labels=args.labels,
+                              tenants=args.tenants, direction=args.direction)
+    records = [{"rank": rank, "key": hit.key, "score": hit.score, "ranks": hit.ranks, "walk": _walk(hit),
+                "text": _snippet(graph, hit.key)} for rank, hit in enumerate(res, 1)]
+    if args.json:
+        _print_json(records)
+        return 0
+    header = ("rank", "key", "rrf", "channels", "text")
+    rows = [(str(r["rank"]), str(r["key"]), f"{r['score']:.4f}",
+             " ".join(f"{c[0]}{r['ranks'][c] if r['ranks'][c] is not None else '-'}" for c in res.channels),
+             r["text"]) for r in records]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    for row in [header, *rows]:
+        print("  ".join([row[0].rjust(widths[0]), row[1].ljust(widths[1]), row[2].rjust(widths[2]),
+                         row[3].ljust(widths[3]), row[4]]).rstrip())
+    print(f"({_n(len(records), 'result')}; channels {', '.join(res.channels)}; "
+          "ranks per channel as d(ense) b(m25) g(raph) e(ntity))")
+    return 0
+
+
 def _cmd_query(args: argparse.Namespace) -> int:
     if (args.text is None) == (args.vector is None):
         args.parser.error("give either TEXT or --vector FILE.npy (exactly one)")
     if args.text is not None and not args.text.strip():
         args.parser.error("TEXT is empty; a query needs some text to embed")
+    if args.hybrid and args.text is None:
+        args.parser.error("--hybrid needs TEXT")
     with _open_graph(args.folder) as graph:
+        if args.hybrid:
+            return _cmd_hybrid_query(args, graph)
         queries = _query_vectors(args, graph)
         params = {"k": args.k, "seeds": args.seeds, "hops": args.hops, "max_visited": args.max_visited,
                   "rels": args.rels, "labels": args.labels, "tenants": args.tenants, "direction": args.direction,
@@ -537,6 +573,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_wordnet(args: argparse.Namespace) -> int:
+    from . import wordnet_demo
+
+    embedder = _load_embedder(args.embedder) if args.embedder is not None else None
+    wordnet_demo.run(args.folder, limit=args.limit, embedder=embedder, synsets=args.synsets,
+                     rebuild=args.rebuild, as_json=args.json)
+    return 0
+
+
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the line breaks of descriptions and example epilogs."""
 
@@ -670,6 +715,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exact", action="store_true", help="brute-force seeds instead of the HNSW index")
     p.add_argument("--embedder", metavar="SPEC", help="embedder for TEXT (default: the one the graph recorded)")
     p.add_argument("--json", action="store_true", help="one JSON array of hits per query, one per line")
+    p.add_argument("--hybrid", action="store_true",
+                   help="TEXT through every channel of hybrid_search (dense, BM25, graph, entity; "
+                        "without an embedder: BM25 and entity), fused by RRF; shows each hit's rank per channel")
 
     # stats
     p = command(
@@ -735,6 +783,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dim", type=_int_in(2, 4096), default=384, help="vector dimension (default 384)")
     p.add_argument("--queries", type=_int_in(1, 100_000), default=500, help="number of queries (default 500)")
     p.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="random seed (default 0)")
+
+    p = command(
+        "wordnet", _cmd_wordnet, "build a WordNet graph and evaluate every retrieval channel on it",
+        "Build a graph of WordNet 3.0 in FOLDER (default ~/.cache/vecgraph/wordnet.vg): one node per\n"
+        "synset (lemmas and definition, embedded with the embedder, default wordllama), its typed\n"
+        "pointers as edges, its lemmas as aliases. A second run reopens the folder instead of building\n"
+        "it again. Then answer the held-out questions (sense: a usage example, find its synset;\n"
+        "relation: find the hypernym, whole, group or opposite of a word in a usage example) through\n"
+        "each channel (dense, BM25, entity, graph-guided, hybrid RRF) and print recall@10, MRR@10,\n"
+        "nDCG@10, p50 / p99 latency, whether the quality bars hold, and example answers with paths.",
+        _examples("vecgraph wordnet", "vecgraph wordnet --limit 200", "vecgraph wordnet wn.vg --json > figures.json",
+                  "vecgraph query ~/.cache/vecgraph/wordnet.vg 'a small domesticated feline'"))
+    p.add_argument("folder", metavar="FOLDER", nargs="?", default=None,
+                   help="graph folder (default ~/.cache/vecgraph/wordnet.vg; created if missing)")
+    p.add_argument("--limit", type=_int_in(1, 1_000_000), metavar="N",
+                   help="evaluate only the first N held-out questions of each set (quick runs)")
+    p.add_argument("--json", action="store_true", help="print every figure as one JSON object (progress on stderr)")
+    p.add_argument("--embedder", metavar="SPEC",
+                   help="embedder for a new graph: a known name or module:attr (default: the one the folder "
+                        "was built with, else wordllama); another one than the folder's rebuilds it")
+    p.add_argument("--synsets", type=_int_in(10, 1_000_000), metavar="N",
+                   help="build from the first N synsets only, with the questions inside them (quick runs)")
+    p.add_argument("--rebuild", action="store_true", help="build the folder again even if it holds the graph")
 
     command("info", _cmd_info, "version and SIMD kernels in use",
             "Print the version, the int8 kernel set in use and the ones this CPU can run.",

@@ -1517,7 +1517,7 @@ class Graph:
                 i = positions.get((type(f.key), f.key))
                 if i is not None:
                     paths[(type(f.key), f.key)] = graph_result.paths[i]
-        hits = [hybrid.HybridHit(f.key, float(f.score), {c: f.ranks.get(c) for c in chosen},
+        hits = [hybrid.HybridHit(f.key, float(f.score), {c: f.ranks.get(c) for c in runnable},
                                  paths.get((type(f.key), f.key), [])) for f in fused]
         edge_ids = np.zeros(0, np.uint32)
         if graph_result is not None and hits:

@@ -132,7 +132,7 @@ class ScoredEdge(NamedTuple):
 
 class HybridHit(NamedTuple):
     """One fused result: the node's key, its fused RRF score, its rank (from 1) in each
-    channel that ran (None where the channel did not return it), and the path of edges the
+    channel that ran (None where that channel did not return it), and the path of edges the
     graph channel walked to it (empty for a seed or a node the graph channel did not reach)."""
 
     key: Any
