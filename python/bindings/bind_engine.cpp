@@ -729,15 +729,21 @@ class PyEngine {
         return out;
     }
 
-    // (src, rel, dst, weight, text, props, has_vector) of each edge id.
-    py::list edge_details(const py::array& edge_ids) {
+    // Edge ids from Python (uint32), each checked against the ids in use.
+    std::vector<edge_id_t> edge_id_list(const py::array& edge_ids) const {
         auto ids = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>::ensure(edge_ids);
         if (!ids) throw py::type_error("edge ids must be an array of uint32");
         std::size_t count_edges = engine_->count_edge_ids();
-        py::list out;
-        for (py::ssize_t i = 0; i < ids.size(); ++i) {
-            std::uint32_t id = ids.data()[i];
+        std::vector<edge_id_t> out(ids.data(), ids.data() + ids.size());
+        for (edge_id_t id : out)
             if (id >= count_edges) throw py::index_error("edge id " + std::to_string(id) + " is out of range");
+        return out;
+    }
+
+    // (src, rel, dst, weight, text, props, has_vector) of each edge id.
+    py::list edge_details(const py::array& edge_ids) {
+        py::list out;
+        for (edge_id_t id : edge_id_list(edge_ids)) {
             EdgeRecord e = engine_->edge(id);
             std::string text, props;
             engine_->edge_strings(id, &text, &props);
@@ -749,15 +755,8 @@ class PyEngine {
     }
 
     py::list edges(const py::array& edge_ids) {
-        auto ids = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>::ensure(edge_ids);
-        if (!ids) throw py::type_error("edge ids must be an array of uint32");
-        std::size_t count_edges = engine_->count_edge_ids();
         py::list out;
-        for (py::ssize_t i = 0; i < ids.size(); ++i) {
-            std::uint32_t id = ids.data()[i];
-            if (id >= count_edges) throw py::index_error("edge id " + std::to_string(id) + " is out of range");
-            out.append(edge_to_python(*engine_, engine_->edge(id)));
-        }
+        for (edge_id_t id : edge_id_list(edge_ids)) out.append(edge_to_python(*engine_, engine_->edge(id)));
         return out;
     }
 

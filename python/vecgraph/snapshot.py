@@ -224,15 +224,7 @@ def export(graph: Any, path: Union[str, os.PathLike], format: str = "parquet", *
 
         src_pos = pa.array(np.asarray(state["edge_src"], dtype=np.int64))
         dst_pos = pa.array(np.asarray(state["edge_dst"], dtype=np.int64))
-        has_vector = np.asarray(state["edge_has_vector"]).astype(bool)
-        m = len(has_vector)
-        v_scale, v_sq_norm, v_codes = storage._rows_to_columns(state["edge_rows"], dim)  # edges with a vector
-        e_scale = np.zeros(m, dtype=np.float32)
-        e_sq_norm = np.zeros(m, dtype=np.float32)
-        e_scale[has_vector] = v_scale
-        e_sq_norm[has_vector] = v_sq_norm
-        offsets = np.zeros(m + 1, dtype=np.int32)
-        np.cumsum(has_vector * dim, out=offsets[1:])
+        has_vector, e_scale, e_sq_norm, edge_codes = storage.edge_vector_columns(state, dim)
         edge_columns = {
             "src": keys.take(src_pos),
             "dst": keys.take(dst_pos),
@@ -241,9 +233,7 @@ def export(graph: Any, path: Union[str, os.PathLike], format: str = "parquet", *
             "ts": pa.array(np.asarray(state["edge_ts"], np.int64), type=pa.int64()).cast(pa.timestamp("us", tz="UTC")),
             "text": storage.strings_array(state["edge_texts"], pa.large_string()),
             "props": _empty_to_null(storage.strings_array(state["edge_props"], pa.large_string())),
-            "vector_codes": pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()),
-                                                     pa.array(v_codes.reshape(-1), type=pa.int8()),
-                                                     mask=pa.array(~has_vector, type=pa.bool_())),
+            "vector_codes": edge_codes,
             "vector_scale": pa.array(e_scale, type=pa.float32(), mask=~has_vector),
             "vector_sq_norm": pa.array(e_sq_norm, type=pa.float32(), mask=~has_vector),
         }

@@ -276,6 +276,27 @@ def begin_snapshot(folder: str, manifest: dict) -> str:
     return tmp
 
 
+def edge_vector_columns(state: dict, dim: int) -> tuple:
+    """Edge vectors of an export_state (whose edge_rows hold only the edges that have a vector,
+    in edge order) as per-edge columns: (has_vector bool (m,), scale float32 (m,), sq_norm
+    float32 (m,) with 0 where an edge has no vector, and the codes as an Arrow list<int8>
+    column, null where an edge has none, so no bytes are stored for it)."""
+    import pyarrow as pa
+
+    has_vector = np.asarray(state["edge_has_vector"]).astype(bool)
+    m = len(has_vector)
+    v_scale, v_sq_norm, v_codes = _rows_to_columns(state["edge_rows"], dim)
+    scale = np.zeros(m, dtype=np.float32)
+    sq_norm = np.zeros(m, dtype=np.float32)
+    scale[has_vector] = v_scale
+    sq_norm[has_vector] = v_sq_norm
+    offsets = np.zeros(m + 1, dtype=np.int32)
+    np.cumsum(has_vector * dim, out=offsets[1:])
+    codes = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), pa.array(v_codes.reshape(-1), type=pa.int8()),
+                                     mask=pa.array(~has_vector, type=pa.bool_()))
+    return has_vector, scale, sq_norm, codes
+
+
 def write_snapshot(folder: str, manifest: dict, state: dict, tmp: Optional[str] = None) -> dict:
     """Write ``state`` (from the engine's export_state) as the next snapshot generation and
     return the MANIFEST that commits it (the caller writes it). ``tmp`` is the folder from
@@ -316,22 +337,7 @@ def write_snapshot(folder: str, manifest: dict, state: dict, tmp: Optional[str] 
             "codes": codes_column(codes),
         }
     ).replace_schema_metadata(metadata)
-    has_vector = np.asarray(state["edge_has_vector"]).astype(bool)
-    m = len(has_vector)
-    # edge_rows holds the rows of the edges that have a vector, in edge order.
-    v_scale, v_sq_norm, v_codes = _rows_to_columns(state["edge_rows"], dim)
-    e_scale = np.zeros(m, dtype=np.float32)
-    e_sq_norm = np.zeros(m, dtype=np.float32)
-    e_scale[has_vector] = v_scale
-    e_sq_norm[has_vector] = v_sq_norm
-    # Edge vectors are optional: a list column, null where an edge has none (no bytes stored).
-    offsets = np.zeros(m + 1, dtype=np.int32)
-    np.cumsum(has_vector * dim, out=offsets[1:])
-    edge_codes = pa.ListArray.from_arrays(
-        pa.array(offsets, type=pa.int32()),
-        pa.array(v_codes.reshape(-1), type=pa.int8()),
-        mask=pa.array(~has_vector, type=pa.bool_()),
-    )
+    has_vector, e_scale, e_sq_norm, edge_codes = edge_vector_columns(state, dim)
     edges = pa.table(
         {
             "src": pa.array(state["edge_src"], type=pa.uint32()),

@@ -42,6 +42,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Optional, Union
 
+from .. import storage
+
 __all__ = [
     "POINTER_NAMES",
     "RELATION_TEMPLATES",
@@ -359,11 +361,7 @@ def _irregular_forms(folder: Path) -> dict:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return storage._sha256(str(path))
 
 
 def _unit_hash(text: str) -> int:
