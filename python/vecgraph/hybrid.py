@@ -40,6 +40,12 @@ _MAX_NAME_TOKENS = 12
 _JOINERS = re.compile(r"[-_]")
 
 
+def _stopwords() -> frozenset:
+    from .text import STOPWORDS
+
+    return STOPWORDS
+
+
 def normalize_name(name: str) -> str:
     """How names are compared: Unicode NFC, casefolded, ``-`` and ``_`` read as spaces, and
     whitespace collapsed to one space (so "A7-Pro", "a7 pro" and "A7_PRO" are one name)."""
@@ -51,8 +57,9 @@ class EntityIndex:
     mapped to node keys, and the lookup of the names a text mentions.
 
     A name matches where it starts and ends at token boundaries of the text (a CJK character
-    is a token by itself, so a Chinese name matches inside a sentence without spaces). Keys of
-    deleted nodes may linger here; callers check results against the graph.
+    is a token by itself, so a Chinese name matches inside a sentence without spaces). Names
+    that are stopwords of :mod:`vecgraph.text` ("in", "a", "the", ...) are not matched. Keys
+    of deleted nodes may linger here; callers check results against the graph.
     """
 
     def __init__(self) -> None:
@@ -64,8 +71,8 @@ class EntityIndex:
         with self._lock:
             for name in names:
                 normal = normalize_name(name)
-                if not normal:
-                    continue
+                if not normal or normal in _stopwords():
+                    continue  # a name that is a stopword ("in", "a") would match nearly every text
                 self._names.setdefault(normal, set()).add(key)
                 self._max_tokens = max(self._max_tokens, min(len(_TOKEN.findall(normal)), _MAX_NAME_TOKENS))
 
