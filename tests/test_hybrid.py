@@ -89,16 +89,20 @@ def test_entity_aliases_are_normalised_and_persist(tmp_path):
     assert g.add_aliases("wn:lca", ["lca", "ＬＣＡ"]) == ["LCA", "Lowest Common Ancestor", "最近公共祖先", "ＬＣＡ"]
     for question in ("what is an lca?", "什么是最近公共祖先？", "lowest common ancestor of two nodes"):
         assert g.hybrid_search(question, k=1, channels=["entity"]).keys == ["wn:lca"]
+    g.add_aliases("other", ["in", "The"])  # stopwords: stored, never matched
+    assert g.aliases("other") == ["in", "The"]
+    assert g.hybrid_search("what is in the box", k=2, channels=["entity"]).keys == []
     g.checkpoint()
     g.add_aliases("other", ["the other one"])  # in the WAL only
     g.close()
     g = vg.Graph.open(tmp_path / "g")
     assert g.aliases("wn:lca")[:2] == ["LCA", "Lowest Common Ancestor"]
+    assert g.aliases("other") == ["in", "The", "the other one"]
     assert g.hybrid_search("tell me about the other one", k=1, channels=["entity"]).keys == ["other"]
     snapshot.export(g, tmp_path / "out")
     g.close()
     restored = snapshot.restore(tmp_path / "out", tmp_path / "r")
-    assert restored.aliases("other") == ["the other one"]
+    assert restored.aliases("other") == ["in", "The", "the other one"]
     assert restored.hybrid_search("LCA?", k=1, channels=["entity"]).keys == ["wn:lca"]
     restored.close()
     with pytest.raises(vg.NotFoundError):
