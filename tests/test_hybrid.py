@@ -236,3 +236,35 @@ def test_the_command_runs_hybrid_queries(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "vecgraph", "query", str(tmp_path / "g"), "--vector", "x.npy",
                           "--hybrid"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "--hybrid needs TEXT" in bad.stderr
+
+
+def test_deleted_names_and_strict_inputs():
+    g = vg.Graph(dim=4, filterable={"year": int})
+    v = np.ones((1, 4), np.float32)
+    g.add_nodes(["a"], v, texts=["alpha"], props=[{"year": 2000}])
+    g.add_aliases("a", ["Lowest Common Ancestor"])
+    assert g.hybrid_search("lowest common ancestor", channels=["entity"]).keys == ["a"]
+    g.delete_nodes(["a"])
+    g.add_nodes(["a"], v, texts=["beta"])  # the same key, a new node without the old aliases
+    assert g.hybrid_search("lowest common ancestor", channels=["entity"]).keys == []
+    res = g.hybrid_search("beta", vector=v[0], k=2)
+    for bad in (lambda s: -1, lambda s: 0.5, lambda s: None):
+        with pytest.raises(vg.InvalidArgumentError, match="count_tokens must return an int >= 0"):
+            res.to_context(5, count_tokens=bad)
+    lsn = g.stats()["last_lsn"]
+    with pytest.raises(vg.InvalidArgumentError, match=r"where\['year'\]\['=='\] must fit int64"):
+        g.search(v[0], where={"year": 2**70})
+    with pytest.raises(vg.InvalidArgumentError, match="must not hold U\\+001F"):
+        g.add_aliases("a", ["a\x1fb"])
+    with pytest.raises(vg.InvalidArgumentError, match=r"aliases\[1\] must be a non-empty name"):
+        g.add_aliases("a", (name for name in ["ok", " "]))
+    assert g.aliases("a") == [] and g.stats()["last_lsn"] == lsn
+    assert g.hybrid_search("beta", k=1, weights={"bm25": np.float32(2)}).keys == ["a"]
+    for kwargs, message in (({"k": 2**62}, "k must be in"), ({"rrf_k": float("inf")}, "rrf_k must be finite"),
+                            ({"channels": ["dense"]}, "none of the channels"), ({"seeds": 0}, "seeds must be >= 1"),
+                            ({"since": 10, "until": 5}, "the time window is empty"),
+                            ({"weights": [1, 2]}, "weights must be a dict")):
+        with pytest.raises(vg.InvalidArgumentError, match=message):
+            g.hybrid_search("beta", **kwargs)
+    with pytest.raises(TypeError, match="mixes"):
+        vg.rrf([[("a", 1.0), "bc"]])

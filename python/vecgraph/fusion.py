@@ -242,6 +242,9 @@ def _pair_keys(lst: list, where: Any) -> list:
     """The keys of a list of (key, score) pairs (decided by its first item)."""
     if len(lst[0]) != 2:
         return lst
+    if any(isinstance(item, (str, bytes)) for item in lst):
+        raise TypeError(f"list {where!r} mixes (key, score) pairs with other items; "
+                        "give all keys or all pairs")
     try:
         return list(map(itemgetter(0), lst))
     except (TypeError, IndexError, KeyError):

@@ -33,6 +33,7 @@ _DIRECTIONS = ("out", "in", "both")
 _METRICS = ("cos", "ip", "l2")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 TEXT_INDEX_FILE = "text.sqlite"
+_MAX_HYBRID_K = 100_000
 _MAX_THREADS = 1024
 
 
@@ -254,14 +255,21 @@ def _filterable(value: Any) -> dict:
 
 def _number(value: Any, kind: str, where: str) -> Union[int, float]:
     if kind == "timestamp":
-        return _timestamp_us(value, where)
+        stamp = _timestamp_us(value, where)
+        if not _INT64_MIN <= stamp <= _INT64_MAX:
+            raise InvalidArgumentError(f"{where} must fit int64 microseconds, got {stamp}")
+        return stamp
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidArgumentError(f"{where} must be a number for a {kind} property, got {type(value).__name__} {value!r}")
     if kind == "int64":
         if isinstance(value, numbers.Integral):
+            if not _INT64_MIN <= int(value) <= _INT64_MAX:
+                raise InvalidArgumentError(f"{where} must fit int64 ([-2**63, 2**63 - 1]), got {value}")
             return int(value)
         if not math.isfinite(value):
             raise InvalidArgumentError(f"{where} must be finite, got {value!r}")
+        if not -(2.0**63) <= value < 2.0**63:
+            raise InvalidArgumentError(f"{where} must fit int64 ([-2**63, 2**63 - 1]), got {value}")
         return value  # a real bound on an int property: rounded inward below
     if not math.isfinite(float(value)):
         raise InvalidArgumentError(f"{where} must be finite, got {value!r}")
@@ -1080,6 +1088,8 @@ class Graph:
             deleted = self._engine.delete_nodes(keys, _flag(missing_ok, "missing_ok"))
             if deleted and self._text is not None:
                 self._text.delete(keys, lsn=self._engine.last_lsn())
+            if deleted and self._entities is not None:
+                self._entities.forget(keys)
         return deleted
 
     def delete_edges(
@@ -1129,6 +1139,8 @@ class Graph:
             deleted = self._engine.delete_tenant(tenant)
             if deleted and self._text is not None:
                 self._text.delete_tenant(tenant, lsn=self._engine.last_lsn())
+            if deleted:
+                self._entities = None  # rebuilt from the graph on next use
         return deleted
 
     # ---------------------------------------------------------------- names and text
@@ -1155,13 +1167,15 @@ class Graph:
         self._check_open()
         if isinstance(aliases, (str, bytes)) or not isinstance(aliases, Iterable):
             raise TypeError(f"aliases must be a list of str, got {type(aliases).__name__}")
-        new = []
+        aliases, new = list(aliases), []
         for i, alias in enumerate(aliases):
             if not isinstance(alias, str):
                 raise TypeError(f"aliases[{i}] must be str, got {type(alias).__name__}")
+            if hybrid.ALIAS_SEPARATOR in alias:
+                raise InvalidArgumentError(f"aliases[{i}] must not hold U+001F, got {alias!r}")
             alias = " ".join(unicodedata.normalize("NFC", alias).split())
-            if not alias or "\x1f" in alias:
-                raise InvalidArgumentError(f"aliases[{i}] must be a non-empty name without U+001F, got {aliases[i]!r}")
+            if not alias:
+                raise InvalidArgumentError(f"aliases[{i}] must be a non-empty name, got {aliases[i]!r}")
             new.append(alias)
         with self._text_lock:
             current = self.aliases(key)
@@ -1445,14 +1459,18 @@ class Graph:
             raise TypeError(f"text must be str or None, got {type(text).__name__}")
         text = text or None
         k = _count(k, "k")
-        if k < 1:
-            raise InvalidArgumentError(f"k must be >= 1, got {k}")
+        if not 1 <= k <= _MAX_HYBRID_K:
+            raise InvalidArgumentError(f"k must be in [1, {_MAX_HYBRID_K:,}], got {k}")
         depth = max(3 * k, 30) if depth is None else _count(depth, "depth")
-        if depth < 1:
-            raise InvalidArgumentError(f"depth must be >= 1, got {depth}")
+        if not 1 <= depth <= _MAX_HYBRID_K:
+            raise InvalidArgumentError(f"depth must be in [1, {_MAX_HYBRID_K:,}], got {depth}")
         rrf_k = _real(rrf_k, "rrf_k")
-        if not rrf_k > 0:
-            raise InvalidArgumentError(f"rrf_k must be > 0, got {rrf_k}")
+        if not (rrf_k > 0 and math.isfinite(rrf_k)):
+            raise InvalidArgumentError(f"rrf_k must be finite and > 0, got {rrf_k}")
+        for name, value, low in (("seeds", seeds, 1), ("hops", hops, 0), ("max_visited", max_visited, 1),
+                                 ("max_fanout", max_fanout, 1)):
+            if _count(value, name) < low:
+                raise InvalidArgumentError(f"{name} must be >= {low}, got {value}")
         if vector is None and text is not None and embedder is not None:
             vector = self.embed_query(text, embedder)
         if vector is None and text is None:
@@ -1462,8 +1480,14 @@ class Graph:
                                  None, None, 1.0, False, None, since, until)
         conditions = _where(where, self._filterable)
         ts_min, ts_max = args[9], args[10]
+        if ts_min > ts_max:
+            raise InvalidArgumentError(f"the time window is empty: since/ts_min ({ts_min}) is after until/ts_max ({ts_max})")
         runnable = tuple(c for c in chosen if (c in ("dense", "graph") and query is not None)
                          or (c in ("bm25", "entity") and text is not None))
+        if not runnable:
+            raise InvalidArgumentError(
+                f"none of the channels {list(chosen)} can run: dense and graph need a vector (or text with an "
+                "embedder), bm25 and entity need text")
 
         def admitted(keys: list) -> list:
             if not keys:

@@ -16,6 +16,7 @@ Filters (``tenants``, ``labels``, ``since``/``until``, ``where``) apply in every
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import threading
 import unicodedata
@@ -64,6 +65,7 @@ class EntityIndex:
 
     def __init__(self) -> None:
         self._names: dict[str, set] = {}
+        self._by_key: dict = {}  # (type, key) -> its names, to forget them when the node goes
         self._max_tokens = 1
         self._lock = threading.Lock()
 
@@ -74,6 +76,7 @@ class EntityIndex:
                 if not normal or normal in _stopwords():
                     continue  # a name that is a stopword ("in", "a") would match nearly every text
                 self._names.setdefault(normal, set()).add(key)
+                self._by_key.setdefault((type(key), key), set()).add(normal)
                 self._max_tokens = max(self._max_tokens, min(len(_TOKEN.findall(normal)), _MAX_NAME_TOKENS))
 
     def add_keys(self, keys: Sequence[Any]) -> None:
@@ -82,14 +85,16 @@ class EntityIndex:
             if isinstance(key, str):
                 self.add(key, [key])
 
-    def remove(self, key: Any, names: Sequence[str]) -> None:
+    def forget(self, keys: Sequence[Any]) -> None:
+        """Drop every name of these keys (their nodes were deleted)."""
         with self._lock:
-            for name in names:
-                keys = self._names.get(normalize_name(name))
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
-                        del self._names[normalize_name(name)]
+            for key in keys:
+                for normal in self._by_key.pop((type(key), key), ()):
+                    holders = self._names.get(normal)
+                    if holders is not None:
+                        holders.discard(key)
+                        if not holders:
+                            del self._names[normal]
 
     def __len__(self) -> int:
         return len(self._names)
@@ -226,7 +231,14 @@ class HybridResult:
         """
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise InvalidArgumentError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
-        count = count_tokens or estimate_tokens
+        counter = count_tokens or estimate_tokens
+
+        def count(text: str) -> int:
+            n = counter(text)
+            if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+                raise InvalidArgumentError(f"count_tokens must return an int >= 0, returned {n!r} for {text[:40]!r}")
+            return int(n)
+
         lines: list[str] = []
         used = 0
         listed: set = set()
@@ -274,6 +286,10 @@ def _pool() -> ThreadPoolExecutor:
 def check_channels(channels: Any, weights: Any) -> tuple[tuple, dict]:
     if isinstance(channels, str) or not isinstance(channels, (list, tuple, set, frozenset)):
         raise InvalidArgumentError(f"channels must be a list of names from {CHANNELS}, got {channels!r}")
+    if any(not isinstance(c, str) for c in channels):
+        raise InvalidArgumentError(f"channels must be a list of str names from {CHANNELS}, got {list(channels)!r}")
+    if weights is not None and not isinstance(weights, dict):
+        raise InvalidArgumentError(f"weights must be a dict {{channel: weight}}, got {type(weights).__name__}")
     chosen = tuple(c for c in CHANNELS if c in set(channels))
     unknown = [c for c in channels if c not in CHANNELS]
     if unknown:
@@ -284,7 +300,7 @@ def check_channels(channels: Any, weights: Any) -> tuple[tuple, dict]:
     for name, weight in weights.items():
         if name not in CHANNELS:
             raise InvalidArgumentError(f"weights names unknown channel {name!r}; channels are {', '.join(CHANNELS)}")
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Real) or not math.isfinite(weight) or weight < 0:
             raise InvalidArgumentError(f"weights[{name!r}] must be a finite number >= 0, got {weight!r}")
     return chosen, {c: float(weights.get(c, 1.0)) for c in chosen}
 
