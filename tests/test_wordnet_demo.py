@@ -136,7 +136,14 @@ def _check_figures(figures: dict, tables: dict, limit=None) -> None:
         assert part["embedding"]["seconds"] > 0 and part["embedding"]["p50_us"] > 0
     assert [b["name"].split(":")[0] for b in figures["bars"]] == ["relation", "sense"]
     assert all(isinstance(b["met"], bool) for b in figures["bars"])
-    assert 1 <= len(figures["examples"]) <= 3
+    # A sense question, a hypernym question, and a question about another relation when one of
+    # those has a relevant synset in the hybrid top 5.
+    examples = figures["examples"]
+    assert [(e["kind"], e["relation"] == "hypernym") for e in examples[:2]] == [("sense", False), ("relation", True)]
+    assert len(examples) in (2, 3)
+    if len(examples) == 3:
+        assert examples[2]["kind"] == "relation" and examples[2]["relation"] != "hypernym"
+        assert any(hit["relevant"] for hit in examples[2]["hits"])
     for ex in figures["examples"]:
         assert ex["text"] and ex["relevant"] and 1 <= len(ex["hits"]) <= 5
         for hit in ex["hits"]:
