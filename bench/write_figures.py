@@ -92,17 +92,6 @@ def fresh_folder(root: str, name: str) -> str:
     return path
 
 
-def folder_bytes(path: str) -> int:
-    total = 0
-    for base, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.path.getsize(os.path.join(base, f))
-            except OSError:
-                pass
-    return total
-
-
 def filesystem(path: str) -> str:
     try:
         out = subprocess.run(
@@ -241,7 +230,7 @@ def single_section(
             f"one-edge p50 {figures['one_edge']['p50_us']:,.2f} µs"
         )
         if path:
-            figures["folder_bytes"] = folder_bytes(path)
+            figures["folder_bytes"] = storage.folder_bytes(path)
             graph.close()
             shutil.rmtree(path, ignore_errors=True)
         del graph
@@ -415,7 +404,7 @@ def write_one_node_log(path: str, vectors: np.ndarray, limit: int, budget_s: flo
         "records": count,
         "write_s": write_s,
         "writes_per_s": count / write_s,
-        "wal_bytes": folder_bytes(os.path.join(path, storage.WAL_DIR)),
+        "wal_bytes": storage.folder_bytes(os.path.join(path, storage.WAL_DIR)),
         "progress": checkpoints,
     }
 

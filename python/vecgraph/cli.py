@@ -70,19 +70,20 @@ def _name_list(text: str) -> list:
     return names
 
 
-def _walk(hit) -> str:
-    """The path of a hit as walked from its seed: ``seed -rel-> a <-rel- hit`` (arrows as stored)."""
+def _walk(hit, name=repr) -> str:
+    """The path of a hit as walked from its seed: ``seed -rel-> a <-rel- hit`` (arrows as stored),
+    each node shown by ``name(key)``."""
     if not hit.path:
         return "(seed)"
     node, parts = hit.key, []
     for edge in reversed(hit.path):
         if edge.dst == node:
-            parts.append(f"-{edge.rel}-> {node!r}")
+            parts.append(f"-{edge.rel}-> {name(node)}")
             node = edge.src
         else:
-            parts.append(f"<-{edge.rel}- {node!r}")
+            parts.append(f"<-{edge.rel}- {name(node)}")
             node = edge.dst
-    return " ".join([repr(node)] + parts[::-1])
+    return " ".join([name(node)] + parts[::-1])
 
 
 def _is_graph(folder: str) -> bool:
@@ -115,17 +116,6 @@ def _human_bytes(count: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{count} B"
-
-
-def _folder_bytes(folder: str) -> int:
-    total = 0
-    for root, _, files in os.walk(folder):
-        for name in files:
-            try:
-                total += os.path.getsize(os.path.join(root, name))
-            except OSError:
-                pass  # removed meanwhile
-    return total
 
 
 def _print_json(value: Any) -> None:
@@ -421,7 +411,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         manifest = storage.read_manifest(graph.path) or {}
         stats.update(path=graph.path, uuid=manifest.get("uuid"), snapshot=manifest.get("snapshot"),
                      snapshot_lsn=manifest.get("snapshot_lsn"), embedder=manifest.get("embedder"),
-                     disk_bytes=_folder_bytes(graph.path))
+                     disk_bytes=storage.folder_bytes(graph.path))
     if args.json:
         _print_json(stats)
         return 0

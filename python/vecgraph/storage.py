@@ -44,6 +44,18 @@ HNSW_FILE = "hnsw.usearch"
 __all__ = ["FolderLock", "read_manifest", "write_manifest", "new_manifest", "write_snapshot", "load_snapshot"]
 
 
+def folder_bytes(path: str) -> int:
+    """Bytes of every file below ``path`` (files removed meanwhile count 0)."""
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
+
+
 def fsync_dir(path: str) -> None:
     """fsync a folder so that a rename or a new file in it survives a crash."""
     fd = os.open(path, os.O_RDONLY)

@@ -502,16 +502,10 @@ def _name(graph: Any, key: Any) -> str:
 
 
 def _walk(graph: Any, hit: Any) -> str:
-    """The path of a hit from its seed, ``seed -rel-> a <-rel- hit`` (arrows as the edges are stored)."""
-    node, parts = hit.key, []
-    for edge in reversed(hit.path):
-        if edge.dst == node:
-            parts.append(f"-{edge.rel}-> {_name(graph, node)}")
-            node = edge.src
-        else:
-            parts.append(f"<-{edge.rel}- {_name(graph, node)}")
-            node = edge.dst
-    return " ".join([_name(graph, node)] + parts[::-1])
+    """The path of a hit from its seed, each node by its first lemma and key."""
+    from .cli import _walk as walk
+
+    return walk(hit, lambda key: _name(graph, key))
 
 
 def _examples(graph: Any, report: dict, count: int = 3) -> list:
