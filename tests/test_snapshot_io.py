@@ -164,7 +164,7 @@ def test_hnsw_is_not_cached_after_deletes_or_upserts(tmp_path):
         assert g._recovery["hnsw"] == "rebuild"
         assert g.verify() == [] and len(g) == (199 if change == "delete" else 200)
         q = g.get_node(7)["vector"]
-        assert g.search(q, k=1, hops=0).keys == [7]
+        assert g.search(q, k=1, hops=0, ef=200).keys == [7]  # ef = n: the HNSW search reaches every node
         g.checkpoint()  # the loaded graph is compact again: the next snapshot caches its HNSW
         g.add_nodes([1000], rng.normal(size=(1, 8)))
         g.checkpoint()
@@ -397,13 +397,14 @@ def test_deferred_indexing_indexes_once_at_the_end(tmp_path):
         assert g._engine.indexing_deferred()
     assert not g._engine.indexing_deferred() and g._engine.count_deferred() == 0
     assert g.verify() == []
-    assert g.search(vectors[7], k=1, hops=0).keys == [7]
+    # HNSW is approximate: nearly every node finds itself (all 500 are indexed, verify says).
+    assert sum(g.search(vectors[i], k=1, hops=0, ef=500).keys == [i] for i in range(500) if i not in (8, 9)) >= 490
     assert 9 not in g.search(vectors[9], k=5, hops=0).keys
     g.close()
     # A crash inside the block loses nothing: the WAL holds the nodes, and recovery indexes them.
     g = vg.Graph.open(tmp_path / "g")
     assert len(g) == 500 and g.verify() == []
-    assert g.search(vectors[100], k=1, hops=0).keys == [100]
+    assert sum(g.search(vectors[i], k=1, hops=0, ef=500).keys == [i] for i in range(500) if i not in (8, 9)) >= 490
     g.close()
 
 
