@@ -5,11 +5,13 @@ random inputs."""
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from vecgraph import fusion
 from vecgraph.errors import InvalidArgumentError
 from vecgraph.fusion import Fused, rrf, rrf_with_ranks
 
@@ -271,3 +273,42 @@ def test_named_lists_match_positional(lists, data):
     named = rrf_with_ranks(dict(zip(names, lists)), weights=dict(zip(names, weights)))
     assert [(f.key, f.score) for f in named] == [(f.key, f.score) for f in positional]
     assert [f.ranks for f in named] == [dict(zip(names, f.ranks)) for f in positional]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_kernel_equals_the_python_reference_on_large_random_lists(seed):
+    """The C++ kernel behind rrf against the plain-Python fusion it replaced: lists of 100-300
+    keys drawn from a small pool (many ties under equal weights), repeats, a weight 0."""
+    rng = random.Random(seed)
+    pool = [f"node-{i}" for i in range(150)] + list(range(150))
+    lists = [[rng.choice(pool) for _ in range(rng.randint(100, 300))] for _ in range(rng.randint(1, 5))]
+    for weights in (None, [rng.choice([0.0, 1.0, 1.5]) for _ in lists]):
+        for top_n in (None, 1, 10, 100):
+            order, scores, positions, _ = fusion._fuse_reference(lists, weights, 60, top_n, with_ranks=True)
+            got = rrf_with_ranks(lists, weights=weights, top_n=top_n)
+            assert [f.key for f in got] == order
+            assert [f.score for f in got] == [scores[key] for key in order]  # the same bits
+            assert [f.ranks for f in got] == [tuple(p.get(key) for p in positions) for key in order]
+
+
+def test_equal_keys_of_different_types_are_one_key_reported_as_first_seen():
+    assert rrf([[1, True, 1.0]]) == [(1, 1 / 61)]
+    assert type(rrf([[1, True]])[0][0]) is int
+    assert rrf([["x"], [True], [1]], top_n=1) == [(True, 1 / 61 + 1 / 61)]
+
+
+def test_a_failing_key_comparison_raises_and_nothing_breaks():
+    class Bad:
+        def __hash__(self):
+            return 7
+
+        def __eq__(self, other):
+            raise RuntimeError("no comparing")
+
+    class Seven:
+        def __hash__(self):
+            return 7
+
+    with pytest.raises(RuntimeError, match="no comparing"):
+        rrf([[Bad(), Seven()]])
+    assert rrf([["a"]]) == [("a", 1 / 61)]

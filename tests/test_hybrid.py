@@ -162,13 +162,13 @@ def test_the_text_index_catches_up_after_a_crash_between_graph_and_index(tmp_pat
     assert g.hybrid_search("charlie", k=2, channels=["bm25"]).keys == ["y"]
     assert g.hybrid_search("alpha", k=2, channels=["bm25"]).keys == ["x"]
     g.close()
-    # A deleted or damaged index file is rebuilt too.
-    (tmp_path / "g" / "text.sqlite").write_bytes(b"not a database" * 100)
-    for suffix in ("-wal", "-shm"):
-        (tmp_path / "g" / f"text.sqlite{suffix}").unlink(missing_ok=True)
+    # A damaged index is rebuilt too, and an index file of the earlier layout is removed.
+    (tmp_path / "g" / "text" / "meta.json").write_bytes(b"not json" * 100)
+    (tmp_path / "g" / "text.sqlite").write_bytes(b"an index of layout 1")
     with pytest.warns(RuntimeWarning, match="rebuilt from the graph"):
         g = vg.Graph.open(tmp_path / "g")
     assert g.hybrid_search("charlie", k=2, channels=["bm25"]).keys == ["y"]
+    assert not (tmp_path / "g" / "text.sqlite").exists()
     g.close()
     # After close, searches keep working (the index is rebuilt in memory).
     assert g.hybrid_search("alpha", k=2, channels=["bm25"]).keys == ["x"]

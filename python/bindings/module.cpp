@@ -12,6 +12,7 @@ namespace py = pybind11;
 
 namespace vecgraph::bindings {
 void bind_engine(py::module_& m);
+void bind_fusion(py::module_& m);
 }
 
 namespace {
@@ -42,6 +43,7 @@ py::array_t<std::int8_t> check_codes(const py::array& a, const char* name, int n
 PYBIND11_MODULE(_core, m) {
     m.doc() = "vecgraph C++ core (private; use the vecgraph package)";
     vecgraph::bindings::bind_engine(m);
+    vecgraph::bindings::bind_fusion(m);
 
     m.def("active_isa", [] { return std::string(simd::active_isa()); },
           "Name of the int8 kernel set chosen at start-up.");

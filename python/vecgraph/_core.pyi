@@ -8,7 +8,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Engine', 'active_isa', 'available_isas', 'dot_rows_i8', 'quantize', 'scan_i8']
+__all__: list[str] = ['Engine', 'active_isa', 'available_isas', 'dot_rows_i8', 'quantize', 'rrf_fuse', 'scan_i8']
 class Engine:
     """
     Core engine; use vecgraph.Graph instead.
@@ -116,6 +116,10 @@ def dot_rows_i8(query: numpy.ndarray, base: numpy.ndarray, rows: numpy.ndarray, 
 def quantize(vectors: numpy.ndarray, metric: str) -> tuple[numpy.typing.NDArray[numpy.int8], numpy.typing.NDArray[numpy.float32]]:
     """
     Quantize (n, dim) float32 vectors to int8 codes and float32 scales.
+    """
+def rrf_fuse(key_lists: list, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], k: typing.SupportsFloat | typing.SupportsIndex, top_n: typing.SupportsInt | typing.SupportsIndex, with_ranks: bool) -> list:
+    """
+    Weighted RRF of lists (list or tuple) of hashable keys, best first: [(key, score)] or [(key, score, ranks)] with one rank (from 1) or None per list. top_n < 0: every key. Arguments are checked by vecgraph.fusion.rrf.
     """
 def scan_i8(query: numpy.ndarray, base: numpy.ndarray, isa: str = '') -> numpy.typing.NDArray[numpy.int32]:
     """

@@ -32,7 +32,8 @@ _INT64_MAX = 2**63 - 1
 _DIRECTIONS = ("out", "in", "both")
 _METRICS = ("cos", "ip", "l2")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-TEXT_INDEX_FILE = "text.sqlite"
+TEXT_INDEX_DIR = "text"
+LEGACY_TEXT_INDEX_FILES = ("text.sqlite", "text.sqlite-wal", "text.sqlite-shm")  # layout 1, replaced
 _MAX_HYBRID_K = 100_000
 _MAX_THREADS = 1024
 
@@ -724,6 +725,9 @@ class Graph:
             previous = manifest.get("previous")
             self._engine.drop_wal_before(int(previous["snapshot_lsn"] if previous else state["lsn"]) + 1)
             storage.remove_old_snapshots(self._path, manifest)
+            with self._text_lock:
+                if self._text is not None:
+                    self._text.optimize()  # buffered BM25 writes survive a crash from here on
             return {"lsn": int(state["lsn"]), "snapshot": os.path.join(self._path, manifest["snapshot"]),
                     "nodes": len(state["ts"]), "edges": len(state["edge_src"])}
 
@@ -1225,19 +1229,24 @@ class Graph:
     def _open_text_index(self) -> None:
         """Open the folder's BM25 index and bring it in step with the graph: it is rebuilt from
         the graph's texts when it is new, damaged, behind the last write that changed texts
-        (a crash between the two), or ahead of the graph (writes the WAL lost)."""
+        (a crash before its buffered writes were published), or ahead of the graph (writes the
+        WAL lost)."""
         from .text import TextIndex
 
-        path = os.path.join(self._path, TEXT_INDEX_FILE)
-        existed = os.path.exists(path)
+        for name in LEGACY_TEXT_INDEX_FILES:  # an index of an earlier layout: rebuilt below
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(self._path, name))
+        path = os.path.join(self._path, TEXT_INDEX_DIR)
+        existed = os.path.isdir(path) and bool(os.listdir(path))
         try:
             index = TextIndex(path)
         except CorruptionError as damage:
             warnings.warn(f"the BM25 index {path} is damaged ({damage}); it is rebuilt from the graph",
                           RuntimeWarning, stacklevel=3)
-            for suffix in ("", "-wal", "-shm"):
-                if os.path.exists(path + suffix):
-                    os.unlink(path + suffix)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
             index, existed = TextIndex(path), False
         if not existed or not (self._engine.last_text_lsn() <= index.lsn <= self._engine.last_lsn()):
             self._refill_text(index)
@@ -1501,7 +1510,7 @@ class Graph:
                                  ts_min=None if ts_min == _INT64_MIN else ts_min,
                                  ts_max=None if ts_max == _INT64_MAX else ts_max,
                                  exclude=(lambda key: not admitted([key])) if conditions else None)
-            # Tenants, labels and the time window are applied in SQL; deletes reach the index
+            # Tenants, labels and the time window are applied inside the BM25 search; deletes reach the index
             # with the write that makes them, so only where conditions need the graph here.
             return [key for key, _ in found]
 

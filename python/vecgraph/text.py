@@ -2,8 +2,8 @@
 
 :func:`tokenize` turns text into the terms both documents and queries are indexed by;
 :class:`TextIndex` keeps documents (node or edge texts with their key, tenant, label and ts)
-in SQLite FTS5 and ranks them by Okapi BM25 (k1 = 1.2, b = 0.75, as FTS5's ``bm25()``
-computes it).
+in a tantivy index (a full-text search library: incremental adds and deletes, top-k by
+block-max WAND) and ranks them by Okapi BM25 (k1 = 1.2, b = 0.75).
 
 >>> tokenize("Widget A7-Pro costs $99 (see ERR_0x9941)")
 ['widget', 'a7-pro', 'a7', 'pro', 'costs', '99', 'see', 'err_0x9941', 'err', '0x9941']
@@ -16,14 +16,12 @@ computes it).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import numbers
 import os
 import re
 import shutil
-import sqlite3
 import sys
 import tempfile
 import threading
@@ -49,8 +47,8 @@ TOKENIZER_VERSION = 1
 """Changes whenever :func:`tokenize` gives different terms for some text; an index written
 with another version is emptied on open (see :attr:`TextIndex.reset_on_open`)."""
 
-SCHEMA_VERSION = 1
-"""Version of the tables of a :class:`TextIndex` file."""
+SCHEMA_VERSION = 2
+"""Version of the layout of a :class:`TextIndex` folder (fields and header file)."""
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -220,75 +218,87 @@ def tokenize(text: str) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ index
 
-# Tables of a TextIndex (SCHEMA_VERSION 1):
+# Folder of a TextIndex (SCHEMA_VERSION 2):
+#   vecgraph-text.json   {"format": "vecgraph-text", "schema_version": 2, "tokenizer": 1,
+#                         "lsn": N}: written (temporary file, then rename) after each commit of
+#                         the tantivy index, so N is the LSN of the last write the committed
+#                         index holds.
+#   tantivy's own files  (meta.json and the segments): one document per (kind, key) that has
+#                         terms, with the fields
+#     node / edge   the token stream (tokenize(text) joined by single spaces), indexed with term
+#                   frequencies through a whitespace tokenizer, so the indexed terms are exactly
+#                   tokenize()'s. A node document fills `node`, an edge document `edge`: each
+#                   kind has its own document frequencies and average length, and a search of
+#                   one kind never visits the other.
+#     key           "<n|e><i|s>:<key>" (e.g. "ni:42", "ns:wn:n:123"): raw, indexed and stored.
+#                   The document's identity (replace and delete by term) and what a search
+#                   returns.
+#     kind          "node" / "edge", raw (counts per kind).
+#     tenant, label raw (filters, delete_tenant).   ts   int64, indexed and fast (time window).
 #
-#   meta(name, value)   rows: 'schema_version', 'tokenizer' (TOKENIZER_VERSION), 'lsn'.
-#   docs(id, kind, key_kind, key, tenant, label, ts)
-#       id: INTEGER PRIMARY KEY, the rowid of the document's row in fts_node or fts_edge.
-#       kind: 'node' or 'edge'. key_kind: 's' (key is the str) or 'i' (key is the decimal int).
-#       tenant, label: str ('' by default). ts: int64 microseconds (0 by default).
-#       Unique on (kind, key_kind, key); indexed on tenant.
-#   fts_node(tokens), fts_edge(tokens)
-#       FTS5, rowid = docs.id; `tokens` is tokenize(text) joined by spaces. One table per kind,
-#       so node and edge texts have their own BM25 statistics (document count, average
-#       length, document frequencies) and a search of one kind never visits the other.
-#
-# The FTS5 tables are regular ones (they store the token stream in their own content table)
-# rather than external-content or contentless: deleting or replacing a document is then a
-# plain DELETE / UPDATE by rowid that FTS5 keeps consistent on its own, while an
-# external-content or contentless table (before SQLite 3.43) must be handed the exact old
-# tokens to delete them, and a mismatch silently corrupts the index. The stored stream costs
-# about the size of the texts.
-#
-# FTS5's `ascii` tokenizer with the joiners as token characters does not split the stream
-# again: tokenize() emits only letters, digits, marks and joiners, every non-ASCII character is
-# a token character for `ascii`, and the ASCII letters are already lower case. (`unicode61`
-# would split words at combining marks.) A document whose text gives no terms is not stored.
+# Writes go to tantivy's IndexWriter at once and are published (commit, then the reader is
+# reloaded) by the next read: a search, count, delete or close. A crash loses what was not
+# published; the owner sees it as an lsn behind its own and rebuilds (see Graph).
 
-_FTS_TOKENIZER = "ascii tokenchars '" + _JOINERS + "'"
 _KINDS = ("node", "edge")
-_FTS = {"node": "fts_node", "edge": "fts_edge"}
-_DDL_DOCS = (
-    "CREATE TABLE docs(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, key_kind TEXT NOT NULL, "
-    "key TEXT NOT NULL, tenant TEXT NOT NULL, label TEXT NOT NULL, ts INTEGER NOT NULL)"
-)
-_DDL_DOCS_INDEXES = (
-    "CREATE UNIQUE INDEX docs_key ON docs(kind, key_kind, key)",
-    "CREATE INDEX docs_tenant ON docs(tenant)",
-)
-_DDL_FTS = tuple(f'CREATE VIRTUAL TABLE {table} USING fts5(tokens, tokenize="{_FTS_TOKENIZER}")'
-                 for table in _FTS.values())
+_KIND_PREFIX = {"node": "n", "edge": "e"}
+_META_FILE = "vecgraph-text.json"
+_FORMAT = "vecgraph-text"
+_WRITER_HEAP_BYTES = 64 << 20   # tantivy's indexing buffer; it needs >= 15 MB per thread
+_WRITER_THREADS = 1             # searches keep the other core
 _PROGRESS_MIN_ITEMS = 10_000
 _REBUILD_CHUNK = 4096
-_IN_LIST_MAX = 256        # longer tenant/label lists go through json_each
-_SMALL_FILTER = 2048      # tenant filters admitting fewer documents are applied before matching
-_MMAP_BYTES = 256 << 20   # read through mmap: the join with docs reads a page per match
+_FIRST_PAGE_MIN = 32           # a search fetches k + max(k, 32) hits first
+
+
+def _schema() -> Any:
+    import tantivy
+
+    builder = tantivy.SchemaBuilder()
+    for kind in _KINDS:
+        builder.add_text_field(kind, stored=False, tokenizer_name=_WHITESPACE, index_option="freq")
+    builder.add_text_field("key", stored=True, tokenizer_name="raw", index_option="basic")
+    for name in ("kind", "tenant", "label"):
+        builder.add_text_field(name, stored=False, tokenizer_name="raw", index_option="basic")
+    builder.add_integer_field("ts", indexed=True, fast=True)
+    return builder.build()
+
+
+_WHITESPACE = "vecgraph_terms"
 
 
 class TextIndex:
-    """A BM25 index of node and edge texts in SQLite FTS5, with filters and a write LSN.
+    """A BM25 index of node and edge texts (tantivy), with filters and a write LSN.
 
-    ``TextIndex("folder/text.sqlite")`` keeps the index in a SQLite file (its folder is
-    created; WAL journal, ``synchronous=NORMAL``: a commit survives a crash of the process, an
-    operating-system crash may lose the last commits but never corrupts the file).
-    ``TextIndex()`` is a scratch index for an in-memory graph: a private temporary file
-    (``synchronous=OFF``, deleted by :meth:`close` or when the object is collected), so that it
-    has the same concurrency as a file index (SQLite's in-memory databases make readers and
-    the writer wait for each other). Documents are keyed by ``(kind, key)``: ``kind`` is
-    ``"node"`` or ``"edge"``, a key is a str or an int (never a bool; ``1`` and ``"1"`` are
-    different keys). Each write records the caller's log sequence number (:attr:`lsn`), so the
-    owner of the index knows which of its own writes the index holds after a crash.
+    ``TextIndex("folder/text")`` keeps the index in that folder (created if missing).
+    ``TextIndex()`` is a scratch index for an in-memory graph, in a private temporary folder
+    deleted by :meth:`close` or when the object is collected. Documents are keyed by
+    ``(kind, key)``: ``kind`` is ``"node"`` or ``"edge"``, a key is a str or an int (never a
+    bool; ``1`` and ``"1"`` are different keys). Each write records the caller's log sequence
+    number (:attr:`lsn`), so the owner of the index knows which of its own writes the index
+    holds after a crash.
+
+    Ranking is Okapi BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25
+    and Beyond", 2009) as tantivy computes it: k1 = 1.2, b = 0.75,
+    idf = ln(1 + (N - n + 0.5) / (n + 0.5)) with N the documents of the index and n those
+    holding the term in the searched kind's field; top-k by block-max WAND, so a search reads
+    only the postings that can still reach the top k.
+
+    Visibility and durability: a write is visible to every search that starts after it
+    returns. Writes are buffered and published in one tantivy commit (files written and
+    fsynced, about 5-10 ms) by the first read that follows them: a search, :meth:`count`,
+    :meth:`delete`, :meth:`delete_tenant`, :meth:`flush` or :meth:`close`. Searches with no
+    write before them pay nothing. After a crash the folder holds the last published state and
+    its :attr:`lsn`; the owner brings it forward (a graph rebuilds it from its own texts).
 
     Threads: any number of threads may search while one thread writes (a second writer waits
-    for the first). Each searching thread gets its own read connection (``threading.local``)
-    and reads one snapshot per search: the last write committed when the search started
-    (WAL: searches never wait for writes, nor writes for searches). Writes go through one
-    connection guarded by a lock. An ``exclude`` callback must not write to the index.
-    :meth:`close` must not run while another thread is inside a method.
+    for the first). A search reads one consistent state (tantivy searcher) for all its pages.
+    An ``exclude`` callback must not write to the index. :meth:`close` must not run while
+    another thread is inside a method.
 
     Errors: wrong Python types raise ``TypeError``, wrong lengths ``ValueError``, values
     outside their domain :class:`~vecgraph.errors.InvalidArgumentError`; a rejected write
-    changes nothing (documents and lsn). A damaged file raises
+    changes nothing (documents and lsn). A damaged folder raises
     :class:`~vecgraph.errors.CorruptionError`, an operating-system failure
     :class:`~vecgraph.errors.StorageError`, a write after :meth:`close`
     :class:`~vecgraph.errors.ReadOnlyError`.
@@ -298,19 +308,23 @@ class TextIndex:
         """Opens (or creates) the index.
 
         Args:
-            path: the SQLite file (created with its parent folders if missing), or None for a
-                scratch index in a private temporary file deleted on close.
+            path: the index folder (created with its parents if missing; it must be empty or
+                hold a vecgraph text index), or None for a scratch index in a private
+                temporary folder deleted on close.
 
         Raises:
-            CorruptionError: the file is not a SQLite database or not a vecgraph text index.
-            StorageError: the file or its folder cannot be created or opened.
+            CorruptionError: the folder holds something else, or a damaged index.
+            StorageError: the folder cannot be created or opened, or another process writes
+                to the index.
         """
-        self._lock = threading.Lock()       # one writer at a time
-        self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
-        self._readers_lock = threading.Lock()
+        import tantivy
+
+        self._tantivy = tantivy
+        self._lock = threading.RLock()      # one writer at a time; publishing
         self._closed = False
         self._reset_on_open = False
+        self._pending = False               # writes not yet published
+        self._failed: Optional[str] = None  # a write that failed half-way (see _write)
         self._scratch: Optional[weakref.finalize] = None
         if path is None:
             self.path: Optional[str] = None
@@ -319,46 +333,72 @@ class TextIndex:
             except OSError as exc:
                 raise StorageError(f"cannot create a temporary folder for a text index: {exc}") from exc
             self._scratch = weakref.finalize(self, shutil.rmtree, folder, True)
-            self._file = os.path.join(folder, "text.sqlite")
+            self._folder = folder
         else:
             if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
                 raise TypeError(f"path must be a str, a path or None, got {type(path).__name__}")
-            self.path = self._file = os.path.abspath(os.fspath(path))
+            self.path = self._folder = os.path.abspath(os.fspath(path))
+            if os.path.exists(self._folder) and not os.path.isdir(self._folder):
+                raise CorruptionError(f"text index {self._folder} is a file, not an index folder")
             try:
-                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                os.makedirs(self._folder, exist_ok=True)
             except OSError as exc:
-                raise StorageError(f"cannot create the folder of text index {self.path}: {exc}") from exc
+                raise StorageError(f"cannot create text index folder {self._folder}: {exc}") from exc
         try:
-            self._writer = self._connect()
-        except sqlite3.DatabaseError as exc:
-            self._discard_scratch()
-            raise self._error(exc, "open") from exc
-        try:
-            mode = self._writer.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if mode.lower() != "wal":
-                raise StorageError(f"text index {self._file}: cannot use WAL journal mode (got {mode!r})")
-            self._writer.execute(f"PRAGMA synchronous={'NORMAL' if self.path is not None else 'OFF'}")
-            self._writer.execute("PRAGMA journal_size_limit=33554432")
-            self._lsn = self._init_schema()
-        except sqlite3.DatabaseError as exc:
-            self._writer.close()
-            self._discard_scratch()
-            raise self._error(exc, "open") from exc
+            self._open()
         except BaseException:
-            self._writer.close()
             self._discard_scratch()
             raise
+
+    def _open(self) -> None:
+        tantivy = self._tantivy
+        folder = self._folder
+        try:
+            entries = set(os.listdir(folder))
+        except OSError as exc:
+            raise StorageError(f"cannot list text index folder {folder}: {exc}") from exc
+        meta: Optional[dict] = None
+        if entries:
+            meta = self._read_meta()
+            if "meta.json" not in entries:
+                raise CorruptionError(f"text index {folder}: tantivy's meta.json is missing; "
+                                      "delete the folder and rebuild")
+        self._schema = _schema()
+        try:
+            self._index = tantivy.Index(self._schema, path=folder, reuse=True)
+        except ValueError as exc:
+            raise CorruptionError(f"text index {folder} is damaged or of another layout ({exc}); "
+                                  "delete the folder and rebuild") from exc
+        self._index.register_tokenizer(
+            _WHITESPACE, tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build())
+        try:
+            self._writer = self._index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=_WRITER_THREADS)
+        except ValueError as exc:
+            raise StorageError(f"cannot write to text index {folder}: {exc} (is another process "
+                               "writing to it?)") from exc
+        self._index.config_reader("Manual")
+        self._lsn = self._published_lsn = 0
+        if meta is None:
+            self._write_meta(0)
+        elif meta["schema_version"] != SCHEMA_VERSION or meta["tokenizer"] != TOKENIZER_VERSION:
+            self._reset_on_open = True
+            self._commit(lambda w: w.delete_all_documents(), 0)
+        else:
+            self._lsn = self._published_lsn = meta["lsn"]
+        self._index.reload()
+        self._searcher = self._index.searcher()
 
     # -------------------------------------------------------------------------------- properties
 
     @property
     def lsn(self) -> int:
-        """LSN of the last write (the ``lsn`` it was given); 0 for a new or cleared index."""
+        """LSN of the last write (the ``lsn`` it was given); 0 for a new or cleared index.
+        After reopening: the LSN of the last published write."""
         return self._lsn
 
     @property
     def reset_on_open(self) -> bool:
-        """True when the file held an index of another schema or tokenizer version, which was
+        """True when the folder held an index of another schema or tokenizer version, which was
         emptied on open (lsn 0): its owner should :meth:`rebuild` it."""
         return self._reset_on_open
 
@@ -390,7 +430,7 @@ class TextIndex:
         kind: str = "node",
         lsn: int,
     ) -> int:
-        """Replaces the documents of ``keys`` in one transaction, then sets :attr:`lsn`.
+        """Replaces the documents of ``keys``, then sets :attr:`lsn`.
 
         A key's old document (if any) is dropped and its new text indexed; an empty text (or
         None, or one that gives no terms, like ``"the"``) leaves the key without a document.
@@ -423,32 +463,23 @@ class TextIndex:
         kind = _check_kind(kind)
         lsn = self._check_lsn(lsn)
         streams = [" ".join(tokenize(t)) if t else "" for t in text_list]
+        docs = [(_doc_key(kind, enc), self._document(kind, _doc_key(kind, enc), stream, tenant, label, t))
+                if stream else (_doc_key(kind, enc), None)
+                for enc, stream, tenant, label, t in zip(keys_enc, streams, tenant_list, label_list, ts_list)]
 
-        fts = _FTS[kind]
-        stored = 0
-        with self._writing(lsn) as con:
-            rows = zip(keys_enc, streams, tenant_list, label_list, ts_list)
-            for (key_kind, key), stream, tenant, label, t in rows:
-                row = con.execute("SELECT id FROM docs WHERE kind = ? AND key_kind = ? AND key = ?",
-                                  (kind, key_kind, key)).fetchone()
-                if row is not None:
-                    if stream:
-                        con.execute("UPDATE docs SET tenant = ?, label = ?, ts = ? WHERE id = ?",
-                                    (tenant, label, t, row[0]))
-                        con.execute(f"UPDATE {fts} SET tokens = ? WHERE rowid = ?", (stream, row[0]))
-                    else:
-                        con.execute(f"DELETE FROM {fts} WHERE rowid = ?", row)
-                        con.execute("DELETE FROM docs WHERE id = ?", row)
-                elif stream:
-                    doc_id = con.execute(
-                        "INSERT INTO docs(kind, key_kind, key, tenant, label, ts) VALUES (?, ?, ?, ?, ?, ?)",
-                        (kind, key_kind, key, tenant, label, t)).lastrowid
-                    con.execute(f"INSERT INTO {fts}(rowid, tokens) VALUES (?, ?)", (doc_id, stream))
-                stored += bool(stream)
-        return stored
+        def apply(writer: Any) -> None:
+            for key, doc in docs:
+                writer.delete_documents_by_term("key", key)
+                if doc is not None:
+                    writer.add_document(doc)
+
+        self._write(apply, lsn)
+        return sum(doc is not None for _, doc in docs)
 
     def delete(self, keys: Sequence[Key], *, kind: str = "node", lsn: int) -> int:
         """Removes the documents of ``keys`` (keys without one are ignored), then sets :attr:`lsn`.
+
+        Publishes earlier writes first (to count the documents removed).
 
         Args:
             keys: keys (str or int, not bool); repeats are allowed.
@@ -464,16 +495,16 @@ class TextIndex:
         keys_enc = _encode_keys(keys, allow_repeats=True)
         kind = _check_kind(kind)
         lsn = self._check_lsn(lsn)
-        fts = _FTS[kind]
-        removed = 0
-        with self._writing(lsn) as con:
-            for key_kind, key in dict.fromkeys(keys_enc):
-                row = con.execute("SELECT id FROM docs WHERE kind = ? AND key_kind = ? AND key = ?",
-                                  (kind, key_kind, key)).fetchone()
-                if row is not None:
-                    con.execute(f"DELETE FROM {fts} WHERE rowid = ?", row)
-                    con.execute("DELETE FROM docs WHERE id = ?", row)
-                    removed += 1
+        doc_keys = list(dict.fromkeys(_doc_key(kind, enc) for enc in keys_enc))
+        with self._lock:
+            self._check_writable()
+            removed = self._count_terms("key", doc_keys) if doc_keys else 0
+
+            def apply(writer: Any) -> None:
+                for key in doc_keys:
+                    writer.delete_documents_by_term("key", key)
+
+            self._write(apply, lsn)
         return removed
 
     def delete_tenant(self, tenant: str, *, lsn: int) -> int:
@@ -489,26 +520,27 @@ class TextIndex:
         if not isinstance(tenant, str):
             raise TypeError(f"tenant must be a str, got {type(tenant).__name__}")
         lsn = self._check_lsn(lsn)
-        with self._writing(lsn) as con:
-            for kind, fts in _FTS.items():
-                con.execute(f"DELETE FROM {fts} WHERE rowid IN "
-                            "(SELECT id FROM docs WHERE tenant = ? AND kind = ?)", (tenant, kind))
-            return con.execute("DELETE FROM docs WHERE tenant = ?", (tenant,)).rowcount
+        with self._lock:
+            self._check_writable()
+            removed = self._count_terms("tenant", [tenant])
+            self._write(lambda writer: writer.delete_documents_by_term("tenant", tenant), lsn)
+        return removed
 
     def clear(self) -> None:
-        """Removes every document and sets :attr:`lsn` to 0.
+        """Removes every document and sets :attr:`lsn` to 0 (published at once).
 
         Raises:
             ReadOnlyError: the index is closed.
         """
-        with self._writing(0, check=False) as con:
-            self._create_doc_tables(con, drop=True, indexes=True)
+        with self._lock:
+            self._check_writable()
+            self._publish()
+            self._commit(lambda writer: writer.delete_all_documents(), 0)
 
     def rebuild(self, items: Iterable[Sequence[Any]], lsn: int, *, progress: Optional[bool] = None) -> int:
-        """Replaces the whole content by ``items`` in one transaction, then sets :attr:`lsn`.
+        """Replaces the whole content by ``items`` in one commit, then sets :attr:`lsn`.
 
-        Faster than :meth:`upsert` for many documents (one pass, bulk inserts, indexes built
-        at the end). On any error nothing changes.
+        Faster than :meth:`upsert` for many documents. On any error nothing changes.
 
         Args:
             items: an iterable of ``(key, text, tenant, label, ts)`` or
@@ -534,62 +566,66 @@ class TextIndex:
         if progress is not None and not isinstance(progress, bool):
             raise TypeError(f"progress must be True, False or None, got {type(progress).__name__}")
         total = len(items) if hasattr(items, "__len__") else None  # type: ignore[arg-type]
-        bar = _progress_bar(progress, total)
-        seen: set = set()
         stored = 0
-        try:
-            with self._writing(lsn, check=False) as con:
-                self._create_doc_tables(con, drop=True, indexes=False)
+        with self._lock:
+            self._check_writable()
+            self._publish()  # a failed rebuild rolls back to exactly the state before it
+            bar = _progress_bar(progress, total)
+            writer = self._writer
+            seen: set = set()
+            try:
+                writer.delete_all_documents()
                 for chunk_start, chunk in _chunks(items, _REBUILD_CHUNK):
-                    docs_rows: list = []
-                    fts_rows: dict = {kind: [] for kind in _KINDS}
                     for offset, item in enumerate(chunk):
-                        row = _rebuild_row(item, chunk_start + offset)
-                        ident = (row[0], row[1], row[2])
-                        if ident in seen:
-                            raise DuplicateKeyError(
-                                f"items[{chunk_start + offset}]: {row[0]} key "
-                                f"{_decode_key(row[1], row[2])!r} appears twice")
-                        seen.add(ident)
-                        if row[6]:
+                        kind, key_kind, key, tenant, label, ts, stream = _rebuild_row(item, chunk_start + offset)
+                        doc_key = _doc_key(kind, (key_kind, key))
+                        if doc_key in seen:
+                            raise DuplicateKeyError(f"items[{chunk_start + offset}]: {kind} key "
+                                                    f"{_decode_key(key_kind, key)!r} appears twice")
+                        seen.add(doc_key)
+                        if stream:
+                            writer.add_document(self._document(kind, doc_key, stream, tenant, label, ts))
                             stored += 1
-                            docs_rows.append((stored,) + row[:6])
-                            fts_rows[row[0]].append((stored, row[6]))
-                    con.executemany("INSERT INTO docs(id, kind, key_kind, key, tenant, label, ts) "
-                                    "VALUES (?, ?, ?, ?, ?, ?, ?)", docs_rows)
-                    for kind, rows in fts_rows.items():
-                        if rows:
-                            con.executemany(f"INSERT INTO {_FTS[kind]}(rowid, tokens) VALUES (?, ?)", rows)
                     if bar is not None:
                         bar.update(len(chunk))
-                for ddl in _DDL_DOCS_INDEXES:
-                    con.execute(ddl)
-                for fts in _FTS.values():
-                    con.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
-        finally:
-            if bar is not None:
-                bar.close()
-        self._reset_on_open = False
-        with self._lock:  # fold the rebuild's pages into the file now, so the WAL shrinks back
-            if not self._closed:
-                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._commit(None, lsn)
+            except BaseException:
+                self._rollback()
+                raise
+            finally:
+                if bar is not None:
+                    bar.close()
+            self._reset_on_open = False
         return stored
 
-    def optimize(self) -> None:
-        """Merges the segments of each FTS5 table into one; documents and :attr:`lsn` stay.
-
-        Every write adds a small FTS5 segment, and FTS5 merges them as it goes but not into
-        one: after many small writes a search reads more segments (at 100,000 documents
-        written 1,000 per call, searches take about 1.2x as long as after a rebuild). A good
-        moment is the owner's checkpoint. Takes the writer lock while it runs (about 0.1 s
-        per 100,000 short documents).
+    def flush(self) -> None:
+        """Publishes buffered writes now (one tantivy commit, fsynced), so that they survive a
+        crash and the next search does not pay for it. Reads do this on their own.
 
         Raises:
             ReadOnlyError: the index is closed.
         """
-        with self._writing(self._lsn, check=False) as con:
-            for fts in _FTS.values():
-                con.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
+        with self._lock:
+            self._check_writable()
+            self._publish()
+
+    def optimize(self) -> None:
+        """Publishes buffered writes and removes the files of merged-away segments.
+
+        tantivy merges small segments in background threads as writes are published (its log
+        merge policy), so an index written by many small writes stays close to one built at
+        once; documents and :attr:`lsn` stay.
+
+        Raises:
+            ReadOnlyError: the index is closed.
+        """
+        with self._lock:
+            self._check_writable()
+            self._publish()
+            try:
+                self._writer.garbage_collect_files()
+            except ValueError as exc:
+                raise StorageError(f"text index {self._where()}: cannot remove old files: {exc}") from exc
 
     # -------------------------------------------------------------------------------- reads
 
@@ -608,23 +644,24 @@ class TextIndex:
         """The ``k`` documents that best match ``text`` by BM25, best first.
 
         The query is tokenized like the documents (:func:`tokenize`) and matches documents
-        holding any of its distinct terms; scores are FTS5's ``bm25()`` negated, so larger is
-        better (positive for every match). BM25 statistics are those of the documents of
-        ``kind``; FTS5 gives a term found in more than half of them an idf of 1e-6. The cost
-        is about 1 µs per document holding a query term: FTS5 scores every match.
+        holding any of its distinct terms; the score of a document is the sum of its BM25 term
+        scores (positive; see the class docstring). Only the postings that can still reach the
+        top k are read (block-max WAND), so a query of common words costs far less than one
+        microsecond per matching document.
 
         Args:
             text: the query (str). No terms (empty, or only stopwords) -> ``[]``.
             k: results wanted, >= 1.
             tenants, labels: admit only documents of these tenants / labels (a str or an
-                iterable of str; None: all). Applied in SQL together with the match, so a
-                filter that admits few documents still returns all of those that match.
+                iterable of str; None: all). Applied inside the search together with the
+                match, so a filter that admits few documents still returns all of those that
+                match.
             ts_min, ts_max: admit only documents with ``ts_min <= ts <= ts_max`` (ints,
                 microseconds; None: unbounded).
             kind: ``"node"`` or ``"edge"``.
             exclude: ``exclude(key) -> bool``, called on candidates best first; True drops the
-                candidate (for a condition SQL cannot check, like a property filter). More
-                candidates are fetched until ``k`` are admitted or none is left.
+                candidate (for a condition the index cannot check, like a property filter).
+                More candidates are fetched until ``k`` are admitted or none is left.
 
         Returns:
             ``[(key, score), ...]``, at most ``k``, never padded. Ties (equal scores) break by
@@ -654,102 +691,162 @@ class TextIndex:
             return []
         if ts_min is not None and ts_max is not None and ts_min > ts_max:
             return []
-        match = " OR ".join(f'"{t}"' for t in terms)
-        filters: list = []  # (SQL condition on docs AS d, its parameters), the tenant's first
-        for column, values in (("tenant", tenant_list), ("label", label_list)):
-            if values is None:
-                continue
-            if len(values) == 1:
-                filters.append((f"d.{column} = ?", values))
-            elif len(values) <= _IN_LIST_MAX:
-                filters.append((f"d.{column} IN ({', '.join('?' * len(values))})", values))
-            else:
-                filters.append((f"d.{column} IN (SELECT value FROM json_each(?))", [json.dumps(values)]))
-        if ts_min is not None:
-            filters.append(("d.ts >= ?", [ts_min]))
-        if ts_max is not None:
-            filters.append(("d.ts <= ?", [ts_max]))
+        searcher = self._reading()
+        Query, Occur = self._tantivy.Query, self._tantivy.Occur
+        schema = self._schema
+        query = Query.boolean_query([(Occur.Should, Query.term_query(schema, kind, term, index_option="freq"))
+                                     for term in terms])
+        filters = []
+        for field, values in (("tenant", tenant_list), ("label", label_list)):
+            if values is not None:
+                filters.append(Query.term_query(schema, field, values[0]) if len(values) == 1
+                               else Query.term_set_query(schema, field, values))
+        if ts_min is not None or ts_max is not None:
+            filters.append(Query.range_query(schema, "ts", self._tantivy.FieldType.Integer,
+                                             _INT64_MIN if ts_min is None else ts_min,
+                                             _INT64_MAX if ts_max is None else ts_max))
+        if filters:
+            admitted = filters[0] if len(filters) == 1 else Query.boolean_query(
+                [(Occur.Must, f) for f in filters])
+            query = Query.boolean_query([(Occur.Must, query),
+                                         (Occur.Must, Query.const_score_query(admitted, 0.0))])
 
-        with self._reading() as con:
-            nested = con.in_transaction  # a search run from an exclude callback of this thread
-            if not nested:
-                con.execute("BEGIN")  # one snapshot for every statement of this search
+        def page(limit: int, offset: int) -> list:
             try:
-                sql = _page_sql(con, _FTS[kind], filters, tenant_list is not None)
-                params = [match, *(value for _, values in filters for value in values)]
-                out: list = []
-                for r, key in _ranked_pages(con, sql, params, k + max(k, 32)):
-                    if exclude is None or not exclude(key):
-                        out.append((key, 0.0 - r))
-                        if len(out) == k:
-                            break
-                return out
-            finally:
-                if not nested:
-                    con.execute("COMMIT")
+                hits = searcher.search(query, limit, count=False, offset=offset).hits
+                return [(float(score), _decode_doc_key(searcher.doc(address)["key"][0]))
+                        for score, address in hits]
+            except ValueError as exc:
+                raise StorageError(f"text index {self._where()}: search failed: {exc}") from exc
+
+        out: list = []
+        for key, score in _ranked_pages(page, k + max(k, _FIRST_PAGE_MIN)):
+            if exclude is None or not exclude(key):
+                out.append((key, score))
+                if len(out) == k:
+                    break
+        return out
 
     def count(self, kind: Optional[str] = None) -> int:
         """Number of documents stored (of ``kind`` ``"node"`` / ``"edge"``; None: both)."""
-        with self._reading() as con:
-            if kind is None:
-                return con.execute("SELECT count(*) FROM docs").fetchone()[0]
-            return con.execute("SELECT count(*) FROM docs WHERE kind = ?", (_check_kind(kind),)).fetchone()[0]
+        if kind is not None:
+            kind = _check_kind(kind)
+        searcher = self._reading()
+        if kind is None:
+            return int(searcher.num_docs)
+        query = self._tantivy.Query.term_query(self._schema, "kind", kind)
+        return int(searcher.search(query, 1, count=True).count)
 
     def close(self) -> None:
-        """Closes every connection; later writes raise ReadOnlyError, reads Error. Idempotent."""
+        """Publishes buffered writes and closes the index; later writes raise ReadOnlyError,
+        reads Error. Idempotent."""
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
-            with self._readers_lock:
-                readers, self._readers = self._readers, []
-            for con in readers:
+            try:
+                if self._failed is None:
+                    self._publish()
+            finally:
+                self._closed = True
+                writer, self._writer = self._writer, None
                 try:
-                    con.close()
-                except sqlite3.Error:
+                    writer.wait_merging_threads()  # releases tantivy's writer lock
+                except ValueError:
                     pass
-            self._writer.close()
-            self._discard_scratch()
+                self._searcher = None
+                self._index = None
+                self._discard_scratch()
 
     # -------------------------------------------------------------------------------- internals
 
-    def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(self._file, timeout=60.0, isolation_level=None, check_same_thread=False)
-        con.execute("PRAGMA busy_timeout=60000")
-        con.execute(f"PRAGMA mmap_size={_MMAP_BYTES}")
-        return con
+    def _where(self) -> str:
+        return self.path or "(temporary)"
 
-    def _reader(self) -> sqlite3.Connection:
-        con = getattr(self._local, "con", None)
-        if con is None:
-            try:
-                con = self._connect()
-                con.execute("PRAGMA query_only=1")
-            except sqlite3.DatabaseError as exc:
-                raise self._error(exc, "open a reader of") from exc
-            with self._readers_lock:
-                if self._closed:
-                    con.close()
-                    raise Error(f"{self!r}: the index is closed")
-                self._readers.append(con)
-            self._local.con = con
-        return con
+    def _document(self, kind: str, doc_key: str, stream: str, tenant: str, label: str, ts: int) -> Any:
+        doc = self._tantivy.Document()
+        doc.add_text(kind, stream)
+        doc.add_text("key", doc_key)
+        doc.add_text("kind", kind)
+        doc.add_text("tenant", tenant)
+        doc.add_text("label", label)
+        doc.add_integer("ts", ts)
+        return doc
 
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
+    def _check_usable(self, closed_error: type) -> None:
         if self._closed:
-            raise Error(f"{self!r}: the index is closed")
+            raise closed_error(f"{self!r}: the index is closed" +
+                               ("; writes are refused" if closed_error is ReadOnlyError else ""))
+        if self._failed is not None:
+            raise StorageError(f"text index {self._where()}: an earlier write failed ({self._failed}); "
+                               "reopen to rebuild it")
+
+    def _check_writable(self) -> None:
+        self._check_usable(ReadOnlyError)
+
+    def _reading(self) -> Any:
+        """The searcher to read with, after publishing buffered writes."""
+        self._check_usable(Error)
+        if self._pending:
+            with self._lock:
+                if self._closed:
+                    raise Error(f"{self!r}: the index is closed")
+                self._publish()
+        return self._searcher
+
+    def _write(self, apply: Callable[[Any], None], lsn: int) -> None:
+        """Runs ``apply(writer)`` under the writer lock and sets the lsn. Arguments are checked
+        before: a failure here is tantivy's (an I/O error), after which the buffered writes
+        are rolled back and the index refuses further use until reopened."""
+        with self._lock:
+            self._check_writable()
+            if lsn < self._lsn:  # a concurrent writer went ahead
+                raise InvalidArgumentError(f"lsn {lsn} is older than the index's lsn {self._lsn}")
+            try:
+                apply(self._writer)
+            except ValueError as exc:
+                self._rollback()
+                self._failed = str(exc)
+                raise StorageError(f"text index {self._where()}: write failed: {exc}") from exc
+            self._pending = True
+            self._lsn = lsn
+
+    def _publish(self) -> None:
+        """Commits buffered writes and reloads the searcher (caller holds the lock)."""
+        if self._pending:
+            self._commit(None, self._lsn)
+
+    def _commit(self, apply: Optional[Callable[[Any], None]], lsn: int) -> None:
         try:
-            yield self._reader()
-        except sqlite3.DatabaseError as exc:
-            raise self._error(exc, "read") from exc
+            if apply is not None:
+                apply(self._writer)
+            self._writer.commit()
+            self._index.reload()
+        except ValueError as exc:
+            self._rollback()
+            self._failed = str(exc)
+            raise StorageError(f"text index {self._where()}: commit failed: {exc}") from exc
+        self._write_meta(lsn)
+        self._lsn = self._published_lsn = lsn
+        self._pending = False
+        self._searcher = self._index.searcher()
+
+    def _rollback(self) -> None:
+        try:
+            self._writer.rollback()
+        except ValueError:
+            pass
+        self._lsn = self._published_lsn
+        self._pending = False
+
+    def _count_terms(self, field: str, values: list) -> int:
+        searcher = self._reading()
+        query = (self._tantivy.Query.term_query(self._schema, field, values[0]) if len(values) == 1
+                 else self._tantivy.Query.term_set_query(self._schema, field, values))
+        return int(searcher.search(query, 1, count=True).count)
 
     def _discard_scratch(self) -> None:
         if self._scratch is not None:
             self._scratch()
-
-    def _writing(self, lsn: int, *, check: bool = True) -> "_Writing":
-        return _Writing(self, lsn, check)
 
     def _check_lsn(self, lsn: Any) -> int:
         lsn = _check_int(lsn, "lsn")
@@ -760,165 +857,71 @@ class TextIndex:
                                        "must come in LSN order (rebuild() or clear() to start over)")
         return lsn
 
-    def _create_doc_tables(self, con: sqlite3.Connection, *, drop: bool, indexes: bool) -> None:
-        if drop:
-            for fts in _FTS.values():
-                con.execute(f"DROP TABLE IF EXISTS {fts}")
-            con.execute("DROP TABLE IF EXISTS docs")
-        con.execute(_DDL_DOCS)
-        if indexes:
-            for ddl in _DDL_DOCS_INDEXES:
-                con.execute(ddl)
-        for ddl in _DDL_FTS:
-            con.execute(ddl)
-
-    def _init_schema(self) -> int:
-        """Creates the tables of a new index or checks an existing one; returns its lsn."""
-        con = self._writer
-        with self._lock:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                master = con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-                tables = {name for (name,) in master}
-                if "meta" in tables:
-                    meta = dict(con.execute("SELECT name, value FROM meta"))
-                    complete = {"schema_version", "tokenizer", "lsn"} <= meta.keys()
-                    if not complete or not {"docs", *_FTS.values()} <= tables:
-                        raise CorruptionError(f"text index {self.path}: tables or meta rows are missing "
-                                              f"(tables {sorted(tables)}, meta {sorted(meta)})")
-                    if meta["schema_version"] == SCHEMA_VERSION and meta["tokenizer"] == TOKENIZER_VERSION:
-                        lsn = meta["lsn"]
-                        if not isinstance(lsn, int) or lsn < 0:
-                            raise CorruptionError(f"text index {self.path}: meta lsn is {lsn!r}, "
-                                                  "not an int >= 0")
-                        con.execute("COMMIT")
-                        return lsn
-                    self._reset_on_open = True
-                    con.execute("DROP TABLE meta")
-                elif tables:
-                    raise CorruptionError(f"{self.path} is a SQLite database but not a vecgraph text index "
-                                          f"(tables: {', '.join(sorted(tables))})")
-                con.execute("CREATE TABLE meta(name TEXT PRIMARY KEY, value) WITHOUT ROWID")
-                con.executemany("INSERT INTO meta(name, value) VALUES (?, ?)", [
-                    ("schema_version", SCHEMA_VERSION), ("tokenizer", TOKENIZER_VERSION), ("lsn", 0)])
-                self._create_doc_tables(con, drop=True, indexes=True)
-                con.execute("COMMIT")
-                return 0
-            except BaseException:
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-                raise
-
-    def _error(self, exc: sqlite3.DatabaseError, doing: str) -> Error:
-        where = self.path or "(temporary)"
-        text = str(exc)
-        if isinstance(exc, sqlite3.OperationalError) and ("database is locked" in text or "busy" in text):
-            return StorageError(f"cannot {doing} text index {where}: {text}")
-        if "not a database" in text or "malformed" in text or "corrupt" in text:
-            return CorruptionError(f"text index {where} is damaged ({text}); delete it and rebuild")
-        if isinstance(exc, sqlite3.OperationalError):
-            return StorageError(f"cannot {doing} text index {where}: {text}")
-        return Error(f"cannot {doing} text index {where}: {text}")
-
-
-class _Writing:
-    """Context of one write: the writer lock, BEGIN IMMEDIATE ... set lsn, COMMIT (or ROLLBACK)."""
-
-    __slots__ = ("index", "lsn", "check")
-
-    def __init__(self, index: TextIndex, lsn: int, check: bool) -> None:
-        self.index, self.lsn, self.check = index, lsn, check
-
-    def __enter__(self) -> sqlite3.Connection:
-        index = self.index
-        index._lock.acquire()
+    def _read_meta(self) -> dict:
+        path = os.path.join(self._folder, _META_FILE)
         try:
-            if index._closed:
-                raise ReadOnlyError(f"{index!r}: the index is closed; writes are refused")
-            if self.check and self.lsn < index._lsn:  # a concurrent writer went ahead
-                raise InvalidArgumentError(f"lsn {self.lsn} is older than the index's lsn {index._lsn}")
-            index._writer.execute("BEGIN IMMEDIATE")
-        except sqlite3.DatabaseError as exc:
-            index._lock.release()
-            raise index._error(exc, "write") from exc
-        except BaseException:
-            index._lock.release()
-            raise
-        return index._writer
+            with open(path, encoding="utf-8") as f:
+                meta = json.load(f)
+        except FileNotFoundError:
+            raise CorruptionError(f"{self._folder} is not empty but holds no {_META_FILE}: not a vecgraph "
+                                  "text index (or a damaged one); delete the folder and rebuild") from None
+        except (OSError, ValueError) as exc:
+            raise CorruptionError(f"text index {self._folder}: {_META_FILE} cannot be read ({exc})") from exc
+        fields_ok = isinstance(meta, dict) and meta.get("format") == _FORMAT and all(
+            type(meta.get(name)) is int and meta[name] >= 0 for name in ("schema_version", "tokenizer", "lsn"))
+        if not fields_ok:
+            raise CorruptionError(f"text index {self._folder}: {_META_FILE} is not a vecgraph text index "
+                                  f"header (got {meta!r})")
+        return meta
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        index = self.index
-        con = index._writer
+    def _write_meta(self, lsn: int) -> None:
+        path = os.path.join(self._folder, _META_FILE)
+        body = json.dumps({"format": _FORMAT, "schema_version": SCHEMA_VERSION,
+                           "tokenizer": TOKENIZER_VERSION, "lsn": lsn})
         try:
-            if exc_type is None:
-                try:
-                    con.execute("UPDATE meta SET value = ? WHERE name = 'lsn'", (self.lsn,))
-                    con.execute("COMMIT")
-                except sqlite3.DatabaseError as commit_exc:
-                    if con.in_transaction:
-                        con.execute("ROLLBACK")
-                    raise index._error(commit_exc, "write") from commit_exc
-                index._lsn = self.lsn
-            else:
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.IntegrityError):
-                    raise DuplicateKeyError(f"text index: {exc}") from exc
-                if isinstance(exc, sqlite3.DatabaseError):
-                    raise index._error(exc, "write") from exc
-        finally:
-            index._lock.release()
+            with open(path + ".tmp", "w", encoding="utf-8") as f:
+                f.write(body)
+            os.replace(path + ".tmp", path)
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc}") from exc
 
 
-def _page_sql(con: sqlite3.Connection, fts: str, filters: list, tenant_first: bool) -> str:
-    """SQL of one page of ranked matches, rows (doc id, bm25, key_kind, key) best first by bm25
-    only (ties in any order); parameters: match, the filters' values, limit, offset.
-
-    Without filters, FTS5 ranks its matches and only the page is joined with docs. With a
-    tenant filter that admits fewer than _SMALL_FILTER documents, the admitted ids are
-    collected first (through the tenant index) and FTS5 skips the other matches. Otherwise
-    every match is joined with its docs row and checked, and bm25 is computed for the
-    admitted ones only.
-    """
-    ranked = f"SELECT rowid AS id, bm25({fts}) AS r FROM {fts} WHERE {fts} MATCH ?"
-    page = " ORDER BY r LIMIT ? OFFSET ?"
-    if not filters:
-        return f"SELECT f.id, f.r, d.key_kind, d.key FROM ({ranked}{page}) AS f JOIN docs AS d ON d.id = f.id"
-    where = " AND ".join(condition for condition, _ in filters)
-    if tenant_first:
-        condition, values = filters[0]
-        admitted = con.execute(f"SELECT count(*) FROM (SELECT 1 FROM docs AS d WHERE {condition} LIMIT ?)",
-                               [*values, _SMALL_FILTER]).fetchone()[0]
-        if admitted < _SMALL_FILTER:
-            return (f"SELECT f.id, f.r, d.key_kind, d.key FROM ({ranked} AND +rowid IN "
-                    f"(SELECT d.id FROM docs AS d WHERE {where}){page}) AS f JOIN docs AS d ON d.id = f.id")
-    return (f"SELECT {fts}.rowid, bm25({fts}) AS r, d.key_kind, d.key FROM {fts} CROSS JOIN docs AS d "
-            f"ON d.id = {fts}.rowid WHERE {fts} MATCH ? AND {where}{page}")
+def _doc_key(kind: str, enc: tuple[str, str]) -> str:
+    return f"{_KIND_PREFIX[kind]}{enc[0]}:{enc[1]}"
 
 
-def _ranked_pages(con: sqlite3.Connection, sql: str, params: list, limit: int) -> Iterator[tuple[float, Key]]:
-    """(bm25, key) of every match of ``sql`` (see _page_sql), best first, ties by key.
+def _decode_doc_key(doc_key: str) -> Key:
+    return int(doc_key[3:]) if doc_key[1] == "i" else doc_key[3:]
 
-    SQLite orders a page by bm25 only, so rows tied with the page's last score may continue on
-    the next page: a page yields only its rows scored strictly better than its last row, in
-    (score, key) order, and the next page starts after them (OFFSET), fetching four times as
-    many rows. The last page (fewer rows than asked) yields everything.
+
+def _key_order(key: Key) -> tuple:
+    return (0, key, "") if type(key) is int else (1, 0, key)
+
+
+def _ranked_pages(page: Callable[[int, int], list], limit: int) -> Iterator[tuple[Key, float]]:
+    """(key, score) of every match, best first, ties by key (see TextIndex.search).
+
+    ``page(limit, offset)`` returns (score, key) pairs ordered by score only (ties in the
+    index's own order). Rows tied with a page's last score may continue on the next page, so a
+    page yields only its rows scored strictly better than its last row, in (score, key) order,
+    and the next page starts after them, fetching four times as many rows. The last page (fewer
+    rows than asked) yields everything.
     """
     offset = 0
     while True:
-        rows = con.execute(sql, [*params, limit, offset]).fetchall()
-        ordered = sorted((r, key_kind, int(key) if key_kind == "i" else key) for _, r, key_kind, key in rows)
+        rows = page(limit, offset)
+        ordered = sorted(rows, key=lambda row: (-row[0], _key_order(row[1])))
         if len(rows) < limit:
-            for r, _, key in ordered:
-                yield r, key
+            for score, key in ordered:
+                yield key, score
             return
         last = ordered[-1][0]
         count = 0
-        for r, _, key in ordered:
-            if r >= last:
+        for score, key in ordered:
+            if score <= last:
                 break
             count += 1
-            yield r, key
+            yield key, score
         offset += count
         limit *= 4
 
