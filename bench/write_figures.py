@@ -53,6 +53,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -409,21 +410,35 @@ def write_one_node_log(path: str, vectors: np.ndarray, limit: int, budget_s: flo
     }
 
 
-def timed_open(path: str) -> dict:
+def timed_open(path: str, background: bool = False, qs: Optional[np.ndarray] = None) -> dict:
+    """Graph.open of ``path``; with ``background``, also the searches run while the HNSW pass
+    is running (``qs``, p50) and the time until it ends."""
     cpu0, t0 = common.cpu_seconds(), time.perf_counter()
-    graph = vg.Graph.open(path, sync="off")
+    graph = vg.Graph.open(path, sync="off", background_indexing=background)
     wall, cpu = time.perf_counter() - t0, common.cpu_seconds() - cpu0
     report = dict(graph._recovery)
     count = len(graph)
-    graph.close()
-    return {
+    out = {
         "open_s": wall,
         "open_cpu_s": cpu,
         "replayed": int(report.get("replayed", 0)),
         "nodes": count,
         "records_per_s": report.get("replayed", 0) / wall,
         "report": report,
+        "pending_at_open": int(graph.stats()["index_pending"]),
     }
+    if background:
+        if qs is not None:
+            ns = []
+            for q in qs:
+                started = time.perf_counter_ns()
+                graph.search(q, **SEARCH)
+                ns.append(time.perf_counter_ns() - started)
+            out["search_during_p50_us"] = float(np.percentile(ns, 50)) / 1e3
+        graph.wait_for_indexing()
+        out["indexed_s"] = time.perf_counter() - t0
+    graph.close()
+    return out
 
 
 def set_manifest_hnsw(path: str, hnsw: dict) -> None:
@@ -447,6 +462,9 @@ def recovery_section(tmp: str, limit: int, budget_s: float) -> dict:
     set_manifest_hnsw(path, HNSW)
     out["open_default_hnsw"] = timed_open(path)
     log(f"recovery: open with the default HNSW: {out['open_default_hnsw']['open_s']:.2f}s")
+    out["open_background"] = timed_open(path, background=True, qs=data.vectors[:20])
+    log(f"recovery: open with the default HNSW in the background: returns in "
+        f"{out['open_background']['open_s']:.2f}s, indexed after {out['open_background']['indexed_s']:.2f}s")
     memory = vg.Graph(DIM, "cos", **HNSW)
     wall, cpu = timed(memory.add_nodes, data.keys[:n], data.vectors[:n])
     out["memory_batch"] = {"add_nodes_s": wall, "add_nodes_cpu_s": cpu, "nodes_per_s": n / wall}
@@ -868,9 +886,24 @@ def table(r: dict) -> str:
     if rec:
         n = rec["write"]["records"]
         d, ch = rec["open_default_hnsw"], rec["open_cheap_hnsw"]
+        bg = rec.get("open_background")
+        if bg:
+            row(
+                3,
+                "replay records/s, Graph.open returns, HNSW in the background (open s; indexed after s; "
+                "search p50 while indexing, µs)",
+                f"{n:,} records, {rec['dim']}-d",
+                f"{fmt(bg['records_per_s'], 0)} ({fmt(bg['open_s'], 2)} s; {fmt(bg['indexed_s'], 2)} s; "
+                f"{fmt(bg.get('search_during_p50_us', float('nan')), 0)})",
+                None,
+                None,
+                ">= 200,000/s",
+                bg["records_per_s"] >= t["replay_records_per_s"],
+                0,
+            )
         row(
             3,
-            "replay records/s, Graph.open, default HNSW (open s)",
+            "replay records/s, Graph.open, default HNSW before it returns (open s)",
             f"{n:,} records, {rec['dim']}-d",
             f"{fmt(d['records_per_s'], 0)} ({fmt(d['open_s'], 2)} s)",
             None,

@@ -144,3 +144,62 @@ def test_lock_error_names_this_process(tmp_path):
         vg.Graph.open(tmp_path / "g")
     g.close()
     vg.Graph.open(tmp_path / "g").close()
+
+
+def _write_and_die(folder, vectors, batch=1000):
+    """A child process adds ``vectors`` as nodes k0, k1, ... (sync="off") and dies before
+    close: the next open replays every one of them from the WAL."""
+    import subprocess
+    import sys
+
+    np.save(folder.parent / "vectors.npy", vectors)
+    script = (
+        "import os, sys, numpy as np, vecgraph as vg\n"
+        "X = np.load(sys.argv[2])\n"
+        "g = vg.Graph.open(sys.argv[1], dim=X.shape[1], sync='off')\n"
+        f"for i in range(0, len(X), {batch}):\n"
+        f"    g.add_nodes([f'k{{j}}' for j in range(i, min(i + {batch}, len(X)))], X[i:i + {batch}])\n"
+        "os._exit(0)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run([sys.executable, "-c", script, str(folder), str(folder.parent / "vectors.npy")],
+                   check=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_open_indexes_replayed_nodes_in_the_background_and_searches_stay_right(tmp_path, background):
+    n, dim = 6000, 16
+    vectors = np.random.default_rng(3).standard_normal((n, dim)).astype(np.float32)
+    folder = tmp_path / "g"
+    _write_and_die(folder, vectors)
+    g = vg.Graph.open(folder, background_indexing=background)
+    pending = g.stats()["index_pending"]
+    assert 0 <= pending <= n if background else pending == 0
+    sample = range(0, n, 97)
+    # Whatever the pass has reached, each node is found as its own nearest seed.
+    assert [g.search(vectors[i], k=1, hops=0).keys[0] for i in sample] == [f"k{i}" for i in sample]
+    g.delete_nodes(["k0"])
+    g.upsert_nodes(["k1"], vectors[2:3])
+    g.add_nodes(["extra"], vectors[3:4] * 2)
+    assert "k0" not in g.search(vectors[0], k=5, hops=0).keys
+    g.wait_for_indexing()
+    assert g.stats()["index_pending"] == 0
+    assert g.verify() == []
+    assert [g.search(vectors[i], k=1, hops=0).keys[0] for i in sample[1:]] == [f"k{i}" for i in sample[1:]]
+    assert set(g.search(vectors[2], k=2, hops=0).keys) == {"k1", "k2"}
+    found = overlap = 0
+    for i in sample:  # the HNSW graph built in the background is a good one
+        exact = set(g.search(vectors[i], k=10, seeds=10, hops=0, exact=True).keys)
+        overlap += len(exact & set(g.search(vectors[i], k=10, seeds=10, hops=0).keys))
+        found += len(exact)
+    assert overlap / found >= 0.95
+    g.close()
+
+
+def test_a_small_replay_is_indexed_before_open_returns(tmp_path):
+    vectors = np.random.default_rng(4).standard_normal((500, 8)).astype(np.float32)
+    folder = tmp_path / "g"
+    _write_and_die(folder, vectors, batch=100)
+    with vg.Graph.open(folder) as g:
+        assert g.stats()["index_pending"] == 0  # fewer than BACKGROUND_INDEX_MIN nodes
+        assert len(g) == 500
+        g.wait_for_indexing()  # nothing to wait for

@@ -122,6 +122,7 @@ Engine::Engine(const EngineConfig& config)
 }
 
 Engine::~Engine() {
+    stop_background_index();
     wait_for_compaction();
     if (wal_) (void)close_wal();
 }
@@ -333,7 +334,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     }
     {
         auto lock = write_lock();
-        VG_RETURN_IF_ERROR(seed_index_->reserve_more(batch.count));
+        if (!replaying_ && !defer_index_) VG_RETURN_IF_ERROR(seed_index_->reserve_more(batch.count));
         for (std::size_t p = 0; p < prop_columns_.size(); ++p) {
             prop_str[p].commit();
             prop_int[p].commit();
@@ -905,7 +906,7 @@ void Engine::begin_deferral() {
     deferred_reindexed_ = 0;
 }
 
-Status Engine::flush_deferred() {
+Status Engine::flush_deferred(std::size_t background_min) {
     std::vector<node_id_t> pending;
     pending.swap(deferred_hnsw_);
     std::size_t reindexed = deferred_reindexed_;
@@ -913,6 +914,10 @@ Status Engine::flush_deferred() {
     pending.erase(std::remove_if(pending.begin(), pending.end(), [&](node_id_t n) { return node_dead_[n] != 0; }),
                   pending.end());
     if (pending.empty()) return Status::OK();
+    if (pending.size() >= background_min) {
+        start_background_index(std::move(pending), reindexed);
+        return Status::OK();
+    }
     {
         auto lock = write_lock();
         VG_RETURN_IF_ERROR(seed_index_->reserve_more(pending.size()));
@@ -923,7 +928,8 @@ Status Engine::flush_deferred() {
     return Status::OK();
 }
 
-Status Engine::defer_indexing(bool on) {
+Status Engine::defer_indexing(bool on, std::size_t background_min) {
+    if (on) VG_RETURN_IF_ERROR(wait_for_indexing());  // one kind of waiting at a time
     std::unique_lock<std::mutex> writer(writer_mutex_);
     if (on) {
         begin_deferral();
@@ -932,7 +938,75 @@ Status Engine::defer_indexing(bool on) {
     }
     if (!defer_index_) return Status::OK();
     defer_index_ = false;
-    return flush_deferred();
+    return flush_deferred(background_min);
+}
+
+void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t reindexed) {
+    // Called with the writer lock held and no pass running (defer_indexing(true) waits for it).
+    (void)wait_for_indexing();
+    auto lock = write_lock();  // searches read background_nodes_ while a pass runs
+    std::lock_guard<std::mutex> guard(background_mutex_);
+    background_nodes_ = std::move(nodes);
+    background_reindexed_ = reindexed;
+    background_status_ = Status::OK();
+    background_stop_.store(false);
+    background_done_.store(0, std::memory_order_release);
+    background_running_.store(true, std::memory_order_release);
+    index_thread_ = std::thread([this] { background_index_pass(); });
+}
+
+void Engine::background_index_pass() {
+    // Small chunks: a writer waits for the chunk in flight (its read lock) at most.
+    constexpr std::size_t chunk = 256;
+    const std::size_t total = background_nodes_.size();
+    Status status;
+    std::vector<node_id_t> live;
+    for (std::size_t begin = 0; begin < total && status.ok() && !background_stop_.load(); begin += chunk) {
+        const std::size_t end = std::min(total, begin + chunk);
+        live.clear();
+        {
+            auto lock = write_lock();  // reserving excludes searches and adds
+            for (std::size_t i = begin; i < end; ++i)
+                if (!node_dead_[background_nodes_[i]]) live.push_back(background_nodes_[i]);
+            status = seed_index_->reserve_more(live.size());
+        }
+        if (status.ok()) {
+            auto lock = read_lock();
+            status = seed_index_->add_nodes(live.data(), live.size(), config_.threads, contexts_);
+        }
+        if (status.ok()) background_done_.store(end, std::memory_order_release);
+    }
+    const bool complete = status.ok() && background_done_.load() == total;
+    if (complete && background_reindexed_) seed_index_->count_reindexed(background_reindexed_);
+    std::lock_guard<std::mutex> guard(background_mutex_);
+    background_status_ = status;
+    // After a failure (or a stop) the nodes not reached stay pending: searches keep scanning them.
+    if (complete) background_running_.store(false, std::memory_order_release);
+}
+
+void Engine::stop_background_index() {
+    background_stop_.store(true);
+    (void)wait_for_indexing();
+}
+
+Status Engine::wait_for_indexing() {
+    std::thread finished;
+    {
+        std::lock_guard<std::mutex> guard(background_mutex_);
+        if (!index_thread_.joinable()) return background_status_;
+        finished.swap(index_thread_);
+    }
+    finished.join();
+    std::lock_guard<std::mutex> guard(background_mutex_);
+    return background_status_;
+}
+
+std::size_t Engine::count_index_pending() const {
+    std::lock_guard<std::mutex> writer(writer_mutex_);  // a pass starts under it
+    std::size_t background = background_running_.load(std::memory_order_acquire)
+                                 ? background_nodes_.size() - background_done_.load(std::memory_order_acquire)
+                                 : 0;
+    return background + deferred_hnsw_.size();
 }
 
 bool Engine::indexing_deferred() const {
@@ -947,7 +1021,7 @@ std::size_t Engine::count_deferred() const {
 
 Status Engine::save_seed_index(const std::string& path, bool* saved) {
     *saved = false;  // writes are paused by the caller (pause_writes holds writer_mutex_)
-    if (count_dead_nodes_ || !deferred_hnsw_.empty() || seed_index_->count_reindexed() ||
+    if (count_dead_nodes_ || !deferred_hnsw_.empty() || background_running_.load() || seed_index_->count_reindexed() ||
         seed_index_->size() != node_keys_.size())
         return Status::OK();
     auto lock = read_lock();
@@ -1080,6 +1154,9 @@ std::vector<std::string> Engine::verify(std::size_t limit) const {
     // Seed index against the store: every live node that is not waiting is a member.
     std::vector<std::uint8_t> skip(node_dead_);
     for (node_id_t v : deferred_hnsw_) skip[v] = 1;
+    if (background_running_.load(std::memory_order_acquire))
+        for (std::size_t i = background_done_.load(std::memory_order_acquire); i < background_nodes_.size(); ++i)
+            skip[background_nodes_[i]] = 1;
     for (auto& line : seed_index_->verify(n, skip.data(), limit > problems.size() ? limit - problems.size() : 0))
         report(std::move(line));
     return problems;
@@ -1470,6 +1547,8 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
     } else {
         seed_index_->search(scratch.query, wanted_seeds, static_cast<std::size_t>(request.ef), active_filter, columns,
                             slot, scratch.seeds);
+        if (background_running_.load(std::memory_order_acquire))
+            unindexed_seeds(scratch.query, wanted_seeds, active_filter, columns, scratch);
     }
     if (!request.extra_seeds.empty()) {
         // Named seeds first (in the order given), scored like any node; then the similarity seeds.
@@ -1592,6 +1671,43 @@ void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const
     scratch.visited.clear();
 }
 
+void Engine::unindexed_seeds(const QuantizedVector& query, std::size_t wanted, const NodeFilter* filter,
+                             const NodeColumns& columns, TraversalScratch& scratch) const {
+    // The nodes a background pass has not indexed yet, scored exactly (gather kernel) and merged
+    // into the HNSW seeds: each node once, best `wanted` by (score desc, id asc). Nodes of the
+    // chunk in flight may be in both.
+    constexpr std::size_t block_rows = 4096;
+    const std::size_t done = background_done_.load(std::memory_order_acquire);
+    const node_id_t* pending = background_nodes_.data() + done;
+    const std::size_t count = background_nodes_.size() - std::min(done, background_nodes_.size());
+    if (count == 0) return;
+    std::vector<ScoredNode>& seeds = scratch.seeds;
+    std::vector<node_id_t>& rows = scratch.visited;  // borrowed; begin() resets it per query
+    scratch.dots.resize(block_rows);
+    for (std::size_t begin = 0; begin < count; begin += block_rows) {
+        const std::size_t end = std::min(count, begin + block_rows);
+        rows.clear();
+        for (std::size_t i = begin; i < end; ++i) {
+            node_id_t node = pending[i];
+            if (filter ? filter->admits(columns, node) : !node_dead_[node]) rows.push_back(node);
+        }
+        simd::active().dot_rows_i8(query.codes.data(), node_vectors_.codes_data(), node_vectors_.stride_bytes(),
+                                   rows.data(), rows.size(), config_.dim, scratch.dots.data());
+        for (std::size_t i = 0; i < rows.size(); ++i)
+            seeds.push_back({rows[i], score_from_dot(config_.metric, scratch.dots[i], query.scale, query.sq_norm,
+                                                     node_vectors_.scale(rows[i]), node_vectors_.sq_norm(rows[i]))});
+        auto better = [](const ScoredNode& a, const ScoredNode& b) {
+            return a.score != b.score ? a.score > b.score : a.node < b.node;
+        };
+        std::sort(seeds.begin(), seeds.end(), better);
+        seeds.erase(std::unique(seeds.begin(), seeds.end(),
+                                [](const ScoredNode& a, const ScoredNode& b) { return a.node == b.node; }),
+                    seeds.end());
+        if (seeds.size() > wanted) seeds.resize(wanted);
+    }
+    rows.clear();
+}
+
 Result<node_id_t> Engine::find(std::string_view key) const {
     auto lock = read_lock();
     auto it = key_to_node_.find(std::string(key));
@@ -1665,13 +1781,18 @@ std::vector<EdgeRecord> Engine::neighbors(node_id_t node, Direction direction, b
 
 EngineStats Engine::stats() const {
     bool read_only;
+    std::size_t deferred;
     {
         std::lock_guard<std::mutex> writer(writer_mutex_);  // before the read lock: writers lock in that order
         read_only = !read_only_.empty();
+        deferred = deferred_hnsw_.size();
     }
     auto lock = read_lock();
     EngineStats s{};
     s.read_only = read_only;
+    s.count_index_pending = deferred + (background_running_.load(std::memory_order_acquire)
+                                            ? background_nodes_.size() - background_done_.load(std::memory_order_acquire)
+                                            : 0);
     s.count_nodes = node_keys_.size() - count_dead_nodes_;
     s.count_edges = edge_src_.size() - count_dead_edges_;
     s.count_deleted_nodes = count_dead_nodes_;

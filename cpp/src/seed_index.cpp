@@ -77,12 +77,16 @@ std::size_t SeedIndex::memory_bytes() const noexcept {
 
 Status SeedIndex::reserve_more(std::size_t count) {
     hnsw_t& index = impl_->index;
-    std::size_t needed = index.size() + count;
-    if (needed <= index.capacity()) return Status::OK();
+    std::size_t needed = index.size() + reserved_.load() + count;
+    if (needed <= index.capacity()) {
+        reserved_ += count;
+        return Status::OK();
+    }
     std::size_t capacity = std::max(needed, index.capacity() + index.capacity() / 2);
     if (!index.try_reserve(us::index_limits_t(capacity, impl_->count_contexts)))
         return Status::internal("HNSW index could not reserve " + std::to_string(capacity) + " members");
     impl_->slot_to_node.resize(capacity, invalid_id);
+    reserved_ += count;
     return Status::OK();
 }
 
@@ -97,6 +101,14 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
     if (count == 0) return Status::OK();
     hnsw_t& index = impl_->index;
     if (index.size() + count > index.capacity()) return Status::internal("HNSW index: reserve_more was not called");
+    struct Release {  // the reservation ends with this call, whatever happens
+        std::atomic<std::size_t>& reserved;
+        std::size_t count;
+        ~Release() {
+            std::size_t now = reserved.load();
+            while (!reserved.compare_exchange_weak(now, now - std::min(now, count))) {}
+        }
+    } release{reserved_, count};
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
     threads = std::max<std::size_t>(1, std::min({threads, impl_->count_contexts, count / 256 + 1}));
     std::atomic<std::size_t> next{0};
@@ -133,7 +145,7 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
     return Status::OK();
 }
 
-void SeedIndex::count_reindexed(std::size_t count) noexcept { count_reindexed_ += count; }
+void SeedIndex::count_reindexed(std::size_t count) noexcept { count_reindexed_.fetch_add(count, std::memory_order_relaxed); }
 
 Status SeedIndex::save(const std::string& path) const {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -305,7 +317,8 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
     // USearch sizes its buffers by these: never more than the index holds.
     // A node indexed more than once (upserts) can come back twice: ask for enough to drop repeats.
     std::size_t asked = wanted;
-    if (count_reindexed_) wanted += std::min(wanted, count_reindexed_);
+    const std::size_t reindexed = count_reindexed_.load(std::memory_order_relaxed);
+    if (reindexed) wanted += std::min(wanted, reindexed);
     wanted = std::min(wanted, index.size());
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
     row_ref_t value{query.codes.data(), query.scale, query.sq_norm};
@@ -334,7 +347,7 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
     std::sort(out.begin(), out.end(), [](const ScoredNode& a, const ScoredNode& b) {
         return a.score != b.score ? a.score > b.score : a.node < b.node;
     });
-    if (count_reindexed_) {
+    if (reindexed) {
         // Both members of an upserted node score the same (the metric reads the current row), so
         // after the sort its repeats are adjacent.
         out.erase(std::unique(out.begin(), out.end(),

@@ -366,7 +366,14 @@ class PyEngine {
     std::uint64_t last_lsn() const { return engine_->last_lsn(); }
     std::uint64_t last_text_lsn() const { return engine_->last_text_lsn(); }
     void set_last_text_lsn(std::uint64_t lsn) { engine_->set_last_text_lsn(lsn); }
-    void defer_indexing(bool on) { released([&] { return engine_->defer_indexing(on); }); }
+    void defer_indexing(bool on, std::size_t background_min) {
+        released([&] { return engine_->defer_indexing(on, background_min); });
+    }
+    std::size_t count_index_pending() const {
+        py::gil_scoped_release release;
+        return engine_->count_index_pending();
+    }
+    void wait_for_indexing() { released([&] { return engine_->wait_for_indexing(); }); }
     bool indexing_deferred() const { return engine_->indexing_deferred(); }
     std::size_t count_deferred() const { return engine_->count_deferred(); }
     bool save_seed_index(const std::string& path) {
@@ -848,6 +855,7 @@ class PyEngine {
         d["deleted_edges"] = s.count_deleted_edges;
         d["delta_edges"] = s.count_delta_edges;
         d["compactions"] = s.count_compactions;
+        d["index_pending"] = s.count_index_pending;
         d["last_lsn"] = s.last_lsn;
         d["read_only"] = s.read_only;
         return d;
@@ -898,7 +906,9 @@ void bind_engine(py::module_& m) {
         .def("wait_for_compaction", &PyEngine::wait_for_compaction)
         .def("last_text_lsn", &PyEngine::last_text_lsn)
         .def("set_last_text_lsn", &PyEngine::set_last_text_lsn, py::arg("lsn"))
-        .def("defer_indexing", &PyEngine::defer_indexing, py::arg("on"))
+        .def("defer_indexing", &PyEngine::defer_indexing, py::arg("on"), py::arg("background_min") = SIZE_MAX)
+        .def("count_index_pending", &PyEngine::count_index_pending)
+        .def("wait_for_indexing", &PyEngine::wait_for_indexing)
         .def("indexing_deferred", &PyEngine::indexing_deferred)
         .def("count_deferred", &PyEngine::count_deferred)
         .def("save_seed_index", &PyEngine::save_seed_index, py::arg("path"))

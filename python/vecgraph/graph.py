@@ -33,6 +33,8 @@ _DIRECTIONS = ("out", "in", "both")
 _METRICS = ("cos", "ip", "l2")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 TEXT_INDEX_DIR = "text"
+BACKGROUND_INDEX_MIN = 4096  # fewer nodes waiting for HNSW after recovery are inserted before open returns
+_NEVER = 2**64 - 1
 LEGACY_TEXT_INDEX_FILES = ("text.sqlite", "text.sqlite-wal", "text.sqlite-shm")  # layout 1, replaced
 _MAX_HYBRID_K = 100_000
 _MAX_THREADS = 1024
@@ -518,6 +520,7 @@ class Graph:
         threads: Optional[int] = None,
         auto_compact_edges: int = 100_000,
         filterable: Optional[dict] = None,
+        background_indexing: bool = True,
         _inspect: bool = False,
     ) -> "Graph":
         """Open the graph in folder ``path``, creating it if it does not exist, or recovering it.
@@ -526,6 +529,15 @@ class Graph:
         from the snapshot's LSN, and cuts a torn tail (a record half-written when the process
         died: that write was never acknowledged). The folder is locked for writing until
         :meth:`close`; a lock left by a dead process does not block.
+
+        HNSW: the snapshot's saved HNSW graph is loaded when it fits; nodes it does not hold
+        (replayed from the WAL, or all of them without a saved graph) are inserted after the
+        replay. With ``background_indexing`` and at least 4,096 such nodes, that runs in a
+        background thread and ``open`` returns at once: until a node is inserted, searches
+        find it as a seed by an exact scan of the nodes still waiting (same results, slower:
+        about 20 M nodes/s of scan per search), and everything else (writes, deletes,
+        traversal, checkpoints) works as usual. ``stats()["index_pending"]`` counts the nodes
+        still waiting; :meth:`wait_for_indexing` waits for them.
 
         Args:
             path: the graph folder (created with its parents if missing).
@@ -543,6 +555,8 @@ class Graph:
             filterable: as for :class:`Graph`, declared when the graph is created and kept in
                 its MANIFEST; when opening an existing graph it may be omitted, and if given
                 must equal what the MANIFEST holds.
+            background_indexing: insert the nodes the HNSW graph lacks after recovery in a
+                background thread (True) or before returning (False).
 
         Raises:
             InvalidArgumentError: a new graph without dim, a bad sync policy, metric mismatch.
@@ -649,7 +663,8 @@ class Graph:
             graph._engine.set_last_text_lsn(int(manifest.get("text_lsn", snapshot_lsn)))
             # _inspect (vecgraph.snapshot.verify): recover in memory only, nothing on disk changes.
             report = graph._engine.replay_wal(wal_dir, uuid, snapshot_lsn + 1, not _inspect)
-            graph._engine.defer_indexing(False)
+            background = bool(background_indexing) and not _inspect
+            graph._engine.defer_indexing(False, BACKGROUND_INDEX_MIN if background else _NEVER)
             graph._engine.compact()
             if report["truncated_bytes"] and not _inspect:
                 warnings.warn(
@@ -1593,5 +1608,15 @@ class Graph:
 
     def stats(self) -> dict:
         """Counts (nodes, edges, labels, tenants, rels), configuration, the kernel ISA, and
-        memory held by each structure in bytes (vector_bytes, csr_bytes, hnsw_bytes, key_bytes)."""
+        memory held by each structure in bytes (vector_bytes, csr_bytes, hnsw_bytes, key_bytes);
+        ``index_pending``: nodes waiting for their HNSW insert (see :meth:`open`)."""
         return self._engine.stats()
+
+    def wait_for_indexing(self) -> None:
+        """Waits until every node is in the HNSW seed index (see ``background_indexing`` of
+        :meth:`open`); returns at once when none waits.
+
+        Raises:
+            Error: the background pass failed (its nodes stay found by an exact scan).
+        """
+        self._engine.wait_for_indexing()

@@ -31,6 +31,39 @@ std::vector<float> vector_of(std::size_t i) {
 
 std::string key_of(std::size_t i) { return encode_text_key("n" + std::to_string(i)); }
 
+// Adds (or upserts) node i with its own vector.
+Status write_node(Engine& engine, std::size_t i, bool upsert = false) {
+    std::string key = key_of(i);
+    std::vector<float> v = vector_of(i);
+    NodeBatch batch;
+    batch.count = 1;
+    batch.keys = &key;
+    batch.vectors = v.data();
+    return upsert ? engine.upsert_nodes(batch) : engine.add_nodes(batch);
+}
+
+SearchRequest request_of(int k, int seeds, int hops, bool exact = false) {
+    SearchRequest request;
+    request.k = k;
+    request.seeds = seeds;
+    request.hops = hops;
+    request.exact = exact;
+    return request;
+}
+
+// Live nodes whose own vector does not find them first by an exact search.
+std::size_t missing_by_exact_search(Engine& engine, const std::set<std::size_t>& live) {
+    const SearchRequest request = request_of(1, 1, 0, true);
+    std::size_t missing = 0;
+    for (std::size_t i : live) {
+        std::vector<float> v = vector_of(i);
+        auto result = engine.search(v.data(), dim, request);
+        REQUIRE(result.ok());
+        if (result.value().hits.empty() || std::string(engine.key(result.value().hits[0].node)) != key_of(i)) ++missing;
+    }
+    return missing;
+}
+
 double seconds() {
     const char* env = std::getenv("VECGRAPH_STRESS_SECONDS");
     return env ? std::atof(env) : 3.0;
@@ -59,13 +92,7 @@ TEST_CASE("4 searchers and 1 writer: deleted keys never come back, live keys are
         while (std::chrono::steady_clock::now() < deadline) {
             int op = static_cast<int>(rng() % 10);
             if (op < 4 || live.size() < 20) {  // add a node
-                std::string key = key_of(next_key);
-                std::vector<float> v = vector_of(next_key);
-                NodeBatch batch;
-                batch.count = 1;
-                batch.keys = &key;
-                batch.vectors = v.data();
-                REQUIRE(engine.add_nodes(batch).ok());
+                REQUIRE(write_node(engine, next_key).ok());
                 live.insert(next_key++);
             } else if (op < 7) {  // add an edge between live nodes
                 auto a = std::next(live.begin(), static_cast<long>(rng() % live.size()));
@@ -104,10 +131,7 @@ TEST_CASE("4 searchers and 1 writer: deleted keys never come back, live keys are
 
     auto searcher = [&](unsigned seed) {
         std::mt19937 rng(seed);
-        SearchRequest request;
-        request.k = 20;
-        request.seeds = 4;
-        request.hops = 2;
+        SearchRequest request = request_of(20, 4, 2);
         while (!stop) {
             std::set<std::string> gone;
             {
@@ -134,19 +158,94 @@ TEST_CASE("4 searchers and 1 writer: deleted keys never come back, live keys are
     CHECK(searches.load() > 0u);
     CHECK(writes.load() > 0u);
     CHECK_EQ(engine.count_nodes(), live.size());
-    SearchRequest request;
-    request.k = 1;
-    request.seeds = 1;
-    request.hops = 0;
-    request.exact = true;
-    std::size_t missing = 0;
-    for (std::size_t i : live) {
-        std::vector<float> v = vector_of(i);
-        auto result = engine.search(v.data(), dim, request);
-        REQUIRE(result.ok());
-        if (result.value().hits.empty() || std::string(engine.key(result.value().hits[0].node)) != key_of(i)) ++missing;
+    CHECK_EQ(missing_by_exact_search(engine, live), std::size_t{0});
+}
+
+TEST_CASE("background HNSW pass: searches, writes and deletes run beside it; at the end the index is whole") {
+    EngineConfig config;
+    config.dim = dim;
+    auto created = Engine::create(config);
+    REQUIRE(created.ok());
+    Engine& engine = *created.value();
+    constexpr std::size_t loaded = 6000;
+    REQUIRE(engine.defer_indexing(true).ok());
+    for (std::size_t first = 0; first < loaded; first += 500) {
+        std::vector<std::string> keys;
+        std::vector<float> vectors;
+        for (std::size_t i = first; i < first + 500; ++i) {
+            keys.push_back(key_of(i));
+            std::vector<float> v = vector_of(i);
+            vectors.insert(vectors.end(), v.begin(), v.end());
+        }
+        NodeBatch batch;
+        batch.count = keys.size();
+        batch.keys = keys.data();
+        batch.vectors = vectors.data();
+        REQUIRE(engine.add_nodes(batch).ok());
     }
-    CHECK_EQ(missing, std::size_t{0});
+    REQUIRE(engine.defer_indexing(false, 1).ok());  // returns at once: the pass runs beside us
+    CHECK(engine.count_index_pending() > 0u);
+
+    std::atomic<bool> stop{false};
+    std::atomic<std::size_t> searches{0}, self_found{0}, deleted_returned{0};
+    std::mutex deleted_mutex;
+    std::set<std::string> deleted;
+    auto searcher = [&](unsigned seed) {
+        std::mt19937 rng(seed);
+        const SearchRequest request = request_of(1, 1, 0);
+        while (!stop) {
+            std::size_t i = rng() % loaded;
+            std::set<std::string> gone;  // deletes that returned before this search starts
+            {
+                std::lock_guard<std::mutex> lock(deleted_mutex);
+                gone = deleted;
+            }
+            std::vector<float> v = vector_of(i);
+            auto result = engine.search(v.data(), dim, request);
+            REQUIRE(result.ok());
+            std::string key = result.value().hits.empty() ? "" : std::string(engine.key(result.value().hits[0].node));
+            if (gone.count(key)) ++deleted_returned;
+            if (gone.count(key_of(i))) continue;  // its own node is gone (or going): nothing to find
+            if (key == key_of(i)) ++self_found;
+            ++searches;
+        }
+    };
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < 3; ++t) threads.emplace_back(searcher, t + 100);
+    std::mt19937 rng(5);
+    std::set<std::size_t> live;
+    for (std::size_t i = 0; i < loaded; ++i) live.insert(i);
+    std::size_t next_key = loaded;
+    while (engine.count_index_pending() > 0) {  // writes during the pass
+        int op = static_cast<int>(rng() % 3);
+        if (op == 0) {
+            REQUIRE(write_node(engine, next_key).ok());
+            live.insert(next_key++);
+        } else if (op == 1) {  // upsert, same vector: waiting or indexed, it is indexed once more
+            std::size_t i = rng() % loaded;
+            if (live.count(i)) REQUIRE(write_node(engine, i, true).ok());
+        } else {
+            std::size_t i = rng() % loaded;
+            if (!live.count(i)) continue;
+            std::string key = key_of(i);
+            std::size_t count = 0;
+            REQUIRE(engine.delete_nodes(&key, 1, false, &count).ok());
+            live.erase(i);
+            std::lock_guard<std::mutex> lock(deleted_mutex);
+            deleted.insert(key);
+        }
+    }
+    REQUIRE(engine.wait_for_indexing().ok());
+    stop = true;
+    for (auto& thread : threads) thread.join();
+    CHECK(searches.load() > 0u);
+    CHECK_EQ(deleted_returned.load(), std::size_t{0});
+    CHECK(self_found.load() * 100 >= searches.load() * 99);  // HNSW is approximate once a node is indexed
+    CHECK_EQ(engine.count_index_pending(), std::size_t{0});
+    auto problems = engine.verify(10);
+    for (const std::string& line : problems) std::printf("verify: %s\n", line.c_str());
+    CHECK(problems.empty());
+    CHECK_EQ(missing_by_exact_search(engine, live), std::size_t{0});
 }
 
 TEST_MAIN()

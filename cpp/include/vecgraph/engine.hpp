@@ -172,6 +172,7 @@ struct EngineStats {
     std::size_t count_nodes, count_edges, count_edge_vectors, count_labels, count_tenants, count_rels;
     std::size_t vector_bytes, csr_bytes, hnsw_bytes, key_bytes, text_bytes;
     std::size_t count_deleted_nodes, count_deleted_edges, count_delta_edges, count_compactions;
+    std::size_t count_index_pending;  // nodes waiting for their HNSW insert (deferred or background)
     std::size_t prop_bytes;
     std::uint64_t last_lsn;
     bool read_only;
@@ -246,10 +247,18 @@ class Engine {
     /// Deferred indexing, for bulk loads: while on, added and upserted nodes are checked,
     /// logged and applied, but not inserted into HNSW (seeds do not find them yet; traversal
     /// and exact search do). Turning it off inserts them in one parallel pass.
-    Status defer_indexing(bool on);
+    /// Turning it off with at least `background_min` nodes waiting starts a background pass
+    /// instead and returns at once: until it has indexed a node, searches find that node as a
+    /// seed by an exact scan of the nodes still waiting (correct, slower); writes, deletes and
+    /// searches go on meanwhile. Turning deferral on waits for a running pass.
+    Status defer_indexing(bool on, std::size_t background_min = SIZE_MAX);
     bool indexing_deferred() const;
-    /// Nodes waiting for their HNSW insert.
+    /// Nodes waiting for their HNSW insert (deferred ones only).
     std::size_t count_deferred() const;
+    /// Nodes waiting for their HNSW insert: deferred, or not yet reached by a background pass.
+    std::size_t count_index_pending() const;
+    /// Waits for a background pass to finish; returns its status (OK when none ran).
+    Status wait_for_indexing();
     /// Writes the HNSW graph to `path` if it holds exactly the nodes [0, count_nodes()) once
     /// each and none is deleted or waiting (then `saved` is true); otherwise writes nothing.
     /// Call inside pause_writes (it relies on the writer lock held there), so the file matches one LSN.
@@ -338,7 +347,12 @@ class Engine {
     /// Starts deferring HNSW inserts unless already deferring.
     void begin_deferral();
     /// Inserts the deferred nodes (deleted ones left out) into HNSW in one parallel pass.
-    Status flush_deferred();
+    Status flush_deferred(std::size_t background_min = SIZE_MAX);
+    void start_background_index(std::vector<node_id_t> nodes, std::size_t reindexed);
+    void background_index_pass();
+    void stop_background_index();
+    void unindexed_seeds(const QuantizedVector& query, std::size_t wanted, const NodeFilter* filter,
+                         const NodeColumns& columns, TraversalScratch& scratch) const;
     GraphView graph_view() const noexcept;
     NodeColumns node_columns() const noexcept;
     Status search_locked(const float* query, const SearchRequest& request, std::size_t slot,
@@ -419,6 +433,16 @@ class Engine {
     bool replaying_ = false, defer_index_ = false;
     std::size_t indexed_before_defer_ = 0, deferred_reindexed_ = 0;
     std::vector<node_id_t> deferred_hnsw_;
+    // Background pass (start_background_index): background_nodes_ is fixed while it runs (set
+    // under the write lock before it starts); background_done_ of them are indexed.
+    std::mutex background_mutex_;  // guards index_thread_ and background_status_
+    std::thread index_thread_;
+    std::vector<node_id_t> background_nodes_;
+    std::size_t background_reindexed_ = 0;
+    Status background_status_;
+    std::atomic<std::size_t> background_done_{0};
+    std::atomic<bool> background_running_{false};
+    std::atomic<bool> background_stop_{false};
     mutable detail::ContextPool contexts_;
     mutable std::vector<TraversalScratch> scratch_;  // one per context slot
 };

@@ -7,6 +7,7 @@
 // neighbor search using Hierarchical Navigable Small World graphs", TPAMI 2018).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -43,8 +44,9 @@ class SeedIndex {
     std::size_t size() const noexcept;
     std::size_t memory_bytes() const noexcept;
 
-    /// Makes room for `count` more members. Not safe concurrently with search or add (the
-    /// caller excludes readers).
+    /// Makes room for `count` more members, beyond those reserved and not yet added (so two
+    /// reservations followed by their adds running at once both fit). Not safe concurrently
+    /// with search or add (the caller excludes readers).
     Status reserve_more(std::size_t count);
     /// Indexes store rows [first, first + count) as nodes of the same ids, on up to `threads`
     /// threads, each leasing a context slot from `contexts`. Safe concurrently with searches
@@ -58,7 +60,7 @@ class SeedIndex {
     void count_reindexed(std::size_t count) noexcept;
 
     /// Members that repeat a node (upserts indexed again).
-    std::size_t count_reindexed() const noexcept { return count_reindexed_; }
+    std::size_t count_reindexed() const noexcept { return count_reindexed_.load(std::memory_order_relaxed); }
 
     /// Writes the HNSW graph (USearch's stream format: header, levels, node tapes; keys are
     /// node ids) to `path`, fsynced. Not safe concurrently with add (the caller holds writes).
@@ -81,7 +83,8 @@ class SeedIndex {
     struct Impl;
     const VectorStore& store_;
     HnswParams params_;
-    std::size_t count_reindexed_ = 0;  // members that repeat a node (upserts)
+    std::atomic<std::size_t> count_reindexed_{0};  // members that repeat a node (upserts)
+    std::atomic<std::size_t> reserved_{0};         // reserved by reserve_more, not yet added
     std::unique_ptr<Impl> impl_;
 };
 
