@@ -312,3 +312,45 @@ def test_a_failing_key_comparison_raises_and_nothing_breaks():
     with pytest.raises(RuntimeError, match="no comparing"):
         rrf([[Bad(), Seven()]])
     assert rrf([["a"]]) == [("a", 1 / 61)]
+
+
+def test_keys_sharing_their_low_bits_fuse_correctly():
+    keys = [i << 32 for i in range(3000)]
+    fused = rrf([keys, keys[::-1]], top_n=3)
+    assert [key for key, _ in fused] == [0, 2999 << 32, 1 << 32]  # ties by best rank, then list
+    assert fused[0][1] == 1 / 61 + 1 / 3060
+
+
+def test_extreme_numbers_are_clear_errors_or_work():
+    assert rrf([["a", "b"]], top_n=2**63) == rrf([["a", "b"]])
+    assert rrf([["a", "b"]], top_n=10**30) == rrf([["a", "b"]])
+    with pytest.raises(InvalidArgumentError, match="k must be finite"):
+        rrf([["a"]], k=10**400)
+    with pytest.raises(InvalidArgumentError, match="must be finite"):
+        rrf([["a"]], weights=[10**400])
+
+
+def test_ranks_of_many_lists_report_only_the_results_kept():
+    lists = [[f"l{i}-{j}" for j in range(50)] + ["shared"] for i in range(200)]
+    fused = rrf_with_ranks(lists, top_n=2)
+    assert fused[0].key == "shared" and fused[0].ranks == (51,) * 200
+    assert fused[1].ranks == (1,) + (None,) * 199
+
+
+def test_named_tuple_pairs_results_and_sets():
+    from collections import namedtuple
+
+    import vecgraph as vg
+
+    Pair = namedtuple("Pair", "key score")
+    assert rrf([[Pair("a", 0.9), Pair("b", 0.5)], ["b"]]) == rrf([["a", "b"], ["b"]])
+    with pytest.raises(TypeError, match="mixes"):
+        rrf([[("a", 0.9), ("b", 0.5, "x")]])
+    with pytest.raises(TypeError, match="mixes"):
+        rrf([[("a", 0.9), ["b"]]])
+    with pytest.raises(TypeError, match="has no order"):
+        rrf([{"a", "b"}])
+    g = vg.Graph(dim=2)
+    g.add_nodes(["x", "y"], np.array([[1, 0], [0.8, 0.6]], dtype=np.float32))
+    res = g.search(np.array([1, 0], dtype=np.float32), k=2, hops=0)
+    assert rrf([res, ["y"]]) == rrf([res.keys, ["y"]])

@@ -268,3 +268,45 @@ def test_deleted_names_and_strict_inputs():
             g.hybrid_search("beta", **kwargs)
     with pytest.raises(TypeError, match="mixes"):
         vg.rrf([[("a", 1.0), "bc"]])
+
+
+def test_a_failing_text_index_never_undoes_a_graph_write_and_is_rebuilt(tmp_path):
+    g = vg.Graph.open(tmp_path / "g", dim=4)
+    g.add_nodes(["x"], [unit(1, 0, 0, 0)], texts=["alpha bravo"])
+    assert g.hybrid_search("alpha", k=2, channels=["bm25"]).keys == ["x"]
+
+    def full_disk(*args, **kwargs):
+        raise vg.errors.StorageError("No space left on device")
+
+    g._text.upsert = full_disk
+    with pytest.warns(RuntimeWarning, match="a write to the BM25 index failed"):
+        g.add_nodes(["y"], [unit(0, 1, 0, 0)], texts=["charlie delta"])
+    assert g.get_node("y")["text"] == "charlie delta"  # the graph's write stands
+    assert g.hybrid_search("charlie", k=2, channels=["bm25"]).keys == ["y"]  # index rebuilt
+    index = g._text
+
+    def damaged(*args, **kwargs):
+        raise vg.CorruptionError("text index: search failed inside tantivy")
+
+    index.search = damaged
+    with pytest.warns(RuntimeWarning, match="the BM25 index is damaged"):
+        assert g.hybrid_search("alpha", k=2, channels=["bm25"]).keys == ["x"]
+    assert g._text is not index
+    g.close()
+
+
+def test_text_searches_do_not_wait_for_a_writer():
+    import threading
+
+    g = products()
+    g.hybrid_search("A7-Pro", k=1, channels=["bm25", "entity"])  # both indexes built
+    found: dict = {}
+    with g._text_lock:  # held here as by a writer inside its fsync
+        search = threading.Thread(target=lambda: found.update(
+            keys=g.hybrid_search("A7-Pro", k=1, channels=["bm25", "entity"]).keys))
+        search.start()
+        search.join(20)
+        finished = not search.is_alive()
+    search.join()
+    assert finished, "the text search waited for the writer's lock"
+    assert found["keys"] == ["a7-price"]

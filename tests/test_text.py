@@ -681,3 +681,68 @@ def test_optimize_keeps_results(index):
     index.optimize()
     assert index.search("walrus garden copper", 15) == before
     assert index.lsn == 21 and index.count() == 120
+
+
+def test_k_beyond_the_documents_is_fine(index):
+    index.upsert(["a", "b"], ["apple pie", "apple"], lsn=1)
+    assert keys_of(index.search("apple", 10**9)) == ["b", "a"]
+    assert keys_of(index.search("apple", 2**63 - 1)) == ["b", "a"]
+
+
+def test_keys_tenants_and_labels_longer_than_a_term_work(index):
+    key, tenant, label = "k" * 70_000, "T" * 70_000, "L" * 70_000
+    index.upsert([key, "short"], ["durian", "durian elder"], tenants=[tenant, "t"], labels=[label, "l"], lsn=1)
+    assert keys_of(index.search("durian", 5, tenants=tenant)) == [key]
+    assert keys_of(index.search("durian", 5, labels=[label])) == [key]
+    index.upsert([key], ["durian again"], lsn=2)  # replaces, no second document
+    assert index.count() == 2
+    assert index.delete([key], lsn=3) == 1
+    assert keys_of(index.search("durian", 5)) == ["short"]
+    index.upsert([key], ["durian"], tenants=tenant, lsn=4)
+    assert index.delete_tenant(tenant, lsn=5) == 1
+    assert keys_of(index.search("durian", 5)) == ["short"]
+
+
+def test_a_file_damaged_after_a_clean_close_is_found_at_open(tmp_path):
+    path = tmp_path / "t"
+    ix = TextIndex(str(path))
+    ix.upsert(*filler(300), lsn=1)
+    ix.close()
+    header = json.loads((path / "vecgraph-text.json").read_text())
+    assert header["files"] and all(size > 0 for size, _ in header["files"].values())
+    store = next(p for p in path.iterdir() if p.suffix == ".store")
+    data = bytearray(store.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    store.write_bytes(bytes(data))
+    with pytest.raises(CorruptionError, match=r"\.store is damaged"):
+        TextIndex(str(path))
+    data[len(data) // 2] ^= 0x01
+    store.write_bytes(bytes(data))
+    ix = TextIndex(str(path))  # intact again; the check is dropped once the index is written to
+    assert "files" not in json.loads((path / "vecgraph-text.json").read_text())
+    assert ix.count() == 300
+    ix.close()
+    (path / "stray.bin").write_bytes(b"x")
+    with pytest.raises(CorruptionError, match="unexpected"):
+        TextIndex(str(path))
+
+
+def test_invisible_format_characters_do_not_split_words():
+    assert tokenize("A7\u00adPro") == tokenize("A7Pro") == ["a7pro"]
+    assert tokenize("zero\u200bwidth \ufeffword") == ["zerowidth", "word"]
+    assert tokenize("ERR_0x99\u200d41") == tokenize("ERR_0x9941")
+
+
+def test_lone_surrogates_are_clear_errors_that_change_nothing(index):
+    index.upsert(["a"], ["apple"], lsn=1)
+    for call, where in [
+        (lambda: index.upsert(["\ud800"], ["apple"], lsn=2), r"keys\[0\]"),
+        (lambda: index.upsert(["b"], ["apple \udc80"], lsn=2), r"texts\[0\]"),
+        (lambda: index.upsert(["b"], ["apple"], tenants="\ud800", lsn=2), "tenants"),
+        (lambda: index.search("apple \ud800"), "text"),
+        (lambda: index.search("apple", tenants=["\ud800"]), "tenants"),
+        (lambda: index.rebuild([("b", "x", "\ud800", None, 0)], lsn=2), r"items\[0\] tenant"),
+    ]:
+        with pytest.raises(ValueError, match=where + ".*not valid Unicode"):
+            call()
+    assert index.lsn == 1 and keys_of(index.search("apple")) == ["a"]

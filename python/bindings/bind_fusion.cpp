@@ -45,7 +45,7 @@ public:
     std::size_t find_or_add(PyObject* key) {
         const Py_hash_t hash = PyObject_Hash(key);
         if (hash == -1 && PyErr_Occurred()) throw py::error_already_set();
-        std::size_t slot = static_cast<std::size_t>(hash) & mask_;
+        std::size_t slot = mix(static_cast<std::uint64_t>(hash)) & mask_;
         while (true) {
             const std::int32_t at = slots_[slot];
             if (at < 0) break;
@@ -66,6 +66,17 @@ public:
     std::vector<Entry>& entries() { return entries_; }
 
 private:
+    // Python's hashes of ints are the ints: keys such as i << 32 share their low bits. The
+    // murmur3 finaliser spreads every bit over the slot index.
+    static std::size_t mix(std::uint64_t h) {
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdULL;
+        h ^= h >> 33;
+        h *= 0xc4ceb9fe1a85ec53ULL;
+        h ^= h >> 33;
+        return static_cast<std::size_t>(h);
+    }
+
     std::vector<std::int32_t> slots_;
     std::vector<Entry> entries_;
     std::size_t mask_ = 0;
@@ -97,8 +108,14 @@ py::list rrf_fuse(const py::list& key_lists, const std::vector<double>& weights,
         total += static_cast<std::size_t>(sizes[i]);
     }
     KeyTable table(total);
-    // ranks[e * count + i]: the first rank of entry e in list i (0: absent); only with_ranks.
-    std::vector<std::int32_t> ranks;
+    // Only with_ranks: every counted occurrence (entry, list, rank), to report the ranks of the
+    // entries kept (memory proportional to the input, not to entries x lists).
+    struct Occurrence {
+        std::uint32_t entry, list;
+        std::int32_t rank;
+    };
+    std::vector<Occurrence> occurrences;
+    if (with_ranks) occurrences.reserve(total);
     for (std::size_t i = 0; i < count; ++i) {
         const double w = weights[i];
         const auto list = static_cast<std::int32_t>(i);
@@ -113,10 +130,8 @@ py::list rrf_fuse(const py::list& key_lists, const std::vector<double>& weights,
                 entry.best_rank = rank;
                 entry.best_list = list;
             }
-            if (with_ranks) {
-                if (ranks.size() < (e + 1) * count) ranks.resize((e + 1) * count, 0);
-                ranks[e * count + i] = rank;
-            }
+            if (with_ranks)
+                occurrences.push_back({static_cast<std::uint32_t>(e), static_cast<std::uint32_t>(i), rank});
         }
     }
     std::vector<Entry>& entries = table.entries();
@@ -136,6 +151,15 @@ py::list rrf_fuse(const py::list& key_lists, const std::vector<double>& weights,
     } else {
         std::sort(order.begin(), order.end(), better);
     }
+    // ranks[j * count + i]: the first rank of the j-th result in list i (0: absent).
+    std::vector<std::int32_t> ranks;
+    if (with_ranks) {
+        std::vector<std::int32_t> position(entries.size(), -1);
+        for (std::size_t j = 0; j < keep; ++j) position[order[j]] = static_cast<std::int32_t>(j);
+        ranks.assign(keep * count, 0);
+        for (const Occurrence& o : occurrences)
+            if (position[o.entry] >= 0) ranks[static_cast<std::size_t>(position[o.entry]) * count + o.list] = o.rank;
+    }
     py::list out(keep);
     for (std::size_t j = 0; j < keep; ++j) {
         const std::uint32_t e = order[j];
@@ -144,7 +168,7 @@ py::list rrf_fuse(const py::list& key_lists, const std::vector<double>& weights,
         if (with_ranks) {
             py::tuple rank_tuple(count);
             for (std::size_t i = 0; i < count; ++i) {
-                const std::int32_t rank = ranks.size() > e * count + i ? ranks[e * count + i] : 0;
+                const std::int32_t rank = ranks[j * count + i];
                 rank_tuple[i] = rank ? py::object(py::int_(rank)) : py::object(py::none());
             }
             out[j] = py::make_tuple(key, score, rank_tuple);

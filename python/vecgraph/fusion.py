@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import sys
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, NamedTuple, Optional, Union
@@ -63,9 +64,11 @@ def rrf(lists: ListsArg, weights: WeightsArg = None, k: float = DEFAULT_K,
     Args:
         lists: any number of ranked lists, best first, as a sequence of lists or a mapping
             ``name -> list`` (then ``weights`` may be a mapping too). Each list is a sequence
-            of keys, or of ``(key, score)`` pairs (tuples or lists of length 2; decided by the
-            list's first item): the scores are ignored, only the order counts. Keys are any
-            hashable values (vecgraph's are str or int). A list may be empty.
+            of keys, or of ``(key, score)`` pairs (tuples, named tuples included, or lists of
+            length 2; decided by the list's first item, and then every item must be a pair,
+            so a list of 2-tuple keys must be wrapped), or a search result (its ``keys``):
+            the scores are ignored, only the order counts. Keys are any hashable values
+            (vecgraph's are str or int). A list may be empty; a set is refused (no order).
             A key repeated within one list counts at its first rank only; the later
             occurrence is skipped and the ranks of the keys after it are still their
             positions in the list (``["a", "b", "a", "c"]``: a=1, b=2, c=4).
@@ -119,7 +122,7 @@ def rrf_with_ranks(lists: ListsArg, weights: WeightsArg = None, k: float = DEFAU
 
 def _top_n_arg(top_n: Any) -> int:
     top_n = _check_top_n(top_n)
-    return -1 if top_n is None else top_n
+    return -1 if top_n is None else min(top_n, sys.maxsize)
 
 
 # ------------------------------------------------------------------------------------------ internals
@@ -139,9 +142,8 @@ def _fuse_reference(lists: Any, weights: Any, k: Any, top_n: Any, with_ranks: bo
     k = _check_k(k)
     top_n = _check_top_n(top_n)
 
-    # Sum the contributions in list order. The first non-empty list's are stored as they are
-    # (0.0 + c is exactly c), back to front so that a repeated key keeps its first rank; the
-    # insertion order does not matter (ties are ordered below).
+    # Sum the contributions in list order (0.0 + c is exactly c); a dict keeps the key object
+    # met first. The insertion order does not matter (ties are ordered below).
     scores: dict = {}
     get = scores.get
     for w, keys in zip(ws, key_lists):
@@ -149,9 +151,7 @@ def _fuse_reference(lists: Any, weights: Any, k: Any, top_n: Any, with_ranks: bo
         if not n:
             continue
         contributions = _contributions(w, k, n)
-        if not scores:
-            scores.update(zip(reversed(keys), reversed(contributions)))
-        elif len(set(keys)) == n:
+        if len(set(keys)) == n:
             for key, c in zip(keys, contributions):
                 scores[key] = get(key, 0.0) + c
         else:  # a repeated key counts at its first rank only
@@ -214,7 +214,7 @@ def _check(lists: Any, weights: Any) -> tuple:
     for i, lst in enumerate(raw):
         if type(lst) is not list and type(lst) is not tuple:
             lst = _as_list(lst, i if names is None else names[i])
-        if lst and (type(lst[0]) is tuple or type(lst[0]) is list):
+        if lst and (type(lst[0]) is tuple or type(lst[0]) is list or isinstance(lst[0], tuple)):
             lst = _pair_keys(lst, i if names is None else names[i])
         key_lists.append(lst)
 
@@ -245,30 +245,37 @@ def _check(lists: Any, weights: Any) -> tuple:
 
 
 def _as_list(lst: Any, where: Any) -> list:
+    keys = getattr(lst, "keys", None)
+    if isinstance(keys, list) and not isinstance(lst, Mapping):  # a SearchResult or HybridResult
+        return keys
     if isinstance(lst, (str, bytes, Mapping)) or not isinstance(lst, Iterable):
         raise TypeError(f"list {where!r} must be a sequence of keys or (key, score) pairs, "
                         f"got {type(lst).__name__}")
+    if isinstance(lst, (set, frozenset)):
+        raise TypeError(f"list {where!r} is a {type(lst).__name__}, which has no order; give a ranked "
+                        "list (best first)")
     return lst.tolist() if hasattr(lst, "tolist") else list(lst)
 
 
 def _pair_keys(lst: list, where: Any) -> list:
-    """The keys of a list of (key, score) pairs (decided by its first item)."""
+    """The keys of a list of (key, score) pairs (decided by its first item: a tuple or list of
+    two items, named tuples included); every item must then be such a pair."""
     if len(lst[0]) != 2:
         return lst
-    if any(isinstance(item, (str, bytes)) for item in lst):
+    if not all((type(item) is tuple or type(item) is list or isinstance(item, tuple)) and len(item) == 2
+               for item in lst):
         raise TypeError(f"list {where!r} mixes (key, score) pairs with other items; "
                         "give all keys or all pairs")
-    try:
-        return list(map(itemgetter(0), lst))
-    except (TypeError, IndexError, KeyError):
-        raise TypeError(f"list {where!r} mixes (key, score) pairs with other items; "
-                        "give all keys or all pairs") from None
+    return list(map(itemgetter(0), lst))
 
 
 def _check_weight(w: Any, name: str) -> float:
     if isinstance(w, bool) or not isinstance(w, numbers.Real):
         raise TypeError(f"weight {name} must be a real number, got {type(w).__name__}")
-    w = float(w)
+    try:
+        w = float(w)
+    except OverflowError:
+        raise InvalidArgumentError(f"weight {name} must be finite and >= 0, got {w}") from None
     if not math.isfinite(w) or w < 0:
         raise InvalidArgumentError(f"weight {name} must be finite and >= 0, got {w}")
     return w
@@ -277,7 +284,11 @@ def _check_weight(w: Any, name: str) -> float:
 def _check_k(k: Any) -> float:
     if isinstance(k, bool) or not isinstance(k, numbers.Real):
         raise TypeError(f"k must be a real number, got {type(k).__name__}")
-    if not math.isfinite(k) or k <= 0:
+    try:
+        finite = math.isfinite(k)
+    except OverflowError:
+        finite = False
+    if not finite or k <= 0:
         raise InvalidArgumentError(f"k must be finite and > 0, got {k}")
     return k if type(k) is int else float(k)
 

@@ -21,7 +21,7 @@ import numpy as np
 from . import _core
 from . import hybrid, storage
 from .fusion import rrf_with_ranks
-from .errors import CorruptionError, DimensionMismatchError, InvalidArgumentError, ReadOnlyError
+from .errors import CorruptionError, DimensionMismatchError, Error, InvalidArgumentError, ReadOnlyError
 
 Key = Union[str, int]
 
@@ -1011,8 +1011,8 @@ class Graph:
         with self._text_lock:
             write(keys, matrix, labels, tenants, ts, texts, props)
             if self._text is not None and (upsert or (texts and any(texts))):
-                self._text.upsert(keys, texts or [""] * n, tenants=tenants, labels=labels, ts=ts,
-                                  lsn=self._engine.last_lsn())
+                self._write_text(lambda index: index.upsert(keys, texts or [""] * n, tenants=tenants, labels=labels,
+                                                            ts=ts, lsn=self._engine.last_lsn()))
             if self._entities is not None:
                 self._entities.add_keys(keys)
 
@@ -1106,7 +1106,7 @@ class Graph:
         with self._text_lock:
             deleted = self._engine.delete_nodes(keys, _flag(missing_ok, "missing_ok"))
             if deleted and self._text is not None:
-                self._text.delete(keys, lsn=self._engine.last_lsn())
+                self._write_text(lambda index: index.delete(keys, lsn=self._engine.last_lsn()))
             if deleted and self._entities is not None:
                 self._entities.forget(keys)
         return deleted
@@ -1157,7 +1157,7 @@ class Graph:
         with self._text_lock:
             deleted = self._engine.delete_tenant(tenant)
             if deleted and self._text is not None:
-                self._text.delete_tenant(tenant, lsn=self._engine.last_lsn())
+                self._write_text(lambda index: index.delete_tenant(tenant, lsn=self._engine.last_lsn()))
             if deleted:
                 self._entities = None  # rebuilt from the graph on next use
         return deleted
@@ -1216,15 +1216,56 @@ class Graph:
         return joined.split(hybrid.ALIAS_SEPARATOR) if joined else []
 
     def _text_index(self) -> Any:
-        """The BM25 index of node texts, created (and filled from the graph) on first use."""
+        """The BM25 index of node texts, created (and filled from the graph) on first use.
+        Searches do not wait for writes here (writers hold the text lock through their fsync)."""
+        index = self._text
+        if index is not None and not index.closed:
+            return index
         with self._text_lock:
-            if self._text is None:
-                from .text import TextIndex
+            if self._text is None or self._text.closed:
+                if self._path is not None and not self._closed:
+                    self._open_text_index()  # after a failed write: reopened, caught up
+                else:
+                    from .text import TextIndex
 
-                index = TextIndex(None)
-                self._refill_text(index)
-                self._text = index
+                    index = TextIndex(None)
+                    self._refill_text(index)
+                    self._text = index
             return self._text
+
+    def _write_text(self, write: Any) -> None:
+        """Applies ``write(index)`` to the BM25 index after the graph's own write succeeded. If
+        the index fails (a full disk, a damaged file), the graph's write stands: the index is
+        dropped with a warning and the next BM25 search rebuilds it from the graph."""
+        try:
+            write(self._text)
+        except Error as failure:
+            self._drop_text_index(f"a write to the BM25 index failed ({failure})")
+
+    def _drop_text_index(self, why: str) -> None:
+        """Closes and forgets the BM25 index (removing its folder, so that it is rebuilt)."""
+        warnings.warn(f"{why}; it is rebuilt from the graph on the next text search", RuntimeWarning,
+                      stacklevel=4)
+        with self._text_lock:
+            index, self._text = self._text, None
+            if index is not None:
+                with contextlib.suppress(Exception):
+                    index.close()
+            if self._path is not None:
+                with contextlib.suppress(OSError):
+                    shutil.rmtree(os.path.join(self._path, TEXT_INDEX_DIR))
+
+    def _bm25(self, text: str, depth: int, **filters: Any) -> list:
+        """TextIndex.search on the current index; a damaged index is rebuilt once, then searched."""
+        index = self._text_index()
+        try:
+            return index.search(text, depth, **filters)
+        except CorruptionError as damage:
+            self._drop_text_index(f"the BM25 index is damaged ({damage})")
+        except Error:
+            if not index.closed:
+                raise  # closed by Graph.close() while searching: search the one that follows
+        return self._text_index().search(text, depth, **filters)
 
     def _refill_text(self, index: Any) -> None:
         """Fill ``index`` with the texts of every live node (as of the graph's last write)."""
@@ -1249,8 +1290,11 @@ class Graph:
         from .text import TextIndex
 
         for name in LEGACY_TEXT_INDEX_FILES:  # an index of an earlier layout: rebuilt below
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(self._path, name))
+            legacy = os.path.join(self._path, name)
+            if os.path.isdir(legacy) and not os.path.islink(legacy):
+                shutil.rmtree(legacy)
+            elif os.path.lexists(legacy):
+                os.unlink(legacy)
         path = os.path.join(self._path, TEXT_INDEX_DIR)
         existed = os.path.isdir(path) and bool(os.listdir(path))
         try:
@@ -1258,7 +1302,7 @@ class Graph:
         except CorruptionError as damage:
             warnings.warn(f"the BM25 index {path} is damaged ({damage}); it is rebuilt from the graph",
                           RuntimeWarning, stacklevel=3)
-            if os.path.isdir(path):
+            if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path)
             else:
                 os.unlink(path)
@@ -1269,6 +1313,9 @@ class Graph:
 
     def _entity_index(self) -> Any:
         """Names → keys for the entity channel, built on first use and kept up to date."""
+        entities = self._entities
+        if entities is not None:
+            return entities
         with self._text_lock:
             if self._entities is None:
                 import pyarrow as pa
@@ -1467,7 +1514,7 @@ class Graph:
                 in :meth:`search`).
             seeds, hops, rels, direction, max_visited, max_fanout: the graph channel's
                 traversal (as in :meth:`search`).
-            depth: how many keys each channel contributes (default max(3 k, 30)).
+            depth: how many keys each channel contributes (default max(3 k, 30), at most 100,000).
             rrf_k: the RRF constant (> 0).
 
         Returns:
@@ -1485,7 +1532,7 @@ class Graph:
         k = _count(k, "k")
         if not 1 <= k <= _MAX_HYBRID_K:
             raise InvalidArgumentError(f"k must be in [1, {_MAX_HYBRID_K:,}], got {k}")
-        depth = max(3 * k, 30) if depth is None else _count(depth, "depth")
+        depth = min(max(3 * k, 30), _MAX_HYBRID_K) if depth is None else _count(depth, "depth")
         if not 1 <= depth <= _MAX_HYBRID_K:
             raise InvalidArgumentError(f"depth must be in [1, {_MAX_HYBRID_K:,}], got {depth}")
         rrf_k = _real(rrf_k, "rrf_k")
@@ -1520,11 +1567,10 @@ class Graph:
             return [key for key, ok in zip(keys, flags) if ok]
 
         def bm25() -> list:
-            index = self._text_index()
-            found = index.search(text, depth, tenants=args[8], labels=args[7],
-                                 ts_min=None if ts_min == _INT64_MIN else ts_min,
-                                 ts_max=None if ts_max == _INT64_MAX else ts_max,
-                                 exclude=(lambda key: not admitted([key])) if conditions else None)
+            found = self._bm25(text, depth, tenants=args[8], labels=args[7],
+                               ts_min=None if ts_min == _INT64_MIN else ts_min,
+                               ts_max=None if ts_max == _INT64_MAX else ts_max,
+                               exclude=(lambda key: not admitted([key])) if conditions else None)
             # Tenants, labels and the time window are applied inside the BM25 search; deletes reach the index
             # with the write that makes them, so only where conditions need the graph here.
             return [key for key, _ in found]

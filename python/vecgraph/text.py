@@ -16,6 +16,8 @@ block-max WAND) and ranks them by Okapi BM25 (k1 = 1.2, b = 0.75).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
 import numbers
@@ -27,6 +29,7 @@ import tempfile
 import threading
 import unicodedata
 import weakref
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Callable, Optional, Union
 
@@ -43,11 +46,11 @@ __all__ = ["tokenize", "TextIndex", "STOPWORDS", "TOKENIZER_VERSION", "SCHEMA_VE
 
 Key = Union[str, int]
 
-TOKENIZER_VERSION = 1
+TOKENIZER_VERSION = 2
 """Changes whenever :func:`tokenize` gives different terms for some text; an index written
 with another version is emptied on open (see :attr:`TextIndex.reset_on_open`)."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the layout of a :class:`TextIndex` folder (fields and header file)."""
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -75,6 +78,8 @@ STOPWORDS = frozenset(
 
 # Characters that join alphanumeric runs into one identifier-like token.
 _JOINERS = "-_.@:/"
+# Invisible format characters (Unicode category Cf) of the Basic Multilingual Plane: dropped.
+_FORMAT_CHARS = dict.fromkeys(c for c in range(0x10000) if unicodedata.category(chr(c)) == "Cf")
 # Hyphen look-alikes that NFKC leaves alone but that mean "-" inside a model number.
 _HYPHENS = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2212": "-"})
 # Han ideographs (CJK unified, extensions, compatibility; 々 and 〇) go to jieba.
@@ -133,8 +138,11 @@ def _segmenter() -> Any:
 
 
 def normalize(text: str) -> str:
-    """NFKC-normalised, casefolded ``text`` (then NFKC again, as casefolding can denormalise)."""
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).translate(_HYPHENS)
+    """NFKC-normalised, casefolded ``text`` (then NFKC again, as casefolding can denormalise),
+    without invisible format characters (soft hyphen, zero-width space and joiners, BOM), which
+    would otherwise split ``A7\u00adPro`` in two."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return folded.translate(_HYPHENS).translate(_FORMAT_CHARS)
 
 
 def tokenize(text: str) -> list[str]:
@@ -219,10 +227,13 @@ def tokenize(text: str) -> list[str]:
 # ------------------------------------------------------------------------------------------ index
 
 # Folder of a TextIndex (SCHEMA_VERSION 2):
-#   vecgraph-text.json   {"format": "vecgraph-text", "schema_version": 2, "tokenizer": 1,
+#   vecgraph-text.json   {"format": "vecgraph-text", "schema_version": 3, "tokenizer": 1,
 #                         "lsn": N}: written (temporary file, then rename) after each commit of
 #                         the tantivy index, so N is the LSN of the last write the committed
-#                         index holds.
+#                         index holds. close() adds "files": {name: [bytes, crc32]} of every
+#                         file of the closed index, checked by the next open (a damaged file
+#                         raises CorruptionError there instead of failing a search later);
+#                         open drops it again before writing.
 #   tantivy's own files  (meta.json and the segments): one document per (kind, key) that has
 #                         terms, with the fields
 #     node / edge   the token stream (tokenize(text) joined by single spaces), indexed with term
@@ -230,11 +241,14 @@ def tokenize(text: str) -> list[str]:
 #                   tokenize()'s. A node document fills `node`, an edge document `edge`: each
 #                   kind has its own document frequencies and average length, and a search of
 #                   one kind never visits the other.
-#     key           "<n|e><i|s>:<key>" (e.g. "ni:42", "ns:wn:n:123"): raw, indexed and stored.
-#                   The document's identity (replace and delete by term) and what a search
-#                   returns.
+#     key           "<n|e><i|s>:<key>" (e.g. "ni:42", "ns:wn:n:123"), stored: what a search
+#                   returns. key_term: the same as a raw term (its digest past 1 KiB, see
+#                   _term), the document's identity (replace and delete by term).
 #     kind          "node" / "edge", raw (counts per kind).
-#     tenant, label raw (filters, delete_tenant).   ts   int64, indexed and fast (time window).
+#     tenant, label raw terms (filters, delete_tenant; digests past 1 KiB).
+#     ts            int64, indexed and fast (time window).
+#   BM25 statistics: document frequencies are per field, so per kind; the average length is
+#   tantivy's, over all documents of the index (a graph indexes node texts only).
 #
 # Writes go to tantivy's IndexWriter at once and are published (commit, then the reader is
 # reloaded) by the next read: a search, count, delete or close. A crash loses what was not
@@ -249,6 +263,9 @@ _WRITER_THREADS = 1             # searches keep the other core
 _PROGRESS_MIN_ITEMS = 10_000
 _REBUILD_CHUNK = 4096
 _FIRST_PAGE_MIN = 32           # a search fetches k + max(k, 32) hits first
+_TERM_MAX_BYTES = 1024         # longer keys, tenants and labels are indexed by their digest
+_TIE_BLOCK = 4096              # rows of a page that one tie group fills (see _ranked_pages)
+_UNCHECKED_FILES = frozenset({_META_FILE, _META_FILE + ".tmp", ".tantivy-writer.lock", ".tantivy-meta.lock"})
 
 
 def _schema() -> Any:
@@ -258,7 +275,7 @@ def _schema() -> Any:
     for kind in _KINDS:
         builder.add_text_field(kind, stored=False, tokenizer_name=_WHITESPACE, index_option="freq")
     builder.add_text_field("key", stored=True, tokenizer_name="raw", index_option="basic")
-    for name in ("kind", "tenant", "label"):
+    for name in ("key_term", "kind", "tenant", "label"):
         builder.add_text_field(name, stored=False, tokenizer_name="raw", index_option="basic")
     builder.add_integer_field("ts", indexed=True, fast=True)
     return builder.build()
@@ -281,8 +298,11 @@ class TextIndex:
     Ranking is Okapi BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25
     and Beyond", 2009) as tantivy computes it: k1 = 1.2, b = 0.75,
     idf = ln(1 + (N - n + 0.5) / (n + 0.5)) with N the documents of the index and n those
-    holding the term in the searched kind's field; top-k by block-max WAND, so a search reads
-    only the postings that can still reach the top k.
+    holding the term in the searched kind's field, lengths normalised by the average over all
+    documents (lengths past 40 terms are stored approximately, in one byte); top-k by
+    block-max WAND, so a search reads only the postings that can still reach the top k.
+    Deleted and replaced documents stay in the statistics until tantivy merges their segments
+    away (as in Lucene), so scores drift a little from a fresh build after many updates.
 
     Visibility and durability: a write is visible to every search that starts after it
     returns. Writes are buffered and published in one tantivy commit (files written and
@@ -363,9 +383,11 @@ class TextIndex:
             if "meta.json" not in entries:
                 raise CorruptionError(f"text index {folder}: tantivy's meta.json is missing; "
                                       "delete the folder and rebuild")
+            if meta.get("files") is not None:
+                self._check_files(meta["files"], entries)
         self._schema = _schema()
         try:
-            self._index = tantivy.Index(self._schema, path=folder, reuse=True)
+            self._index = _call(lambda: tantivy.Index(self._schema, path=folder, reuse=True), folder, "open")
         except ValueError as exc:
             raise CorruptionError(f"text index {folder} is damaged or of another layout ({exc}); "
                                   "delete the folder and rebuild") from exc
@@ -376,6 +398,15 @@ class TextIndex:
         except ValueError as exc:
             raise StorageError(f"cannot write to text index {folder}: {exc} (is another process "
                                "writing to it?)") from exc
+        try:
+            self._start(meta)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._writer.wait_merging_threads()  # releases the writer lock
+            raise
+
+    def _start(self, meta: Optional[dict]) -> None:
+        folder = self._folder
         self._index.config_reader("Manual")
         self._lsn = self._published_lsn = 0
         if meta is None:
@@ -385,7 +416,9 @@ class TextIndex:
             self._commit(lambda w: w.delete_all_documents(), 0)
         else:
             self._lsn = self._published_lsn = meta["lsn"]
-        self._index.reload()
+            if meta.get("files") is not None:
+                self._write_meta(self._lsn)  # the files change from here on
+        _call(self._index.reload, folder, "open")
         self._searcher = self._index.searcher()
 
     # -------------------------------------------------------------------------------- properties
@@ -469,7 +502,7 @@ class TextIndex:
 
         def apply(writer: Any) -> None:
             for key, doc in docs:
-                writer.delete_documents_by_term("key", key)
+                writer.delete_documents_by_term("key_term", _term(key))
                 if doc is not None:
                     writer.add_document(doc)
 
@@ -498,11 +531,11 @@ class TextIndex:
         doc_keys = list(dict.fromkeys(_doc_key(kind, enc) for enc in keys_enc))
         with self._lock:
             self._check_writable()
-            removed = self._count_terms("key", doc_keys) if doc_keys else 0
+            removed = self._count_terms("key_term", [_term(key) for key in doc_keys]) if doc_keys else 0
 
             def apply(writer: Any) -> None:
                 for key in doc_keys:
-                    writer.delete_documents_by_term("key", key)
+                    writer.delete_documents_by_term("key_term", _term(key))
 
             self._write(apply, lsn)
         return removed
@@ -522,8 +555,8 @@ class TextIndex:
         lsn = self._check_lsn(lsn)
         with self._lock:
             self._check_writable()
-            removed = self._count_terms("tenant", [tenant])
-            self._write(lambda writer: writer.delete_documents_by_term("tenant", tenant), lsn)
+            removed = self._count_terms("tenant", [_term(tenant)])
+            self._write(lambda writer: writer.delete_documents_by_term("tenant", _term(tenant)), lsn)
         return removed
 
     def clear(self) -> None:
@@ -665,7 +698,10 @@ class TextIndex:
 
         Returns:
             ``[(key, score), ...]``, at most ``k``, never padded. Ties (equal scores) break by
-            key: int keys before str keys, ints by value, strs by code point.
+            key: int keys before str keys, ints by value, strs by code point (a tie group of
+            more than 4,096 documents, such as a query word that every document holds once
+            in a text of the same length, is ordered by key within blocks of 4,096, the blocks
+            in the index's order).
 
         Raises:
             TypeError: arguments of the wrong type. InvalidArgumentError: ``k < 1``, an
@@ -673,6 +709,7 @@ class TextIndex:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
+        _check_unicode(text, "text")
         k = _check_int(k, "k")
         if k < 1:
             raise InvalidArgumentError(f"k must be >= 1, got {k}")
@@ -699,6 +736,7 @@ class TextIndex:
         filters = []
         for field, values in (("tenant", tenant_list), ("label", label_list)):
             if values is not None:
+                values = [_term(value) for value in values]
                 filters.append(Query.term_query(schema, field, values[0]) if len(values) == 1
                                else Query.term_set_query(schema, field, values))
         if ts_min is not None or ts_max is not None:
@@ -712,15 +750,21 @@ class TextIndex:
                                          (Occur.Must, Query.const_score_query(admitted, 0.0))])
 
         def page(limit: int, offset: int) -> list:
-            try:
+            def run() -> list:
                 hits = searcher.search(query, limit, count=False, offset=offset).hits
                 return [(float(score), _decode_doc_key(searcher.doc(address)["key"][0]))
                         for score, address in hits]
-            except ValueError as exc:
-                raise StorageError(f"text index {self._where()}: search failed: {exc}") from exc
 
+            try:
+                return _call(run, self._where(), "search")
+            except ValueError as exc:
+                raise CorruptionError(f"text index {self._where()}: search failed ({exc}); "
+                                      "the index is damaged, rebuild it") from exc
+
+        # tantivy sizes its collector by the page: never more than the documents there are
+        most = max(1, int(searcher.num_docs))
         out: list = []
-        for key, score in _ranked_pages(page, k + max(k, _FIRST_PAGE_MIN)):
+        for key, score in _ranked_pages(page, min(k + max(k, _FIRST_PAGE_MIN), most), most):
             if exclude is None or not exclude(key):
                 out.append((key, score))
                 if len(out) == k:
@@ -735,7 +779,7 @@ class TextIndex:
         if kind is None:
             return int(searcher.num_docs)
         query = self._tantivy.Query.term_query(self._schema, "kind", kind)
-        return int(searcher.search(query, 1, count=True).count)
+        return int(_call(lambda: searcher.search(query, 1, count=True).count, self._where(), "count"))
 
     def close(self) -> None:
         """Publishes buffered writes and closes the index; later writes raise ReadOnlyError,
@@ -743,18 +787,22 @@ class TextIndex:
         with self._lock:
             if self._closed:
                 return
+            clean = False
             try:
                 if self._failed is None:
                     self._publish()
+                    clean = True
             finally:
                 self._closed = True
                 writer, self._writer = self._writer, None
                 try:
-                    writer.wait_merging_threads()  # releases tantivy's writer lock
+                    writer.wait_merging_threads()  # ends merges, releases tantivy's writer lock
                 except ValueError:
-                    pass
+                    clean = False
                 self._searcher = None
                 self._index = None
+                if clean and self.path is not None:
+                    self._write_meta(self._lsn, self._file_sums())
                 self._discard_scratch()
 
     # -------------------------------------------------------------------------------- internals
@@ -766,9 +814,10 @@ class TextIndex:
         doc = self._tantivy.Document()
         doc.add_text(kind, stream)
         doc.add_text("key", doc_key)
+        doc.add_text("key_term", _term(doc_key))
         doc.add_text("kind", kind)
-        doc.add_text("tenant", tenant)
-        doc.add_text("label", label)
+        doc.add_text("tenant", _term(tenant))
+        doc.add_text("label", _term(label))
         doc.add_integer("ts", ts)
         return doc
 
@@ -819,16 +868,16 @@ class TextIndex:
         try:
             if apply is not None:
                 apply(self._writer)
-            self._writer.commit()
-            self._index.reload()
-        except ValueError as exc:
+            _call(self._writer.commit, self._where(), "commit")
+            _call(self._index.reload, self._where(), "commit")
+        except (ValueError, CorruptionError) as exc:
             self._rollback()
             self._failed = str(exc)
             raise StorageError(f"text index {self._where()}: commit failed: {exc}") from exc
         self._write_meta(lsn)
         self._lsn = self._published_lsn = lsn
-        self._pending = False
-        self._searcher = self._index.searcher()
+        self._searcher = self._index.searcher()  # before pending is cleared: a reader that sees
+        self._pending = False                     # nothing pending reads the new state
 
     def _rollback(self) -> None:
         try:
@@ -842,7 +891,7 @@ class TextIndex:
         searcher = self._reading()
         query = (self._tantivy.Query.term_query(self._schema, field, values[0]) if len(values) == 1
                  else self._tantivy.Query.term_set_query(self._schema, field, values))
-        return int(searcher.search(query, 1, count=True).count)
+        return int(_call(lambda: searcher.search(query, 1, count=True).count, self._where(), "count"))
 
     def _discard_scratch(self) -> None:
         if self._scratch is not None:
@@ -874,16 +923,76 @@ class TextIndex:
                                   f"header (got {meta!r})")
         return meta
 
-    def _write_meta(self, lsn: int) -> None:
+    def _file_sums(self) -> dict:
+        """{name: [bytes, crc32]} of the index's files (all but the header and lock files)."""
+        sums = {}
+        for name in sorted(os.listdir(self._folder)):
+            if name in _UNCHECKED_FILES:
+                continue
+            crc, size = 0, 0
+            with open(os.path.join(self._folder, name), "rb") as f:
+                while block := f.read(1 << 20):
+                    crc = zlib.crc32(block, crc)
+                    size += len(block)
+            sums[name] = [size, crc]
+        return sums
+
+    def _check_files(self, sums: Any, entries: set) -> None:
+        """Raises CorruptionError unless the folder holds exactly the files of ``sums`` (written
+        by close()) with the same sizes and CRC-32s."""
+        where = f"text index {self._folder}"
+        if not isinstance(sums, dict):
+            raise CorruptionError(f"{where}: {_META_FILE} has a malformed file list")
+        present = {name for name in entries if name not in _UNCHECKED_FILES}
+        if present != set(sums):
+            missing, extra = sorted(set(sums) - present), sorted(present - set(sums))
+            raise CorruptionError(f"{where} changed since it was closed (missing {missing}, unexpected {extra})")
+        for name, (size, crc) in sums.items():
+            actual_crc, actual_size = 0, 0
+            try:
+                with open(os.path.join(self._folder, name), "rb") as f:
+                    while block := f.read(1 << 20):
+                        actual_crc = zlib.crc32(block, actual_crc)
+                        actual_size += len(block)
+            except OSError as exc:
+                raise CorruptionError(f"{where}: cannot read {name} ({exc})") from exc
+            if (actual_size, actual_crc) != (size, crc):
+                raise CorruptionError(f"{where}: {name} is damaged ({actual_size} bytes, CRC-32 "
+                                      f"{actual_crc:08x}; {size} bytes, {crc:08x} when closed)")
+
+    def _write_meta(self, lsn: int, files: Optional[dict] = None) -> None:
         path = os.path.join(self._folder, _META_FILE)
-        body = json.dumps({"format": _FORMAT, "schema_version": SCHEMA_VERSION,
-                           "tokenizer": TOKENIZER_VERSION, "lsn": lsn})
+        header: dict = {"format": _FORMAT, "schema_version": SCHEMA_VERSION, "tokenizer": TOKENIZER_VERSION,
+                        "lsn": lsn}
+        if files is not None:
+            header["files"] = files
+        body = json.dumps(header)
         try:
             with open(path + ".tmp", "w", encoding="utf-8") as f:
                 f.write(body)
             os.replace(path + ".tmp", path)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc}") from exc
+
+
+def _call(fn: Callable[[], Any], where: str, doing: str) -> Any:
+    """``fn()``, with a panic inside tantivy (pyo3's PanicException, a BaseException: tantivy
+    met data it cannot read) turned into CorruptionError."""
+    try:
+        return fn()
+    except BaseException as exc:
+        if type(exc).__name__ == "PanicException":
+            raise CorruptionError(f"text index {where}: {doing} failed inside tantivy ({exc}); the index "
+                                  "is damaged, rebuild it") from exc
+        raise
+
+
+def _term(value: str) -> str:
+    """The indexed term of a key, tenant or label: the value itself, or for a value longer than
+    _TERM_MAX_BYTES (tantivy drops terms past 65,530 bytes) a 256-bit BLAKE2b digest of it."""
+    if len(value) * 4 <= _TERM_MAX_BYTES or len(value.encode("utf-8", "surrogatepass")) <= _TERM_MAX_BYTES:
+        return value
+    return "\x00blake2b:" + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=32).hexdigest()
 
 
 def _doc_key(kind: str, enc: tuple[str, str]) -> str:
@@ -898,20 +1007,23 @@ def _key_order(key: Key) -> tuple:
     return (0, key, "") if type(key) is int else (1, 0, key)
 
 
-def _ranked_pages(page: Callable[[int, int], list], limit: int) -> Iterator[tuple[Key, float]]:
+def _ranked_pages(page: Callable[[int, int], list], limit: int, most: int) -> Iterator[tuple[Key, float]]:
     """(key, score) of every match, best first, ties by key (see TextIndex.search).
 
     ``page(limit, offset)`` returns (score, key) pairs ordered by score only (ties in the
     index's own order). Rows tied with a page's last score may continue on the next page, so a
     page yields only its rows scored strictly better than its last row, in (score, key) order,
-    and the next page starts after them, fetching four times as many rows. The last page (fewer
-    rows than asked) yields everything.
+    and the next page starts after them, fetching four times as many rows (at most ``most``,
+    the documents of the index, and at most _TIE_BLOCK unless the first page was larger). The
+    last page (fewer rows than asked, or ``most`` asked) yields everything. A page that one
+    tie group fills is yielded in key order and the next page starts after it: a tie group
+    larger than a page is ordered by key within each page, the pages in the index's order.
     """
     offset = 0
     while True:
         rows = page(limit, offset)
         ordered = sorted(rows, key=lambda row: (-row[0], _key_order(row[1])))
-        if len(rows) < limit:
+        if len(rows) < limit or limit >= most:
             for score, key in ordered:
                 yield key, score
             return
@@ -922,8 +1034,12 @@ def _ranked_pages(page: Callable[[int, int], list], limit: int) -> Iterator[tupl
                 break
             count += 1
             yield key, score
+        if count == 0 and limit >= _TIE_BLOCK:  # one tie group fills the page: key order within it
+            for score, key in ordered:
+                yield key, score
+            count = len(ordered)
         offset += count
-        limit *= 4
+        limit = min(limit * 4, most, max(limit, _TIE_BLOCK))
 
 
 # ------------------------------------------------------------------------------------------ checks
@@ -961,9 +1077,19 @@ def _sequence(values: Any, name: str) -> Sequence:
     return list(values)
 
 
+def _check_unicode(value: str, where: str) -> str:
+    """``value`` if it encodes to UTF-8 (no lone surrogates); else ValueError naming ``where``."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{where} is not valid Unicode (a lone surrogate); text must encode to UTF-8") from None
+    return value
+
+
 def _encode_key(key: Any, where: str) -> tuple[str, str]:
     if type(key) is str:
-        return ("s", key)
+        return ("s", _check_unicode(key, where))
     if type(key) is int or (isinstance(key, numbers.Integral) and not isinstance(key, bool)
                             and type(key).__name__ != "bool_"):
         v = int(key)
@@ -971,7 +1097,7 @@ def _encode_key(key: Any, where: str) -> tuple[str, str]:
             raise InvalidArgumentError(f"{where} is {v}, outside int64; int keys must fit int64")
         return ("i", str(v))
     if isinstance(key, str):
-        return ("s", str(key))
+        return ("s", _check_unicode(str(key), where))
     raise TypeError(f"{where} is a {type(key).__name__} ({key!r}); keys must be str or int (not bool)")
 
 
@@ -996,7 +1122,7 @@ def _column_of_str(values: Any, name: str, n: int, broadcast: bool = True) -> li
     if values is None:
         return [""] * n
     if isinstance(values, str) and broadcast:
-        return [values] * n
+        return [_check_unicode(values, name)] * n
     values = _sequence(values, name)
     if len(values) != n:
         raise ValueError(f"{name} has {len(values)} items, expected {n} (one per key)")
@@ -1005,7 +1131,7 @@ def _column_of_str(values: Any, name: str, n: int, broadcast: bool = True) -> li
         if value is None:
             out.append("")
         elif isinstance(value, str):
-            out.append(value)
+            out.append(_check_unicode(value, f"{name}[{row}]"))
         else:
             raise TypeError(f"{name}[{row}] is a {type(value).__name__}; {name} must be str (or None)")
     return out
@@ -1033,6 +1159,7 @@ def _filter_names(values: Any, name: str) -> Optional[list[str]]:
     for value in values:
         if not isinstance(value, str):
             raise TypeError(f"{name} must hold str, got {type(value).__name__} ({value!r})")
+        _check_unicode(value, name)
     return values
 
 
@@ -1048,6 +1175,8 @@ def _rebuild_row(item: Any, position: int) -> tuple:
     for value, col in ((text, "text"), (tenant, "tenant"), (label, "label")):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{where} {col} is a {type(value).__name__}; it must be str (or None)")
+        if value:
+            _check_unicode(value, f"{where} {col}")
     ts = 0 if ts is None else _check_int(ts, f"{where} ts")
     stream = " ".join(tokenize(text)) if text else ""
     return (kind, key_kind, key, tenant or "", label or "", ts, stream)
