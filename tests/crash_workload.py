@@ -195,7 +195,13 @@ def writer_main(argv: list) -> None:
     segment_bytes = int(argv[6]) or 64 << 20
     with open(model_path) as f:
         model = Model.from_json(f.read())
-    import pyarrow  # noqa: F401 - loaded by the first checkpoint anyway; here it does not skew kill times
+    # Loaded by the first checkpoint anyway (pyarrow imports pandas, when installed, on its first
+    # array); imported here they do not skew kill times.
+    import pyarrow  # noqa: F401
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        pass
 
     g = vg.Graph.open(folder, dim=DIM, metric=METRIC, sync=sync, segment_bytes=segment_bytes)
     os.write(1, b"ready\n")

@@ -265,6 +265,7 @@ _REBUILD_CHUNK = 4096
 _FIRST_PAGE_MIN = 32           # a search fetches k + max(k, 32) hits first
 _TERM_MAX_BYTES = 1024         # longer keys, tenants and labels are indexed by their digest
 _TIE_BLOCK = 4096              # rows of a page that one tie group fills (see _ranked_pages)
+_WRITTEN_MAX = 100_000         # keys written since the last publish that force one (see delete)
 _UNCHECKED_FILES = frozenset({_META_FILE, _META_FILE + ".tmp", ".tantivy-writer.lock", ".tantivy-meta.lock"})
 
 
@@ -344,6 +345,7 @@ class TextIndex:
         self._closed = False
         self._reset_on_open = False
         self._pending = False               # writes not yet published
+        self._written: dict = {}            # doc key -> has a document, for keys written since
         self._failed: Optional[str] = None  # a write that failed half-way (see _write)
         self._scratch: Optional[weakref.finalize] = None
         if path is None:
@@ -505,14 +507,13 @@ class TextIndex:
                 writer.delete_documents_by_term("key_term", _term(key))
                 if doc is not None:
                     writer.add_document(doc)
+            self._written.update((key, doc is not None) for key, doc in docs)
 
         self._write(apply, lsn)
         return sum(doc is not None for _, doc in docs)
 
     def delete(self, keys: Sequence[Key], *, kind: str = "node", lsn: int) -> int:
         """Removes the documents of ``keys`` (keys without one are ignored), then sets :attr:`lsn`.
-
-        Publishes earlier writes first (to count the documents removed).
 
         Args:
             keys: keys (str or int, not bool); repeats are allowed.
@@ -531,11 +532,18 @@ class TextIndex:
         doc_keys = list(dict.fromkeys(_doc_key(kind, enc) for enc in keys_enc))
         with self._lock:
             self._check_writable()
-            removed = self._count_terms("key_term", [_term(key) for key in doc_keys]) if doc_keys else 0
+            # Counted without publishing: keys written since the last publish are known here,
+            # the others are looked up in the published index.
+            written = self._written
+            removed = sum(written[key] for key in doc_keys if key in written)
+            unknown = [_term(key) for key in doc_keys if key not in written]
+            if unknown:
+                removed += self._count_terms("key_term", unknown, publish=False)
 
             def apply(writer: Any) -> None:
                 for key in doc_keys:
                     writer.delete_documents_by_term("key_term", _term(key))
+                written.update(dict.fromkeys(doc_keys, False))
 
             self._write(apply, lsn)
         return removed
@@ -858,6 +866,8 @@ class TextIndex:
                 raise StorageError(f"text index {self._where()}: write failed: {exc}") from exc
             self._pending = True
             self._lsn = lsn
+            if len(self._written) > _WRITTEN_MAX:
+                self._publish()  # bounds the memory of what was written since the last publish
 
     def _publish(self) -> None:
         """Commits buffered writes and reloads the searcher (caller holds the lock)."""
@@ -878,6 +888,7 @@ class TextIndex:
         self._lsn = self._published_lsn = lsn
         self._searcher = self._index.searcher()  # before pending is cleared: a reader that sees
         self._pending = False                     # nothing pending reads the new state
+        self._written = {}
 
     def _rollback(self) -> None:
         try:
@@ -886,9 +897,10 @@ class TextIndex:
             pass
         self._lsn = self._published_lsn
         self._pending = False
+        self._written = {}
 
-    def _count_terms(self, field: str, values: list) -> int:
-        searcher = self._reading()
+    def _count_terms(self, field: str, values: list, publish: bool = True) -> int:
+        searcher = self._reading() if publish else self._searcher
         query = (self._tantivy.Query.term_query(self._schema, field, values[0]) if len(values) == 1
                  else self._tantivy.Query.term_set_query(self._schema, field, values))
         return int(_call(lambda: searcher.search(query, 1, count=True).count, self._where(), "count"))
