@@ -203,3 +203,59 @@ def test_a_small_replay_is_indexed_before_open_returns(tmp_path):
         assert g.stats()["index_pending"] == 0  # fewer than BACKGROUND_INDEX_MIN nodes
         assert len(g) == 500
         g.wait_for_indexing()  # nothing to wait for
+
+
+def test_stats_verify_and_waiters_during_the_background_pass(tmp_path):
+    import threading
+
+    n, dim = 20000, 32
+    vectors = np.random.default_rng(5).standard_normal((n, dim)).astype(np.float32)
+    folder = tmp_path / "g"
+    _write_and_die(folder, vectors, batch=5000)
+    g = vg.Graph.open(folder)
+    problems, waited = [], []
+    for _ in range(20):  # walks every HNSW member while the pass adds members
+        g.stats()
+        problems += g.verify()
+
+    def waiter():
+        g.wait_for_indexing()
+        waited.append(g.stats()["index_pending"])
+
+    threads = [threading.Thread(target=waiter) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert problems == []
+    assert waited == [0, 0, 0]  # every waiter waited
+    g.close()
+
+
+def test_a_checkpoint_after_the_pass_adds_the_hnsw_graph_the_last_snapshot_lacks(tmp_path):
+    n, dim = 6000, 16
+    vectors = np.random.default_rng(6).standard_normal((n, dim)).astype(np.float32)
+    folder = tmp_path / "g"
+    _write_and_die(folder, vectors)
+    g = vg.Graph.open(folder)
+    first = g.checkpoint()  # may run while the pass does: then without the HNSW graph
+    g.wait_for_indexing()
+    second = g.checkpoint()
+    assert second["lsn"] == first["lsn"]
+    assert "hnsw.usearch" in g._manifest["files"]
+    assert g.checkpoint()["snapshot"] == second["snapshot"]  # nothing more to add
+    g.close()
+    with vg.Graph.open(folder) as again:
+        assert again.stats()["index_pending"] == 0
+        assert again._recovery["hnsw"] == "loaded"
+
+
+def test_search_with_many_upserts_of_the_same_nodes_still_returns_k():
+    g = vg.Graph(dim=8)
+    rng = np.random.default_rng(7)
+    g.add_nodes([f"n{i}" for i in range(200)], rng.standard_normal((200, 8)).astype(np.float32))
+    for _ in range(50):
+        g.upsert_nodes([f"n{i}" for i in range(20)], rng.standard_normal((20, 8)).astype(np.float32))
+    for q in rng.standard_normal((5, 8)).astype(np.float32):
+        res = g.search(q, k=10, seeds=10, hops=0)
+        assert len(res.keys) == 10 and len(set(res.keys)) == 10

@@ -426,6 +426,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     }
     // HNSW inserts run beside searches (USearch locks the members it links).
     auto lock = read_lock();
+    std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
     VG_RETURN_IF_ERROR(seed_index_->add_range(static_cast<node_id_t>(first), prepared.count_new, config_.threads, contexts_));
     if (!replaced.empty()) {
         VG_RETURN_IF_ERROR(seed_index_->add_nodes(replaced.data(), replaced.size(), config_.threads, contexts_));
@@ -923,6 +924,7 @@ Status Engine::flush_deferred(std::size_t background_min) {
         VG_RETURN_IF_ERROR(seed_index_->reserve_more(pending.size()));
     }
     auto lock = read_lock();
+    std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
     VG_RETURN_IF_ERROR(seed_index_->add_nodes(pending.data(), pending.size(), config_.threads, contexts_));
     if (reindexed) seed_index_->count_reindexed(reindexed);
     return Status::OK();
@@ -943,7 +945,9 @@ Status Engine::defer_indexing(bool on, std::size_t background_min) {
 
 void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t reindexed) {
     // Called with the writer lock held and no pass running (defer_indexing(true) waits for it).
-    (void)wait_for_indexing();
+    join_background_index();
+    std::sort(nodes.begin(), nodes.end());  // an upserted node may wait twice: once is enough
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
     auto lock = write_lock();  // searches read background_nodes_ while a pass runs
     std::lock_guard<std::mutex> guard(background_mutex_);
     background_nodes_ = std::move(nodes);
@@ -952,6 +956,7 @@ void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t re
     background_stop_.store(false);
     background_done_.store(0, std::memory_order_release);
     background_running_.store(true, std::memory_order_release);
+    pass_active_ = true;
     index_thread_ = std::thread([this] { background_index_pass(); });
 }
 
@@ -972,6 +977,7 @@ void Engine::background_index_pass() {
         }
         if (status.ok()) {
             auto lock = read_lock();
+            std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
             status = seed_index_->add_nodes(live.data(), live.size(), config_.threads, contexts_);
         }
         if (status.ok()) background_done_.store(end, std::memory_order_release);
@@ -982,22 +988,29 @@ void Engine::background_index_pass() {
     background_status_ = status;
     // After a failure (or a stop) the nodes not reached stay pending: searches keep scanning them.
     if (complete) background_running_.store(false, std::memory_order_release);
+    pass_active_ = false;
+    background_done_cv_.notify_all();
 }
 
 void Engine::stop_background_index() {
     background_stop_.store(true);
-    (void)wait_for_indexing();
+    join_background_index();
+}
+
+void Engine::join_background_index() {
+    // Only start_background_index (writer lock held) and the destructor join.
+    std::thread finished;
+    {
+        std::unique_lock<std::mutex> guard(background_mutex_);
+        background_done_cv_.wait(guard, [this] { return !pass_active_; });
+        finished.swap(index_thread_);
+    }
+    if (finished.joinable()) finished.join();
 }
 
 Status Engine::wait_for_indexing() {
-    std::thread finished;
-    {
-        std::lock_guard<std::mutex> guard(background_mutex_);
-        if (!index_thread_.joinable()) return background_status_;
-        finished.swap(index_thread_);
-    }
-    finished.join();
-    std::lock_guard<std::mutex> guard(background_mutex_);
+    std::unique_lock<std::mutex> guard(background_mutex_);
+    background_done_cv_.wait(guard, [this] { return !pass_active_; });  // any number of waiters
     return background_status_;
 }
 
@@ -1025,6 +1038,7 @@ Status Engine::save_seed_index(const std::string& path, bool* saved) {
         seed_index_->size() != node_keys_.size())
         return Status::OK();
     auto lock = read_lock();
+    std::unique_lock<std::shared_mutex> still(hnsw_walk_mutex_);  // no add in flight
     VG_RETURN_IF_ERROR(seed_index_->save(path));
     *saved = true;
     return Status::OK();
@@ -1157,6 +1171,7 @@ std::vector<std::string> Engine::verify(std::size_t limit) const {
     if (background_running_.load(std::memory_order_acquire))
         for (std::size_t i = background_done_.load(std::memory_order_acquire); i < background_nodes_.size(); ++i)
             skip[background_nodes_[i]] = 1;
+    std::unique_lock<std::shared_mutex> still(hnsw_walk_mutex_);  // no add in flight (a pass may run)
     for (auto& line : seed_index_->verify(n, skip.data(), limit > problems.size() ? limit - problems.size() : 0))
         report(std::move(line));
     return problems;
@@ -1674,14 +1689,19 @@ void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const
 void Engine::unindexed_seeds(const QuantizedVector& query, std::size_t wanted, const NodeFilter* filter,
                              const NodeColumns& columns, TraversalScratch& scratch) const {
     // The nodes a background pass has not indexed yet, scored exactly (gather kernel) and merged
-    // into the HNSW seeds: each node once, best `wanted` by (score desc, id asc). Nodes of the
-    // chunk in flight may be in both.
+    // into the HNSW seeds in a heap of the best `wanted` by (score desc, id asc), each node once
+    // (nodes of the chunk in flight may be among the HNSW seeds too).
     constexpr std::size_t block_rows = 4096;
     const std::size_t done = background_done_.load(std::memory_order_acquire);
     const node_id_t* pending = background_nodes_.data() + done;
     const std::size_t count = background_nodes_.size() - std::min(done, background_nodes_.size());
-    if (count == 0) return;
-    std::vector<ScoredNode>& seeds = scratch.seeds;
+    if (count == 0 || wanted == 0) return;
+    auto worse = [](const ScoredNode& a, const ScoredNode& b) {  // a ranks before b
+        return a.score != b.score ? a.score > b.score : a.node < b.node;
+    };
+    std::vector<ScoredNode>& heap = scratch.seeds;
+    const std::vector<ScoredNode> from_hnsw(heap.begin(), heap.end());
+    std::make_heap(heap.begin(), heap.end(), worse);
     std::vector<node_id_t>& rows = scratch.visited;  // borrowed; begin() resets it per query
     scratch.dots.resize(block_rows);
     for (std::size_t begin = 0; begin < count; begin += block_rows) {
@@ -1693,19 +1713,31 @@ void Engine::unindexed_seeds(const QuantizedVector& query, std::size_t wanted, c
         }
         simd::active().dot_rows_i8(query.codes.data(), node_vectors_.codes_data(), node_vectors_.stride_bytes(),
                                    rows.data(), rows.size(), config_.dim, scratch.dots.data());
-        for (std::size_t i = 0; i < rows.size(); ++i)
-            seeds.push_back({rows[i], score_from_dot(config_.metric, scratch.dots[i], query.scale, query.sq_norm,
-                                                     node_vectors_.scale(rows[i]), node_vectors_.sq_norm(rows[i]))});
-        auto better = [](const ScoredNode& a, const ScoredNode& b) {
-            return a.score != b.score ? a.score > b.score : a.node < b.node;
-        };
-        std::sort(seeds.begin(), seeds.end(), better);
-        seeds.erase(std::unique(seeds.begin(), seeds.end(),
-                                [](const ScoredNode& a, const ScoredNode& b) { return a.node == b.node; }),
-                    seeds.end());
-        if (seeds.size() > wanted) seeds.resize(wanted);
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            ScoredNode candidate{rows[i], score_from_dot(config_.metric, scratch.dots[i], query.scale, query.sq_norm,
+                                                         node_vectors_.scale(rows[i]), node_vectors_.sq_norm(rows[i]))};
+            if (heap.size() >= wanted && !worse(candidate, heap.front())) continue;
+            bool seen = false;
+            for (const ScoredNode& s : from_hnsw) seen = seen || s.node == candidate.node;
+            if (seen) continue;
+            if (heap.size() < wanted) {
+                heap.push_back(candidate);
+                std::push_heap(heap.begin(), heap.end(), worse);
+            } else {
+                std::pop_heap(heap.begin(), heap.end(), worse);
+                heap.back() = candidate;
+                std::push_heap(heap.begin(), heap.end(), worse);
+            }
+        }
     }
+    std::sort_heap(heap.begin(), heap.end(), worse);  // best first
     rows.clear();
+}
+
+bool Engine::seed_index_complete() const {
+    std::lock_guard<std::mutex> writer(writer_mutex_);
+    return !count_dead_nodes_ && deferred_hnsw_.empty() && !background_running_.load() &&
+           !seed_index_->count_reindexed() && seed_index_->size() == node_keys_.size();
 }
 
 Result<node_id_t> Engine::find(std::string_view key) const {
@@ -1808,7 +1840,10 @@ EngineStats Engine::stats() const {
     s.text_bytes = node_texts_.memory_bytes() + node_props_.memory_bytes() + edge_texts_.memory_bytes() +
                    edge_props_.memory_bytes();
     s.csr_bytes = csr_.memory_bytes() + delta_.memory_bytes();
-    s.hnsw_bytes = seed_index_->memory_bytes();
+    {
+        std::unique_lock<std::shared_mutex> still(hnsw_walk_mutex_);  // it walks every member
+        s.hnsw_bytes = seed_index_->memory_bytes();
+    }
     std::size_t key_bytes = key_to_node_.bucket_count() * sizeof(void*) + node_keys_.capacity() * sizeof(void*);
     for (const auto& entry : key_to_node_) key_bytes += sizeof(entry) + 2 * sizeof(void*) + entry.first.capacity();
     s.key_bytes = key_bytes;

@@ -315,15 +315,14 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
     const hnsw_t& index = impl_->index;
     if (wanted == 0 || index.size() == 0) return;
     // USearch sizes its buffers by these: never more than the index holds.
-    // A node indexed more than once (upserts) can come back twice: ask for enough to drop repeats.
-    std::size_t asked = wanted;
+    // A node indexed more than once (upserts) can come back more than once: ask for enough to
+    // drop repeats, and more again while repeats leave fewer than asked.
+    const std::size_t asked = wanted;
     const std::size_t reindexed = count_reindexed_.load(std::memory_order_relaxed);
     if (reindexed) wanted += std::min(wanted, reindexed);
-    wanted = std::min(wanted, index.size());
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
     row_ref_t value{query.codes.data(), query.scale, query.sq_norm};
     us::index_search_config_t config;
-    config.expansion = std::min(std::max(expansion ? expansion : params_.expansion_search, wanted), index.size());
     config.thread = context;
     auto collect = [&](auto&& result) {
         if (!result) {
@@ -335,26 +334,33 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
             out.push_back({static_cast<node_id_t>(match.member.key), -match.distance});
         }
     };
-    if (filter && filter->needed(columns)) {
-        const std::vector<node_id_t>& slots = impl_->slot_to_node;
-        auto predicate = [&](hnsw_t::member_cref_t member) {
-            return filter->admits(columns, slots[member.slot]);
-        };
-        collect(index.search(value, wanted, metric, config, predicate));
-    } else {
-        collect(index.search(value, wanted, metric, config));
-    }
-    std::sort(out.begin(), out.end(), [](const ScoredNode& a, const ScoredNode& b) {
-        return a.score != b.score ? a.score > b.score : a.node < b.node;
-    });
-    if (reindexed) {
-        // Both members of an upserted node score the same (the metric reads the current row), so
+    while (true) {
+        wanted = std::min(wanted, index.size());
+        config.expansion = std::min(std::max(expansion ? expansion : params_.expansion_search, wanted), index.size());
+        out.clear();
+        if (filter && filter->needed(columns)) {
+            const std::vector<node_id_t>& slots = impl_->slot_to_node;
+            auto predicate = [&](hnsw_t::member_cref_t member) {
+                return filter->admits(columns, slots[member.slot]);
+            };
+            collect(index.search(value, wanted, metric, config, predicate));
+        } else {
+            collect(index.search(value, wanted, metric, config));
+        }
+        const std::size_t returned = out.size();
+        std::sort(out.begin(), out.end(), [](const ScoredNode& a, const ScoredNode& b) {
+            return a.score != b.score ? a.score > b.score : a.node < b.node;
+        });
+        if (!reindexed) return;
+        // All members of an upserted node score the same (the metric reads the current row), so
         // after the sort its repeats are adjacent.
         out.erase(std::unique(out.begin(), out.end(),
                               [](const ScoredNode& a, const ScoredNode& b) { return a.node == b.node; }),
                   out.end());
-        if (out.size() > asked) out.resize(asked);
+        if (out.size() >= asked || returned < wanted || wanted >= index.size()) break;
+        wanted *= 4;  // repeats crowded out distinct nodes
     }
+    if (out.size() > asked) out.resize(asked);
 }
 
 }  // namespace vecgraph

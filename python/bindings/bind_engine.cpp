@@ -374,6 +374,10 @@ class PyEngine {
         return engine_->count_index_pending();
     }
     void wait_for_indexing() { released([&] { return engine_->wait_for_indexing(); }); }
+    bool seed_index_complete() const {
+        py::gil_scoped_release release;
+        return engine_->seed_index_complete();
+    }
     bool indexing_deferred() const { return engine_->indexing_deferred(); }
     std::size_t count_deferred() const { return engine_->count_deferred(); }
     bool save_seed_index(const std::string& path) {
@@ -909,6 +913,7 @@ void bind_engine(py::module_& m) {
         .def("defer_indexing", &PyEngine::defer_indexing, py::arg("on"), py::arg("background_min") = SIZE_MAX)
         .def("count_index_pending", &PyEngine::count_index_pending)
         .def("wait_for_indexing", &PyEngine::wait_for_indexing)
+        .def("seed_index_complete", &PyEngine::seed_index_complete)
         .def("indexing_deferred", &PyEngine::indexing_deferred)
         .def("count_deferred", &PyEngine::count_deferred)
         .def("save_seed_index", &PyEngine::save_seed_index, py::arg("path"))

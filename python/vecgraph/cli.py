@@ -276,6 +276,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                         rejects=reject, **common)
                 _print_report("edges", source, report)
             if args.checkpoint:
+                graph.wait_for_indexing()  # so that the snapshot carries the HNSW graph
                 _print_checkpoint(graph.checkpoint())
             print(f"{folder}: {_n(len(graph), 'node')}, {_n(graph.count_edges, 'edge')}")
     except BaseException:
@@ -431,6 +432,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
 def _cmd_checkpoint(args: argparse.Namespace) -> int:
     with _open_graph(args.folder) as graph:
+        graph.wait_for_indexing()  # so that the snapshot carries the HNSW graph
         _print_checkpoint(graph.checkpoint())
     return 0
 
@@ -444,6 +446,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
         print(f"compacted {args.folder} in {time.perf_counter() - t0:.2f} s: "
               f"{_n(before['delta_edges'], 'delta edge')} folded, {_n(before['deleted_edges'], 'deleted edge')} "
               f"dropped, {_n(after['edges'], 'edge')} in the CSR")
+        graph.wait_for_indexing()
         _print_checkpoint(graph.checkpoint())
     return 0
 

@@ -704,6 +704,9 @@ class Graph:
     def checkpoint(self) -> dict:
         """Write the current state as an Arrow snapshot, commit it in the MANIFEST, and drop
         the WAL segments it makes unnecessary. Writes wait while the state is copied out.
+        The HNSW graph is saved beside it when it holds exactly the live nodes (not while a
+        background pass of :meth:`open` runs); with nothing written since the last snapshot,
+        a checkpoint writes a new one only to add the HNSW graph that one lacks.
 
         Returns:
             {"lsn": LSN the snapshot holds, "snapshot": its folder, "nodes": n, "edges": m}.
@@ -715,7 +718,10 @@ class Graph:
         """
         with self._checkpoint_lock:
             self._require_folder("checkpoint")
-            if self._manifest["snapshot"] is not None and self._manifest["snapshot_lsn"] == self._engine.last_lsn():
+            unchanged = (self._manifest["snapshot"] is not None
+                         and self._manifest["snapshot_lsn"] == self._engine.last_lsn())
+            if unchanged and (storage.HNSW_FILE in (self._manifest.get("files") or {})
+                              or not self._engine.seed_index_complete()):
                 stats = self._engine.stats()  # nothing written since the last snapshot
                 return {"lsn": self._manifest["snapshot_lsn"],
                         "snapshot": os.path.join(self._path, self._manifest["snapshot"]),
@@ -753,6 +759,7 @@ class Graph:
         block ends (faster than one insert per batch). Inside the block those nodes are found
         by traversal and ``exact=True`` searches, not yet as HNSW seeds. Nested blocks join the
         outer one. A crash inside the block loses nothing: recovery indexes what the WAL holds.
+        Entering the block waits for a background HNSW pass of :meth:`open` to finish.
         """
         self._check_open()
         if self._engine.indexing_deferred():

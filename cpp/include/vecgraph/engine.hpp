@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstddef>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -257,8 +258,12 @@ class Engine {
     std::size_t count_deferred() const;
     /// Nodes waiting for their HNSW insert: deferred, or not yet reached by a background pass.
     std::size_t count_index_pending() const;
-    /// Waits for a background pass to finish; returns its status (OK when none ran).
+    /// Waits for a background pass to finish; returns its status (OK when none ran). Any
+    /// number of threads may wait.
     Status wait_for_indexing();
+    /// True when the HNSW graph holds exactly the live nodes once each (what save_seed_index
+    /// needs to write it).
+    bool seed_index_complete() const;
     /// Writes the HNSW graph to `path` if it holds exactly the nodes [0, count_nodes()) once
     /// each and none is deleted or waiting (then `saved` is true); otherwise writes nothing.
     /// Call inside pause_writes (it relies on the writer lock held there), so the file matches one LSN.
@@ -351,6 +356,7 @@ class Engine {
     void start_background_index(std::vector<node_id_t> nodes, std::size_t reindexed);
     void background_index_pass();
     void stop_background_index();
+    void join_background_index();
     void unindexed_seeds(const QuantizedVector& query, std::size_t wanted, const NodeFilter* filter,
                          const NodeColumns& columns, TraversalScratch& scratch) const;
     GraphView graph_view() const noexcept;
@@ -443,6 +449,11 @@ class Engine {
     std::atomic<std::size_t> background_done_{0};
     std::atomic<bool> background_running_{false};
     std::atomic<bool> background_stop_{false};
+    bool pass_active_ = false;                  // guarded by background_mutex_
+    std::condition_variable background_done_cv_;  // notified when a pass ends
+    // HNSW adds hold it shared; walks over every member (stats, verify, save) exclusive, as
+    // USearch counts a member before it is stored.
+    mutable std::shared_mutex hnsw_walk_mutex_;
     mutable detail::ContextPool contexts_;
     mutable std::vector<TraversalScratch> scratch_;  // one per context slot
 };
