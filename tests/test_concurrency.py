@@ -12,6 +12,7 @@ bench/stress_concurrency.py runs :func:`run_stress` for longer.
 
 from __future__ import annotations
 
+import os
 import collections
 import random
 import threading
@@ -277,3 +278,26 @@ def test_searches_never_see_deleted_keys_while_one_thread_writes(tmp_path):
     for kind in ("add_nodes", "upsert_nodes", "add_edges", "delete_nodes", "delete_edges", "compact"):
         assert report.writes[kind] >= 2, f"only {report.writes[kind]} {kind} writes: {dict(report.writes)}"
     assert report.live >= 20 and report.deleted >= 20
+
+
+def test_the_interpreter_exits_cleanly_while_daemon_threads_search():
+    """Daemon threads inside engine calls when Python exits are stopped as they take the GIL
+    back; the process ends normally (no abort from a noexcept destructor)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import threading, time, numpy as np, vecgraph as vg\n"
+        "V = np.random.default_rng(0).standard_normal((20000, 32)).astype(np.float32)\n"
+        "g = vg.Graph(32); g.add_nodes(list(range(20000)), V)\n"
+        "def search(exact):\n"
+        "    while True: g.search(V[3], k=5, exact=exact)\n"
+        "for exact in (True, False):\n"
+        "    threading.Thread(target=search, args=(exact,), daemon=True).start()\n"
+        "time.sleep(0.5)\n"
+        "print('exit')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for _ in range(5):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == "exit"

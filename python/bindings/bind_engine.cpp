@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "bind_errors.hpp"
+#include "gil.hpp"
 #include "ndarray_checks.hpp"
 #include "vecgraph/engine.hpp"
 #include "vecgraph/simd/kernels.hpp"
@@ -281,7 +282,7 @@ class PyEngine {
         }
         Status status;
         {
-            py::gil_scoped_release release;
+            GilRelease release;
             status = call(batch);
         }
         check(status);
@@ -305,7 +306,7 @@ class PyEngine {
         std::size_t deleted = 0;
         Status status;
         {
-            py::gil_scoped_release release;
+            GilRelease release;
             status = engine_->delete_nodes(encoded.data(), encoded.size(), missing_ok, &deleted);
         }
         check(status);
@@ -324,7 +325,7 @@ class PyEngine {
         std::size_t deleted = 0;
         Status status;
         {
-            py::gil_scoped_release release;
+            GilRelease release;
             status = engine_->delete_edges(selection, missing_ok, &deleted);
         }
         check(status);
@@ -342,7 +343,7 @@ class PyEngine {
         std::size_t deleted = 0;
         Status status;
         {
-            py::gil_scoped_release release;
+            GilRelease release;
             status = engine_->delete_tenant(tenant, &deleted);
         }
         check(status);
@@ -353,7 +354,7 @@ class PyEngine {
     void released(call_at&& call) {
         Status status;
         {
-            py::gil_scoped_release release;
+            GilRelease release;
             status = call();
         }
         check(status);
@@ -370,12 +371,12 @@ class PyEngine {
         released([&] { return engine_->defer_indexing(on, background_min); });
     }
     std::size_t count_index_pending() const {
-        py::gil_scoped_release release;
+        GilRelease release;
         return engine_->count_index_pending();
     }
     void wait_for_indexing() { released([&] { return engine_->wait_for_indexing(); }); }
     bool seed_index_complete() const {
-        py::gil_scoped_release release;
+        GilRelease release;
         return engine_->seed_index_complete();
     }
     bool indexing_deferred() const { return engine_->indexing_deferred(); }
@@ -387,11 +388,11 @@ class PyEngine {
     }
     void load_seed_index(const std::string& path) { released([&] { return engine_->load_seed_index(path); }); }
     std::vector<std::string> verify(std::size_t limit) const {
-        py::gil_scoped_release release;
+        GilRelease release;
         return engine_->verify(limit);
     }
     void wait_for_compaction() {
-        py::gil_scoped_release release;
+        GilRelease release;
         engine_->wait_for_compaction();
     }
 
@@ -420,7 +421,7 @@ class PyEngine {
         wal::Uuid id = to_uuid(uuid);
         Result<wal::RecoveryReport> report = Status::internal("not run");
         {
-            py::gil_scoped_release release;
+            GilRelease release;
             report = engine_->replay_wal(dir, id, from_lsn, truncate_tail);
         }
         const wal::RecoveryReport& r = unwrap(std::move(report));
@@ -452,7 +453,7 @@ class PyEngine {
             }
             export_locked(state.value(), d);
             if (!hnsw_path.empty()) {
-                py::gil_scoped_release release;
+                GilRelease release;
                 status = engine_->save_seed_index(hnsw_path, &hnsw_saved);
             }
         });
@@ -656,7 +657,7 @@ class PyEngine {
         }
         Status status;
         {
-            py::gil_scoped_release release;
+            GilRelease release;
             status = engine_->add_edges(batch);
         }
         check(status);
@@ -672,7 +673,7 @@ class PyEngine {
                                              ts_min, ts_max, hop_decay, exact, ef, where, extra_seeds);
         Result<SearchResult> result = Status::internal("not run");
         {
-            py::gil_scoped_release release;
+            GilRelease release;
             result = engine_->search(q.data(), dim(), request);
         }
         return result_to_python(*engine_, unwrap(std::move(result)));
@@ -685,7 +686,7 @@ class PyEngine {
                                              false, 0, where);
         Result<std::vector<std::uint8_t>> out = Status::internal("not run");
         {
-            py::gil_scoped_release release;
+            GilRelease release;
             out = engine_->admits(encoded.data(), encoded.size(), request);
         }
         std::vector<std::uint8_t> flags = unwrap(std::move(out));
@@ -700,7 +701,7 @@ class PyEngine {
         if (!ids || ids.ndim() != 1) throw py::value_error("edge_ids must be a 1-d array of edge ids");
         Result<std::vector<float>> out = Status::internal("not run");
         {
-            py::gil_scoped_release release;
+            GilRelease release;
             out = engine_->score_edges(q.data(), dim(), ids.data(), static_cast<std::size_t>(ids.shape(0)));
         }
         std::vector<float> scores = unwrap(std::move(out));
@@ -720,7 +721,7 @@ class PyEngine {
         auto count = static_cast<std::size_t>(q.shape(0));
         Status valid;
         {
-            py::gil_scoped_release release;
+            GilRelease release;
             valid = engine_->validate_queries(q.data(), count, dim());
         }
         check(valid);
@@ -731,7 +732,7 @@ class PyEngine {
             std::size_t n = std::min(chunk, count - first);
             Result<std::vector<SearchResult>> results = Status::internal("not run");
             {
-                py::gil_scoped_release release;
+                GilRelease release;
                 results = engine_->search_batch(q.data() + first * dim(), n, dim(), request, threads);
             }
             for (const SearchResult& r : unwrap(std::move(results))) out.append(result_to_python(*engine_, r));

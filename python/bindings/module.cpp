@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bind_errors.hpp"
+#include "gil.hpp"
 #include "ndarray_checks.hpp"
 #include "vecgraph/simd/kernels.hpp"
 #include "vecgraph/vector_store.hpp"
@@ -42,6 +43,7 @@ py::array_t<std::int8_t> check_codes(const py::array& a, const char* name, int n
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "vecgraph C++ core (private; use the vecgraph package)";
+    Py_AtExit(&vecgraph::bindings::drain_calls_at_exit);
     vecgraph::bindings::bind_engine(m);
     vecgraph::bindings::bind_fusion(m);
 
@@ -67,7 +69,7 @@ PYBIND11_MODULE(_core, m) {
             const simd::kernel_table_t& table = table_or_raise(isa);
             py::array_t<std::int32_t> out(r.size());
             {
-                py::gil_scoped_release release;
+                bindings::GilRelease release;
                 table.dot_rows_i8(q.data(), b.data(), static_cast<std::size_t>(b.shape(1)), r.data(),
                                   static_cast<std::size_t>(r.size()), static_cast<std::size_t>(q.shape(0)),
                                   out.mutable_data());
@@ -88,7 +90,7 @@ PYBIND11_MODULE(_core, m) {
             const simd::kernel_table_t& table = table_or_raise(isa);
             py::array_t<std::int32_t> out(b.shape(0));
             {
-                py::gil_scoped_release release;
+                bindings::GilRelease release;
                 table.scan_i8(q.data(), b.data(), static_cast<std::size_t>(b.shape(1)), static_cast<std::size_t>(b.shape(0)),
                               static_cast<std::size_t>(q.shape(0)), out.mutable_data());
             }

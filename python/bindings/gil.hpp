@@ -1,0 +1,56 @@
+// Releasing the GIL around engine calls, safe at interpreter exit.
+//
+// A daemon thread that is inside an engine call when Python finalises must not take the GIL
+// back: CPython (before 3.14) ends such a thread with a forced unwind from
+// PyEval_RestoreThread, which aborts the process from a noexcept destructor
+// (py::gil_scoped_release) or, unwinding further, frees Python objects without the GIL. As
+// CPython 3.14 does, such a thread instead sleeps until the process ends. The exit hook
+// drain_calls_at_exit (registered with Py_AtExit) waits for calls still running, so that
+// none races the C++ static destructors.
+#pragma once
+
+#include <Python.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace vecgraph::bindings {
+
+inline std::atomic<int>& calls_in_flight() {
+    static std::atomic<int> count{0};
+    return count;
+}
+
+// Py_AtExit hook: waits (at most 10 s) for engine calls that run without the GIL to return.
+inline void drain_calls_at_exit() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (calls_in_flight().load() > 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+class GilRelease {
+  public:
+    GilRelease() : state_(PyEval_SaveThread()) { ++calls_in_flight(); }
+    ~GilRelease() noexcept(false) {
+        --calls_in_flight();
+        if (finalizing())
+            for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // the process is ending
+        PyEval_RestoreThread(state_);
+    }
+    GilRelease(const GilRelease&) = delete;
+    GilRelease& operator=(const GilRelease&) = delete;
+
+  private:
+    static bool finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+        return Py_IsFinalizing() != 0;
+#else
+        return _Py_IsFinalizing() != 0;
+#endif
+    }
+
+    PyThreadState* state_;
+};
+
+}  // namespace vecgraph::bindings
