@@ -36,6 +36,20 @@ class HashEmbedder:
         return out
 
 
+class Float64Embedder(HashEmbedder):
+    """Returns float64 rows (the protocol asks for float32)."""
+
+    def __call__(self, texts):
+        return super().__call__(texts).astype(np.float64)
+
+
+class ShortEmbedder(HashEmbedder):
+    """Returns one row too few."""
+
+    def __call__(self, texts):
+        return super().__call__(texts)[:-1]
+
+
 def make_hash_embedder() -> HashEmbedder:
     return HashEmbedder("hash-factory")
 
@@ -501,14 +515,6 @@ def test_embedder_record_survives_reopen_and_checkpoint(tmp_path):
 
 
 def test_embedder_output_is_checked(tmp_path):
-    class Float64(HashEmbedder):
-        def __call__(self, texts):
-            return super().__call__(texts).astype(np.float64)
-
-    class Short(HashEmbedder):
-        def __call__(self, texts):
-            return super().__call__(texts)[:-1]
-
     class NaNForBad(HashEmbedder):
         def __call__(self, texts):
             out = super().__call__(texts)
@@ -517,9 +523,9 @@ def test_embedder_output_is_checked(tmp_path):
 
     table = pa.table({"key": ["a", "b", "c", "d"], "text": ["x", "bad", "", "y"]})
     with pytest.raises(TypeError, match="returned dtype float64, expected float32"):
-        ingest.nodes(vg.Graph(DIM), table, embedder=Float64(), progress=False)
+        ingest.nodes(vg.Graph(DIM), table, embedder=Float64Embedder(), progress=False)
     with pytest.raises(vg.DimensionMismatchError, match=r"returned shape \(2, 8\) for 3 texts, expected \(3, 8\)"):
-        ingest.nodes(vg.Graph(DIM), table, embedder=Short(), on_error="skip", rejects=tmp_path / "r.jsonl",
+        ingest.nodes(vg.Graph(DIM), table, embedder=ShortEmbedder(), on_error="skip", rejects=tmp_path / "r.jsonl",
                      progress=False)
     g = vg.Graph(DIM)
     report = ingest.nodes(g, table, embedder=NaNForBad(), on_error="skip", rejects=tmp_path / "r.jsonl",
@@ -770,14 +776,6 @@ def test_rejects_file_that_is_the_source_is_refused(tmp_path):
 
 
 def test_failed_ingest_records_no_embedder(tmp_path):
-    class Float64(HashEmbedder):
-        def __call__(self, texts):
-            return super().__call__(texts).astype(np.float64)
-
-    class Short(HashEmbedder):
-        def __call__(self, texts):
-            return super().__call__(texts)[:-1]
-
     class Raising(HashEmbedder):
         def __call__(self, texts):
             raise RuntimeError("model not loaded")
@@ -786,9 +784,9 @@ def test_failed_ingest_records_no_embedder(tmp_path):
     folder = tmp_path / "g"
     with vg.Graph.open(folder, dim=DIM, sync="off") as g:
         with pytest.raises(TypeError, match="returned dtype float64"):
-            ingest.nodes(g, table, embedder=Float64("float64"), progress=False)
+            ingest.nodes(g, table, embedder=Float64Embedder("float64"), progress=False)
         with pytest.raises(vg.DimensionMismatchError, match="returned shape"):
-            ingest.nodes(g, table, embedder=Short("short"), progress=False)
+            ingest.nodes(g, table, embedder=ShortEmbedder("short"), progress=False)
         with pytest.raises(RuntimeError, match="model not loaded"):
             ingest.nodes(g, table, embedder=Raising("raising"), progress=False)
         empty = pa.table({"key": ["a", "b"], "text": ["x", ""]})
@@ -817,7 +815,7 @@ def test_failed_ingest_records_no_embedder(tmp_path):
     h = vg.Graph(DIM)
     h.add_nodes(["a", "b"], np.ones((2, DIM), np.float32))
     with pytest.raises(TypeError, match="returned dtype float64"):
-        ingest.edges(h, pa.table({"src": ["a"], "dst": ["b"], "text": ["e"]}), embedder=Float64("f"), progress=False)
+        ingest.edges(h, pa.table({"src": ["a"], "dst": ["b"], "text": ["e"]}), embedder=Float64Embedder("f"), progress=False)
     assert h.embedder is None and h.count_edges == 0
     ingest.edges(h, pa.table({"src": ["a"], "dst": ["b"], "text": ["e"]}), embedder=HashEmbedder("e"),
                  progress=False)

@@ -16,6 +16,27 @@ namespace vecgraph {
 
 namespace {
 
+// Seeds rank by score, then by node id (a total order). A function object, so that the heap
+// algorithms inline it.
+struct RanksBefore {
+    bool operator()(const ScoredNode& a, const ScoredNode& b) const {
+        return a.score != b.score ? a.score > b.score : a.node < b.node;
+    }
+};
+constexpr RanksBefore ranks_before{};
+
+// Keeps the best `wanted` candidates offered in a heap whose front is the worst kept.
+void offer_best(std::vector<ScoredNode>& heap, std::size_t wanted, const ScoredNode& candidate) {
+    if (heap.size() < wanted) {
+        heap.push_back(candidate);
+        std::push_heap(heap.begin(), heap.end(), ranks_before);
+    } else if (ranks_before(candidate, heap.front())) {
+        std::pop_heap(heap.begin(), heap.end(), ranks_before);
+        heap.back() = candidate;
+        std::push_heap(heap.begin(), heap.end(), ranks_before);
+    }
+}
+
 constexpr std::size_t count_context_slots = 16;
 constexpr std::size_t max_dim = 65536;  // keeps every int32 dot product exact
 constexpr std::size_t max_expansion = 65536;  // HNSW beam widths (efConstruction, ef) beyond this only cost memory
@@ -1014,12 +1035,15 @@ Status Engine::wait_for_indexing() {
     return background_status_;
 }
 
+std::size_t Engine::background_pending() const {
+    return background_running_.load(std::memory_order_acquire)
+               ? background_nodes_.size() - background_done_.load(std::memory_order_acquire)
+               : 0;
+}
+
 std::size_t Engine::count_index_pending() const {
     std::lock_guard<std::mutex> writer(writer_mutex_);  // a pass starts under it
-    std::size_t background = background_running_.load(std::memory_order_acquire)
-                                 ? background_nodes_.size() - background_done_.load(std::memory_order_acquire)
-                                 : 0;
-    return background + deferred_hnsw_.size();
+    return background_pending() + deferred_hnsw_.size();
 }
 
 bool Engine::indexing_deferred() const {
@@ -1646,9 +1670,6 @@ void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const
     constexpr std::size_t block_rows = 4096;
     const std::size_t count = node_keys_.size();
     const std::size_t stride = node_vectors_.stride_bytes();
-    auto worse = [](const ScoredNode& a, const ScoredNode& b) {  // a ranks before b
-        return a.score != b.score ? a.score > b.score : a.node < b.node;
-    };
     std::vector<ScoredNode>& heap = scratch.seeds;
     heap.clear();
     scratch.dots.resize(block_rows);
@@ -1670,19 +1691,11 @@ void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const
         }
         for (std::size_t i = 0; i < rows; ++i) {
             auto node = filter ? scratch.visited[i] : static_cast<node_id_t>(begin + i);
-            ScoredNode candidate{node, score_from_dot(config_.metric, scratch.dots[i], query.scale, query.sq_norm,
-                                                      node_vectors_.scale(node), node_vectors_.sq_norm(node))};
-            if (heap.size() < wanted) {
-                heap.push_back(candidate);
-                std::push_heap(heap.begin(), heap.end(), worse);
-            } else if (worse(candidate, heap.front())) {
-                std::pop_heap(heap.begin(), heap.end(), worse);
-                heap.back() = candidate;
-                std::push_heap(heap.begin(), heap.end(), worse);
-            }
+            offer_best(heap, wanted, {node, score_from_dot(config_.metric, scratch.dots[i], query.scale, query.sq_norm,
+                                                           node_vectors_.scale(node), node_vectors_.sq_norm(node))});
         }
     }
-    std::sort_heap(heap.begin(), heap.end(), worse);  // best first
+    std::sort_heap(heap.begin(), heap.end(), ranks_before);  // best first
     scratch.visited.clear();
 }
 
@@ -1696,12 +1709,8 @@ void Engine::unindexed_seeds(const QuantizedVector& query, std::size_t wanted, c
     const node_id_t* pending = background_nodes_.data() + done;
     const std::size_t count = background_nodes_.size() - std::min(done, background_nodes_.size());
     if (count == 0 || wanted == 0) return;
-    auto worse = [](const ScoredNode& a, const ScoredNode& b) {  // a ranks before b
-        return a.score != b.score ? a.score > b.score : a.node < b.node;
-    };
     std::vector<ScoredNode>& heap = scratch.seeds;
-    const std::vector<ScoredNode> from_hnsw(heap.begin(), heap.end());
-    std::make_heap(heap.begin(), heap.end(), worse);
+    std::make_heap(heap.begin(), heap.end(), ranks_before);
     std::vector<node_id_t>& rows = scratch.visited;  // borrowed; begin() resets it per query
     scratch.dots.resize(block_rows);
     for (std::size_t begin = 0; begin < count; begin += block_rows) {
@@ -1716,21 +1725,14 @@ void Engine::unindexed_seeds(const QuantizedVector& query, std::size_t wanted, c
         for (std::size_t i = 0; i < rows.size(); ++i) {
             ScoredNode candidate{rows[i], score_from_dot(config_.metric, scratch.dots[i], query.scale, query.sq_norm,
                                                          node_vectors_.scale(rows[i]), node_vectors_.sq_norm(rows[i]))};
-            if (heap.size() >= wanted && !worse(candidate, heap.front())) continue;
-            bool seen = false;
-            for (const ScoredNode& s : from_hnsw) seen = seen || s.node == candidate.node;
-            if (seen) continue;
-            if (heap.size() < wanted) {
-                heap.push_back(candidate);
-                std::push_heap(heap.begin(), heap.end(), worse);
-            } else {
-                std::pop_heap(heap.begin(), heap.end(), worse);
-                heap.back() = candidate;
-                std::push_heap(heap.begin(), heap.end(), worse);
-            }
+            if (heap.size() >= wanted && !ranks_before(candidate, heap.front())) continue;
+            // Already kept from HNSW (it scores the same there: no better copy can have been dropped).
+            bool kept = false;
+            for (const ScoredNode& s : heap) kept = kept || s.node == candidate.node;
+            if (!kept) offer_best(heap, wanted, candidate);
         }
     }
-    std::sort_heap(heap.begin(), heap.end(), worse);  // best first
+    std::sort_heap(heap.begin(), heap.end(), ranks_before);  // best first
     rows.clear();
 }
 
@@ -1822,9 +1824,7 @@ EngineStats Engine::stats() const {
     auto lock = read_lock();
     EngineStats s{};
     s.read_only = read_only;
-    s.count_index_pending = deferred + (background_running_.load(std::memory_order_acquire)
-                                            ? background_nodes_.size() - background_done_.load(std::memory_order_acquire)
-                                            : 0);
+    s.count_index_pending = deferred + background_pending();
     s.count_nodes = node_keys_.size() - count_dead_nodes_;
     s.count_edges = edge_src_.size() - count_dead_edges_;
     s.count_deleted_nodes = count_dead_nodes_;

@@ -1228,16 +1228,9 @@ def nodes(
             FileNotFoundError: no such file.
     """
     start = time.perf_counter()
-    _check_graph(graph)
-    options = _options(batch_rows, on_error, progress, rejects)
+    options, key_type, vector_column, array, embedder = _check_args(
+        graph, source, vector, embedder, key_type, batch_rows, on_error, progress, rejects)
     upsert = bool(upsert)
-    key_type = _key_type(key_type)
-    vector_column, array = _vector_arg(vector)
-    if embedder is not None:
-        embedder = check_embedder(embedder)
-        if vector is not None:
-            raise TypeError("pass vector= or embedder=, not both: the embedder computes the vectors from the text")
-    _check_rejects_path(options.rejects, source)
     src = _open_source(source, options.batch_rows)
     try:
         required = ("key",) + (("vector",) if array is None and embedder is None else ()) + \
@@ -1262,11 +1255,33 @@ def nodes(
         src.close()
         raise
     plan = _NodePlan(graph, columns, array, embedder, upsert, src.text_keys and key_type == "int")
+    with _deferred_indexing(graph):
+        return _run_plan(graph, src, "node", plan, options, path, array, columns, start)
+
+
+def _check_args(graph: Any, source: Source, vector: Any, embedder: Any, key_type: str, batch_rows: int,
+                on_error: str, progress: Optional[bool], rejects: Any) -> tuple:
+    """The arguments nodes() and edges() share, checked: (options, key_type, vector column
+    name or None, vector array or None, embedder or None)."""
+    _check_graph(graph)
+    options = _options(batch_rows, on_error, progress, rejects)
+    key_type = _key_type(key_type)
+    vector_column, array = _vector_arg(vector)
+    if embedder is not None:
+        embedder = check_embedder(embedder)
+        if vector is not None:
+            raise TypeError("pass vector= or embedder=, not both: the embedder computes the vectors from the text")
+    _check_rejects_path(options.rejects, source)
+    return options, key_type, vector_column, array, embedder
+
+
+def _run_plan(graph: Any, src: _Source, kind: str, plan: Any, options: _Options, path: Optional[str],
+              array: Optional[np.ndarray], columns: dict, start: float) -> IngestReport:
+    """_run with the plan's steps, writing bad rows to ``path`` (when set)."""
     writer = _Rejects(path) if path else None
     try:
-        with _deferred_indexing(graph):
-            return _run(graph, src, "node", plan.prepare, plan.apply, options, writer, array,
-                        [c for c in dict.fromkeys(columns.values()) if c is not None], "ingest nodes", start)
+        return _run(graph, src, kind, plan.prepare, plan.apply, options, writer, array,
+                    [c for c in dict.fromkeys(columns.values()) if c is not None], f"ingest {kind}s", start)
     finally:
         if writer is not None:
             writer.close()
@@ -1430,15 +1445,8 @@ def edges(
     Returns / Raises: as :func:`nodes` (dangling edges are bad rows, never NotFoundError).
     """
     start = time.perf_counter()
-    _check_graph(graph)
-    options = _options(batch_rows, on_error, progress, rejects)
-    key_type = _key_type(key_type)
-    vector_column, array = _vector_arg(vector)
-    if embedder is not None:
-        embedder = check_embedder(embedder)
-        if vector is not None:
-            raise TypeError("pass vector= or embedder=, not both: the embedder computes the vectors from the text")
-    _check_rejects_path(options.rejects, source)
+    options, key_type, vector_column, array, embedder = _check_args(
+        graph, source, vector, embedder, key_type, batch_rows, on_error, progress, rejects)
     src_source = _open_source(source, options.batch_rows)
     try:
         given = {"src": src, "dst": dst, "rel": rel, "weight": weight, "ts": ts, "text": text, "props": props,
@@ -1458,13 +1466,7 @@ def edges(
         src_source.close()
         raise
     plan = _EdgePlan(graph, columns, array, embedder, src_source.text_keys, key_type == "int")
-    writer = _Rejects(path) if path else None
-    try:
-        return _run(graph, src_source, "edge", plan.prepare, plan.apply, options, writer, array,
-                    [c for c in dict.fromkeys(columns.values()) if c is not None], "ingest edges", start)
-    finally:
-        if writer is not None:
-            writer.close()
+    return _run_plan(graph, src_source, "edge", plan, options, path, array, columns, start)
 
 
 class _EdgePlan:

@@ -937,17 +937,8 @@ class TextIndex:
 
     def _file_sums(self) -> dict:
         """{name: [bytes, crc32]} of the index's files (all but the header and lock files)."""
-        sums = {}
-        for name in sorted(os.listdir(self._folder)):
-            if name in _UNCHECKED_FILES:
-                continue
-            crc, size = 0, 0
-            with open(os.path.join(self._folder, name), "rb") as f:
-                while block := f.read(1 << 20):
-                    crc = zlib.crc32(block, crc)
-                    size += len(block)
-            sums[name] = [size, crc]
-        return sums
+        return {name: list(_size_and_crc(os.path.join(self._folder, name)))
+                for name in sorted(os.listdir(self._folder)) if name not in _UNCHECKED_FILES}
 
     def _check_files(self, sums: Any, entries: set) -> None:
         """Raises CorruptionError unless the folder holds exactly the files of ``sums`` (written
@@ -960,12 +951,8 @@ class TextIndex:
             missing, extra = sorted(set(sums) - present), sorted(present - set(sums))
             raise CorruptionError(f"{where} changed since it was closed (missing {missing}, unexpected {extra})")
         for name, (size, crc) in sums.items():
-            actual_crc, actual_size = 0, 0
             try:
-                with open(os.path.join(self._folder, name), "rb") as f:
-                    while block := f.read(1 << 20):
-                        actual_crc = zlib.crc32(block, actual_crc)
-                        actual_size += len(block)
+                actual_size, actual_crc = _size_and_crc(os.path.join(self._folder, name))
             except OSError as exc:
                 raise CorruptionError(f"{where}: cannot read {name} ({exc})") from exc
             if (actual_size, actual_crc) != (size, crc):
@@ -985,6 +972,16 @@ class TextIndex:
             os.replace(path + ".tmp", path)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc}") from exc
+
+
+def _size_and_crc(path: str) -> tuple[int, int]:
+    """(bytes, CRC-32) of a file, read in 1 MiB blocks."""
+    crc, size = 0, 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            crc = zlib.crc32(block, crc)
+            size += len(block)
+    return size, crc
 
 
 def _call(fn: Callable[[], Any], where: str, doing: str) -> Any:

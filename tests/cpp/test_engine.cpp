@@ -25,6 +25,24 @@ std::unique_ptr<Engine> make(std::size_t dim, Metric metric = Metric::cos) {
     return std::move(created).value();
 }
 
+// n nodes with int keys first, first + 1, ... and standard normal vectors, as one batch.
+struct RandomNodes {
+    std::vector<std::string> keys;
+    std::vector<float> vectors;
+    NodeBatch batch;
+
+    RandomNodes(std::size_t n, std::size_t dim, std::mt19937& rng, std::int64_t first = 0) : vectors(n * dim) {
+        std::normal_distribution<float> normal;
+        for (std::size_t i = 0; i < n; ++i) keys.push_back(encode_int_key(first + static_cast<std::int64_t>(i)));
+        for (auto& v : vectors) v = normal(rng);
+        batch.count = n;
+        batch.keys = keys.data();
+        batch.vectors = vectors.data();
+    }
+    RandomNodes(const RandomNodes&) = delete;  // batch points into this object
+    RandomNodes& operator=(const RandomNodes&) = delete;
+};
+
 std::vector<std::string> text_keys(std::initializer_list<const char*> names) {
     std::vector<std::string> keys;
     for (const char* name : names) keys.push_back(encode_text_key(name));
@@ -175,16 +193,8 @@ TEST_CASE("HNSW seeds match exact seeds on a small graph (recall@10 >= 0.95 at e
     auto engine = make(16);
     std::mt19937 rng(7);
     std::normal_distribution<float> normal;
-    std::size_t n = 500;
-    std::vector<std::string> keys;
-    std::vector<float> vectors(n * 16);
-    for (std::size_t i = 0; i < n; ++i) keys.push_back(encode_int_key(static_cast<std::int64_t>(i)));
-    for (auto& v : vectors) v = normal(rng);
-    NodeBatch nodes;
-    nodes.count = n;
-    nodes.keys = keys.data();
-    nodes.vectors = vectors.data();
-    REQUIRE(engine->add_nodes(nodes).ok());
+    RandomNodes nodes(500, 16, rng);
+    REQUIRE(engine->add_nodes(nodes.batch).ok());
     SearchRequest request;
     request.hops = 0;
     request.k = 10;
@@ -211,14 +221,10 @@ TEST_CASE("deferred indexing, HNSW save and load, and verify") {
     std::mt19937 rng(11);
     std::normal_distribution<float> normal;
     const std::size_t n = 400, dim = 8;
-    std::vector<std::string> keys;
-    std::vector<float> vectors(n * dim);
-    for (std::size_t i = 0; i < n; ++i) keys.push_back(encode_int_key(static_cast<std::int64_t>(i)));
-    for (auto& v : vectors) v = normal(rng);
-    NodeBatch nodes;
-    nodes.count = n;
-    nodes.keys = keys.data();
-    nodes.vectors = vectors.data();
+    RandomNodes data(n, dim, rng);
+    NodeBatch& nodes = data.batch;
+    const std::vector<std::string>& keys = data.keys;
+    const std::vector<float>& vectors = data.vectors;
     auto built = make(dim);
     REQUIRE(built->defer_indexing(true).ok());
     REQUIRE(built->add_nodes(nodes).ok());
@@ -316,17 +322,9 @@ TEST_CASE("searches from several threads while a writer adds nodes and edges") {
     std::vector<std::thread> readers;
     for (int t = 0; t < 4; ++t) readers.emplace_back(reader);
     std::mt19937 rng(13);
-    std::normal_distribution<float> normal;
     for (int batch = 0; batch < 50; ++batch) {
-        std::vector<std::string> keys;
-        std::vector<float> vectors(20 * 8);
-        for (int i = 0; i < 20; ++i) keys.push_back(encode_int_key(batch * 20 + i));
-        for (auto& v : vectors) v = normal(rng);
-        NodeBatch nodes;
-        nodes.count = 20;
-        nodes.keys = keys.data();
-        nodes.vectors = vectors.data();
-        REQUIRE(engine->add_nodes(nodes).ok());
+        RandomNodes nodes(20, 8, rng, batch * 20);
+        REQUIRE(engine->add_nodes(nodes.batch).ok());
         std::vector<std::string> src, dst;
         for (int i = 0; i < 20; ++i) {
             src.push_back(encode_int_key(batch * 20 + i));

@@ -357,6 +357,7 @@ class Engine {
     void background_index_pass();
     void stop_background_index();
     void join_background_index();
+    std::size_t background_pending() const;  // nodes a running pass has not reached
     void unindexed_seeds(const QuantizedVector& query, std::size_t wanted, const NodeFilter* filter,
                          const NodeColumns& columns, TraversalScratch& scratch) const;
     GraphView graph_view() const noexcept;
