@@ -301,3 +301,28 @@ def test_the_interpreter_exits_cleanly_while_daemon_threads_search():
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip() == "exit"
+
+
+def test_a_graph_left_open_is_closed_at_exit_without_hanging(tmp_path):
+    """A folder graph the program never closes is closed by its finaliser while the interpreter
+    exits: the main thread takes the GIL back after the close (it must not wait as daemon
+    threads do), the process ends promptly, and every write is there on reopen."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "db"
+    script = (
+        "import sys, numpy as np, vecgraph as vg\n"
+        "g = vg.Graph.open(sys.argv[1], dim=8, sync='always')\n"
+        "g.add_nodes(['a', 'b'], np.eye(2, 8, dtype=np.float32), texts=['alpha', 'beta'])\n"
+        "g.add_edges(['a'], ['b'], rels=['knows'])\n"
+        "print('exit')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "exit"
+    with vg.Graph.open(folder) as graph:
+        assert len(graph) == 2
+        assert [edge.dst for edge in graph.neighbors("a", rels=["knows"])] == ["b"]
+        assert graph.hybrid_search(text="beta", k=1, channels=["bm25"]).keys == ["b"]

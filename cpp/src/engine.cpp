@@ -1656,7 +1656,7 @@ Status Engine::expand_and_score(const SearchRequest& request, TraversalScratch& 
     result.count_visited = scratch.visited.size();
     std::vector<edge_id_t>& path = scratch.path;
     for (const Hit& hit : result.hits) {
-        path_to(scratch, hit.node, edge_src_.data(), edge_dst_.data(), path);
+        path_to(scratch, hit.position, path);
         result.path_edges.insert(result.path_edges.end(), path.begin(), path.end());
         result.path_offsets.push_back(static_cast<std::uint32_t>(result.path_edges.size()));
     }

@@ -15,6 +15,7 @@
 
 #include <usearch/index.hpp>
 
+#include "vecgraph/detail/prefetch.hpp"
 #include "vecgraph/simd/kernels.hpp"
 
 
@@ -48,6 +49,24 @@ struct metric_t {
         row_ref_t x = ref(a), y = ref(b);
         std::int32_t product = dot(x.codes, y.codes, store->dim());
         return -score_from_dot(store->metric(), product, x.scale, x.sq_norm, y.scale, y.sq_norm);
+    }
+};
+
+// Called by USearch with the neighbours a search is about to measure: their rows (header and
+// codes) are requested from memory together, so the misses overlap instead of queueing one
+// distance at a time.
+struct prefetch_rows_t {
+    const VectorStore* store;
+    const std::vector<node_id_t>* slot_to_node;
+
+    template <typename member_iterator_at>
+    void operator()(member_iterator_at begin, member_iterator_at end) const noexcept {
+        const std::size_t stride = store->stride_bytes();
+        for (; begin != end; ++begin) {
+            node_id_t node = (*slot_to_node)[static_cast<std::size_t>(get_slot(begin))];
+            if (node == invalid_id) continue;  // a slot another thread is still adding
+            detail::prefetch_bytes(store->row_data(node), stride);
+        }
     }
 };
 
@@ -110,6 +129,7 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
         }
     } release{reserved_, count};
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
+    prefetch_rows_t prefetch{&store_, &impl_->slot_to_node};
     threads = std::max<std::size_t>(1, std::min({threads, impl_->count_contexts, count / 256 + 1}));
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
@@ -125,7 +145,7 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
             row_ref_t value{store_.codes(node), store_.scale(node), store_.sq_norm(node)};
             auto result = index.add(
                 node, value, metric, config,
-                [&](hnsw_t::member_ref_t member) { impl_->slot_to_node[member.slot] = node; });
+                [&](hnsw_t::member_ref_t member) { impl_->slot_to_node[member.slot] = node; }, prefetch);
             if (!result) {
                 std::lock_guard<std::mutex> lock(failure_mutex);
                 failure = take_error(result.error);
@@ -322,6 +342,7 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
     if (reindexed) wanted += std::min(wanted, reindexed);
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
     row_ref_t value{query.codes.data(), query.scale, query.sq_norm};
+    prefetch_rows_t prefetch{&store_, &impl_->slot_to_node};
     us::index_search_config_t config;
     config.thread = context;
     auto collect = [&](auto&& result) {
@@ -343,9 +364,9 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
             auto predicate = [&](hnsw_t::member_cref_t member) {
                 return filter->admits(columns, slots[member.slot]);
             };
-            collect(index.search(value, wanted, metric, config, predicate));
+            collect(index.search(value, wanted, metric, config, predicate, prefetch));
         } else {
-            collect(index.search(value, wanted, metric, config));
+            collect(index.search(value, wanted, metric, config, us::dummy_predicate_t{}, prefetch));
         }
         const std::size_t returned = out.size();
         std::sort(out.begin(), out.end(), [](const ScoredNode& a, const ScoredNode& b) {

@@ -4,18 +4,20 @@
 #include <algorithm>
 #include <cmath>
 
+#include "vecgraph/detail/prefetch.hpp"
 #include "vecgraph/simd/kernels.hpp"
 
 namespace vecgraph {
 
 void TraversalScratch::begin(std::size_t count_nodes) {
-    if (marks.size() < count_nodes) marks.resize(count_nodes + count_nodes / 4 + 16, Mark{0, invalid_id});
-    if (++epoch == 0) {  // wrapped: old stamps could collide with new ones
-        std::fill(marks.begin(), marks.end(), Mark{0, invalid_id});
-        epoch = 1;
-    }
+    // Every set bit belongs to a node in `visited` (visit() and push_visited() go together).
+    for (node_id_t node : visited) seen[node >> 6] &= ~(std::uint64_t{1} << (node & 63));
+    const std::size_t words = (count_nodes + 63) / 64;
+    if (seen.size() < words) seen.resize(words + words / 4 + 1, 0);
     visited.clear();
     visited_hops.clear();
+    visited_parent.clear();
+    visited_parent_edge.clear();
 }
 
 namespace {
@@ -27,16 +29,65 @@ struct Visitor {
     const NodeFilter* filter;
     std::size_t max_visited;
     std::uint32_t hop;
+    std::uint32_t parent = 0;  // position of the node being expanded
 
     bool operator()(node_id_t neighbor, edge_id_t edge) const {
-        TraversalScratch::Mark& mark = scratch.marks[neighbor];
-        if (mark.epoch == scratch.epoch) return true;
+        const std::uint64_t bit = std::uint64_t{1} << (neighbor & 63);
+        if (scratch.seen[neighbor >> 6] & bit) return true;
+        // A node the filter rejects stays unmarked: it is tested again if reached again.
         if (filter && !filter->admits(columns, neighbor)) return true;
-        mark.epoch = scratch.epoch;
-        mark.parent_edge = edge;
-        scratch.visited.push_back(neighbor);
-        scratch.visited_hops.push_back(hop);
+        scratch.seen[neighbor >> 6] |= bit;
+        scratch.push_visited(neighbor, hop, parent, edge);
         return scratch.visited.size() < max_visited;
+    }
+};
+
+// A software pipeline over one BFS level, so that the memory misses of expanding a node overlap
+// with the work on the nodes before it: `offsets_ahead` positions on, the CSR offsets are
+// requested; `entries_ahead` on, the adjacency entries they point at; `marks_ahead` on, the
+// visited-set words of the first entries' neighbours. Only the immutable CSR is prefetched (the
+// delta's lists are short and recently written).
+struct AdjacencyPrefetcher {
+    static constexpr std::size_t offsets_ahead = 12, entries_ahead = 6, marks_ahead = 3;
+    static constexpr std::size_t marks_per_list = 8;
+
+    const CsrGraph& base;
+    Direction direction;
+    const TraversalScratch& scratch;
+
+    static void prefetch(const void* p) noexcept { detail::prefetch_read(p); }
+
+    template <typename fn_at>
+    void each_adjacency(fn_at&& fn) const {
+        if (direction != Direction::in) fn(base.out());
+        if (direction != Direction::out) fn(base.in());
+    }
+
+    void operator()(std::size_t level_end, std::size_t v) const {
+        const node_id_t* visited = scratch.visited.data();
+        const std::size_t count_nodes = base.count_nodes();
+        if (v + offsets_ahead < level_end) {
+            node_id_t u = visited[v + offsets_ahead];
+            if (u < count_nodes) each_adjacency([&](const Adjacency& adj) { prefetch(adj.offsets.data() + u); });
+        }
+        if (v + entries_ahead < level_end) {
+            node_id_t u = visited[v + entries_ahead];
+            if (u < count_nodes)
+                each_adjacency([&](const Adjacency& adj) {
+                    const std::size_t n = std::min<std::size_t>(adj.offsets[u + 1] - adj.offsets[u], 2 * marks_per_list);
+                    const AdjEntry* first = adj.entries.data() + adj.offsets[u];
+                    for (std::size_t i = 0; i < n; i += 4) prefetch(first + i);
+                });
+        }
+        if (v + marks_ahead < level_end) {
+            node_id_t u = visited[v + marks_ahead];
+            if (u < count_nodes)
+                each_adjacency([&](const Adjacency& adj) {
+                    const std::size_t n = std::min<std::size_t>(adj.offsets[u + 1] - adj.offsets[u], marks_per_list);
+                    const AdjEntry* first = adj.entries.data() + adj.offsets[u];
+                    for (std::size_t i = 0; i < n; ++i) prefetch(scratch.seen.data() + (first[i].neighbor >> 6));
+                });
+        }
     }
 };
 
@@ -63,12 +114,8 @@ void traverse_and_score(const GraphView& graph, const VectorStore& store, const 
     // Level 0: the seeds, best first.
     for (const ScoredNode& seed : scratch.seeds) {
         if (scratch.visited.size() >= params.max_visited) break;
-        TraversalScratch::Mark& mark = scratch.marks[seed.node];
-        if (mark.epoch == scratch.epoch) continue;
-        mark.epoch = scratch.epoch;
-        mark.parent_edge = invalid_id;
-        scratch.visited.push_back(seed.node);
-        scratch.visited_hops.push_back(0);
+        if (!scratch.visit(seed.node)) continue;
+        scratch.push_visited(seed.node, 0, invalid_id, invalid_id);
     }
     // Levels 1..hops.
     std::size_t level_begin = 0;
@@ -77,7 +124,12 @@ void traverse_and_score(const GraphView& graph, const VectorStore& store, const 
         std::size_t level_end = scratch.visited.size();
         if (level_begin == level_end) break;
         Visitor visit{scratch, columns, filter, params.max_visited, hop};
-        for (std::size_t v = level_begin; v < level_end && room; ++v) room = for_each_allowed_edge(graph, scratch.visited[v], params, visit);
+        AdjacencyPrefetcher ahead{*graph.base, params.direction, scratch};
+        for (std::size_t v = level_begin; v < level_end && room; ++v) {
+            ahead(level_end, v);
+            visit.parent = static_cast<std::uint32_t>(v);
+            room = for_each_allowed_edge(graph, scratch.visited[v], params, visit);
+        }
         level_begin = level_end;
     }
     // Score everything visited.
@@ -106,17 +158,13 @@ void traverse_and_score(const GraphView& graph, const VectorStore& store, const 
     }
     select_top_k(scratch.visited.data(), scratch.scores.data(), count, params.k, scratch.order);
     hits.reserve(scratch.order.size());
-    for (std::uint32_t i : scratch.order) hits.push_back({scratch.visited[i], scratch.scores[i], scratch.visited_hops[i]});
+    for (std::uint32_t i : scratch.order) hits.push_back({scratch.visited[i], scratch.scores[i], scratch.visited_hops[i], i});
 }
 
-void path_to(const TraversalScratch& scratch, node_id_t node, const node_id_t* edge_src, const node_id_t* edge_dst,
-             std::vector<edge_id_t>& path) {
+void path_to(const TraversalScratch& scratch, std::uint32_t position, std::vector<edge_id_t>& path) {
     path.clear();
-    while (scratch.marks[node].parent_edge != invalid_id) {
-        edge_id_t edge = scratch.marks[node].parent_edge;
-        path.push_back(edge);
-        node = edge_src[edge] == node ? edge_dst[edge] : edge_src[edge];
-    }
+    for (std::uint32_t at = position; scratch.visited_parent[at] != invalid_id; at = scratch.visited_parent[at])
+        path.push_back(scratch.visited_parent_edge[at]);
     std::reverse(path.begin(), path.end());
 }
 

@@ -4,9 +4,10 @@
 // back: CPython (before 3.14) ends such a thread with a forced unwind from
 // PyEval_RestoreThread, which aborts the process from a noexcept destructor
 // (py::gil_scoped_release) or, unwinding further, frees Python objects without the GIL. As
-// CPython 3.14 does, such a thread instead sleeps until the process ends. The exit hook
-// drain_calls_at_exit (registered with Py_AtExit) waits for calls still running, so that
-// none races the C++ static destructors.
+// CPython 3.14 does, such a thread instead sleeps until the process ends. The thread that runs
+// the finalisation (the main thread: a graph closed from __del__ at exit) takes the GIL back
+// as usual. The exit hook drain_calls_at_exit (registered with Py_AtExit) waits for calls
+// still running, so that none races the C++ static destructors.
 #pragma once
 
 #include <Python.h>
@@ -16,6 +17,13 @@
 #include <thread>
 
 namespace vecgraph::bindings {
+
+// Python's thread identifier of the main thread, the one that finalises the interpreter; set by
+// the module's init from threading.main_thread().
+inline std::atomic<unsigned long>& main_thread_ident() {
+    static std::atomic<unsigned long> ident{0};
+    return ident;
+}
 
 inline std::atomic<int>& calls_in_flight() {
     static std::atomic<int> count{0};
@@ -34,7 +42,7 @@ class GilRelease {
     GilRelease() : state_(PyEval_SaveThread()) { ++calls_in_flight(); }
     ~GilRelease() noexcept(false) {
         --calls_in_flight();
-        if (finalizing())
+        if (finalizing() && PyThread_get_thread_ident() != main_thread_ident().load())
             for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // the process is ending
         PyEval_RestoreThread(state_);
     }

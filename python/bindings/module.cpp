@@ -44,6 +44,8 @@ py::array_t<std::int8_t> check_codes(const py::array& a, const char* name, int n
 PYBIND11_MODULE(_core, m) {
     m.doc() = "vecgraph C++ core (private; use the vecgraph package)";
     Py_AtExit(&vecgraph::bindings::drain_calls_at_exit);
+    vecgraph::bindings::main_thread_ident() =
+        py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
     vecgraph::bindings::bind_engine(m);
     vecgraph::bindings::bind_fusion(m);
 

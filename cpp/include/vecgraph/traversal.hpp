@@ -15,7 +15,9 @@
 //    the result is the top k by (score desc, node id asc), each with its hop and the edge
 //    through which it was first reached (its BFS-tree parent edge).
 // All buffers live in TraversalScratch, one per context slot: no allocation per query once
-// the scratch has grown to the graph's size (epoch-stamped visited marks need no clearing).
+// the scratch has grown to the graph's size. The visited set is a bitset over node ids (one bit
+// a node: 12.5 KiB at 100k nodes, so its random probes stay in L1/L2); a query clears only the
+// bits the previous query set.
 #pragma once
 
 #include <algorithm>
@@ -46,17 +48,15 @@ struct Hit {
     node_id_t node;
     float score;
     std::uint32_t hop;
+    std::uint32_t position;  // index in TraversalScratch::visited (for path_to)
 };
 
 struct TraversalScratch {
-    struct Mark {
-        std::uint32_t epoch;
-        edge_id_t parent_edge;  // invalid_id for seeds
-    };
-    std::vector<Mark> marks;             // indexed by node id
-    std::uint32_t epoch = 0;
+    std::vector<std::uint64_t> seen;     // visited bitset, indexed by node id
     std::vector<node_id_t> visited;      // visit order
     std::vector<std::uint32_t> visited_hops;
+    std::vector<std::uint32_t> visited_parent;   // position of the node it was reached from; invalid_id for seeds
+    std::vector<edge_id_t> visited_parent_edge;  // the edge it was reached through; invalid_id for seeds
     std::vector<std::int32_t> dots;
     std::vector<float> scores;
     std::vector<std::uint32_t> order;
@@ -69,6 +69,22 @@ struct TraversalScratch {
 
     /// Starts a new query over a graph of `count_nodes` nodes.
     void begin(std::size_t count_nodes);
+
+    /// Marks `node` visited; false if it already was.
+    bool visit(node_id_t node) noexcept {
+        std::uint64_t& word = seen[node >> 6];
+        const std::uint64_t bit = std::uint64_t{1} << (node & 63);
+        if (word & bit) return false;
+        word |= bit;
+        return true;
+    }
+    /// Appends a node just marked by visit().
+    void push_visited(node_id_t node, std::uint32_t hop, std::uint32_t parent, edge_id_t parent_edge) {
+        visited.push_back(node);
+        visited_hops.push_back(hop);
+        visited_parent.push_back(parent);
+        visited_parent_edge.push_back(parent_edge);
+    }
 };
 
 /// Traversal order of two adjacency entries: weight descending, then edge id ascending.
@@ -194,9 +210,8 @@ void traverse_and_score(const GraphView& graph, const VectorStore& store, const 
                         const NodeFilter* filter, const TraversalParams& params, TraversalScratch& scratch,
                         std::vector<Hit>& hits);
 
-/// Edge ids from the hit's seed to the hit, in walking order (empty for a seed). Valid until
-/// the scratch starts another query. `edge_src` / `edge_dst` are the edge list columns.
-void path_to(const TraversalScratch& scratch, node_id_t node, const node_id_t* edge_src, const node_id_t* edge_dst,
-             std::vector<edge_id_t>& path);
+/// Edge ids from the seed to the node visited at `position` (Hit::position), in walking order
+/// (empty for a seed). Valid until the scratch starts another query.
+void path_to(const TraversalScratch& scratch, std::uint32_t position, std::vector<edge_id_t>& path);
 
 }  // namespace vecgraph

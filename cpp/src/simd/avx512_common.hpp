@@ -19,23 +19,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "vecgraph/detail/prefetch.hpp"
+
 namespace vecgraph::simd {
 namespace {
 
 // Gathered rows are prefetched this many rows ahead of the row being computed (a multiple of 4).
 constexpr std::size_t prefetch_rows_ahead_avx512 = 8;
-constexpr std::uintptr_t cache_line_bytes = 64;
 
 inline __mmask32 tail_mask32_avx512(std::size_t n) noexcept { return __mmask32((std::uint32_t(1) << n) - 1); }
 inline __mmask64 tail_mask64_avx512(std::size_t n) noexcept { return __mmask64((std::uint64_t(1) << n) - 1); }
 
-inline void prefetch_row_avx512(const std::int8_t* row, std::size_t dim) noexcept {
-    if (dim == 0) return;
-    std::uintptr_t first = reinterpret_cast<std::uintptr_t>(row) & ~(cache_line_bytes - 1);
-    std::uintptr_t last = (reinterpret_cast<std::uintptr_t>(row) + dim - 1) & ~(cache_line_bytes - 1);
-    for (std::uintptr_t line = first; line <= last; line += cache_line_bytes)
-        _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
-}
+inline void prefetch_row_avx512(const std::int8_t* row, std::size_t dim) noexcept { detail::prefetch_bytes(row, dim); }
 
 inline std::uint32_t reduce_i32x16_avx512(__m512i v) noexcept {
     __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));

@@ -3,6 +3,7 @@
 // finish with one 8-lane SSE step and at most 7 scalar products; nothing is read past `dim`.
 #include <immintrin.h>
 
+#include "vecgraph/detail/prefetch.hpp"
 #include "vecgraph/simd/kernels.hpp"
 
 namespace vecgraph::simd {
@@ -10,7 +11,6 @@ namespace {
 
 // Gathered rows are prefetched this many rows ahead of the row being computed (a multiple of 4).
 constexpr std::size_t prefetch_rows_ahead_avx2 = 8;
-constexpr std::uintptr_t cache_line_bytes = 64;
 
 inline __m256i load_i8x16_as_i16_avx2(const std::int8_t* p) noexcept {
     return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -44,13 +44,7 @@ inline __m128i reduce4_i32x4_avx2(__m128i a, __m128i b, __m128i c, __m128i d) no
     return _mm_add_epi32(_mm_unpacklo_epi64(ab, cd), _mm_unpackhi_epi64(ab, cd));
 }
 
-inline void prefetch_row_avx2(const std::int8_t* row, std::size_t dim) noexcept {
-    if (dim == 0) return;
-    std::uintptr_t first = reinterpret_cast<std::uintptr_t>(row) & ~(cache_line_bytes - 1);
-    std::uintptr_t last = (reinterpret_cast<std::uintptr_t>(row) + dim - 1) & ~(cache_line_bytes - 1);
-    for (std::uintptr_t line = first; line <= last; line += cache_line_bytes)
-        _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
-}
+inline void prefetch_row_avx2(const std::int8_t* row, std::size_t dim) noexcept { detail::prefetch_bytes(row, dim); }
 
 std::int32_t dot_i8_avx2(const std::int8_t* a, const std::int8_t* b, std::size_t dim) noexcept {
     __m256i acc0 = _mm256_setzero_si256();

@@ -4,6 +4,7 @@
 // Dims that are not a multiple of 16 finish with at most 15 scalar products; nothing is read past `dim`.
 #include <arm_neon.h>
 
+#include "vecgraph/detail/prefetch.hpp"
 #include "vecgraph/simd/kernels.hpp"
 
 namespace vecgraph::simd {
@@ -11,7 +12,6 @@ namespace {
 
 // Gathered rows are prefetched this many rows ahead of the row being computed (a multiple of 4).
 constexpr std::size_t prefetch_rows_ahead_neon = 8;
-constexpr std::uintptr_t cache_line_bytes = 64;
 
 inline int32x4_t madd_i8x16_neon(int32x4_t acc, int8x16_t a, int8x16_t b) noexcept {
 #if defined(__ARM_FEATURE_DOTPROD)
@@ -31,13 +31,7 @@ inline std::uint32_t dot_scalar_i8_neon(const std::int8_t* a, const std::int8_t*
     return sum;
 }
 
-inline void prefetch_row_neon(const std::int8_t* row, std::size_t dim) noexcept {
-    if (dim == 0) return;
-    std::uintptr_t first = reinterpret_cast<std::uintptr_t>(row) & ~(cache_line_bytes - 1);
-    std::uintptr_t last = (reinterpret_cast<std::uintptr_t>(row) + dim - 1) & ~(cache_line_bytes - 1);
-    for (std::uintptr_t line = first; line <= last; line += cache_line_bytes)
-        __builtin_prefetch(reinterpret_cast<const void*>(line), 0, 3);
-}
+inline void prefetch_row_neon(const std::int8_t* row, std::size_t dim) noexcept { detail::prefetch_bytes(row, dim); }
 
 std::int32_t dot_i8_neon(const std::int8_t* a, const std::int8_t* b, std::size_t dim) noexcept {
     int32x4_t acc0 = vdupq_n_s32(0);
