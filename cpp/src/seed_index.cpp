@@ -128,6 +128,14 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
             while (!reserved.compare_exchange_weak(now, now - std::min(now, count))) {}
         }
     } release{reserved_, count};
+    // Searches that use USearch's prefetch hook must not overlap inserts (see search()): new
+    // searches see `inserting_` and go without it; the ones already running are waited for.
+    struct Inserting {
+        std::atomic<std::size_t>& inserting;
+        explicit Inserting(std::atomic<std::size_t>& flag) : inserting(flag) { inserting.fetch_add(1); }
+        ~Inserting() { inserting.fetch_sub(1); }
+    } inserting{inserting_};
+    while (prefetching_searches_.load() > 0) std::this_thread::yield();
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
     prefetch_rows_t prefetch{&store_, &impl_->slot_to_node};
     threads = std::max<std::size_t>(1, std::min({threads, impl_->count_contexts, count / 256 + 1}));
@@ -146,6 +154,7 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
             auto result = index.add(
                 node, value, metric, config,
                 [&](hnsw_t::member_ref_t member) { impl_->slot_to_node[member.slot] = node; }, prefetch);
+            if (result && !has_entry_.load(std::memory_order_relaxed)) has_entry_.store(true, std::memory_order_release);
             if (!result) {
                 std::lock_guard<std::mutex> lock(failure_mutex);
                 failure = take_error(result.error);
@@ -275,6 +284,7 @@ Status SeedIndex::load(const std::string& path, std::size_t count_nodes) {
     auto problems = verify(count_nodes, nullptr, 1);
     if (!problems.empty()) return fail(problems.front());
     count_reindexed_ = 0;
+    has_entry_.store(index.size() > 0, std::memory_order_release);
     return Status::OK();
 }
 
@@ -333,7 +343,9 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
                        std::vector<ScoredNode>& out) const {
     out.clear();
     const hnsw_t& index = impl_->index;
-    if (wanted == 0 || index.size() == 0) return;
+    // USearch counts the first member before it is the entry point: until that add returns, a
+    // search would start from a slot with no node yet.
+    if (wanted == 0 || !has_entry_.load(std::memory_order_acquire) || index.size() == 0) return;
     // USearch sizes its buffers by these: never more than the index holds.
     // A node indexed more than once (upserts) can come back more than once: ask for enough to
     // drop repeats, and more again while repeats leave fewer than asked.
@@ -345,6 +357,24 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
     prefetch_rows_t prefetch{&store_, &impl_->slot_to_node};
     us::index_search_config_t config;
     config.thread = context;
+    // USearch's prefetch hook walks a neighbour list with an iterator that re-reads the list's
+    // length at every step and stops only on equality: an insert that rewrites the list at the
+    // same time can leave the length below the iterator, which then reads past the list. The
+    // hook is used only while no insert runs (a Dekker handshake on two seq_cst counters with
+    // add_nodes(), which waits for the searches already using it).
+    prefetching_searches_.fetch_add(1);
+    const bool use_prefetch = inserting_.load() == 0;
+    if (!use_prefetch) prefetching_searches_.fetch_sub(1);
+    struct Leave {
+        std::atomic<std::size_t>* count;
+        ~Leave() {
+            if (count) count->fetch_sub(1);
+        }
+    } leave{use_prefetch ? &prefetching_searches_ : nullptr};
+    auto run = [&](auto&& predicate) {
+        return use_prefetch ? index.search(value, wanted, metric, config, predicate, prefetch)
+                            : index.search(value, wanted, metric, config, predicate);
+    };
     auto collect = [&](auto&& result) {
         if (!result) {
             take_error(result.error);
@@ -364,9 +394,9 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
             auto predicate = [&](hnsw_t::member_cref_t member) {
                 return filter->admits(columns, slots[member.slot]);
             };
-            collect(index.search(value, wanted, metric, config, predicate, prefetch));
+            collect(run(predicate));
         } else {
-            collect(index.search(value, wanted, metric, config, us::dummy_predicate_t{}, prefetch));
+            collect(run(us::dummy_predicate_t{}));
         }
         const std::size_t returned = out.size();
         std::sort(out.begin(), out.end(), [](const ScoredNode& a, const ScoredNode& b) {

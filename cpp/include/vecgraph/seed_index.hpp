@@ -85,6 +85,9 @@ class SeedIndex {
     HnswParams params_;
     std::atomic<std::size_t> count_reindexed_{0};  // members that repeat a node (upserts)
     std::atomic<std::size_t> reserved_{0};         // reserved by reserve_more, not yet added
+    std::atomic<std::size_t> inserting_{0};             // add_nodes() calls running
+    mutable std::atomic<std::size_t> prefetching_searches_{0};  // searches using USearch's prefetch hook
+    std::atomic<bool> has_entry_{false};           // the first member's add has returned (it is the entry point)
     std::unique_ptr<Impl> impl_;
 };
 
