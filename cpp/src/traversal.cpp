@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "vecgraph/detail/prefetch.hpp"
 #include "vecgraph/simd/kernels.hpp"
@@ -11,7 +12,7 @@ namespace vecgraph {
 
 void TraversalScratch::begin(std::size_t count_nodes) {
     // Every set bit belongs to a node in `visited` (visit() and push_visited() go together).
-    for (node_id_t node : visited) seen[node >> 6] &= ~(std::uint64_t{1} << (node & 63));
+    for (node_id_t node : visited) *seen_word(node) &= ~seen_bit(node);
     const std::size_t words = (count_nodes + 63) / 64;
     if (seen.size() < words) seen.resize(words + words / 4 + 1, 0);
     visited.clear();
@@ -32,11 +33,10 @@ struct Visitor {
     std::uint32_t parent = 0;  // position of the node being expanded
 
     bool operator()(node_id_t neighbor, edge_id_t edge) const {
-        const std::uint64_t bit = std::uint64_t{1} << (neighbor & 63);
-        if (scratch.seen[neighbor >> 6] & bit) return true;
+        if (scratch.is_visited(neighbor)) return true;
         // A node the filter rejects stays unmarked: it is tested again if reached again.
         if (filter && !filter->admits(columns, neighbor)) return true;
-        scratch.seen[neighbor >> 6] |= bit;
+        scratch.visit(neighbor);
         scratch.push_visited(neighbor, hop, parent, edge);
         return scratch.visited.size() < max_visited;
     }
@@ -55,7 +55,10 @@ struct AdjacencyPrefetcher {
     Direction direction;
     const TraversalScratch& scratch;
 
-    static void prefetch(const void* p) noexcept { detail::prefetch_read(p); }
+    // The first min(degree, limit) CSR entries of u, as (first, count).
+    static std::pair<const AdjEntry*, std::size_t> first_entries(const Adjacency& adj, node_id_t u, std::size_t limit) {
+        return {adj.entries.data() + adj.offsets[u], std::min<std::size_t>(adj.offsets[u + 1] - adj.offsets[u], limit)};
+    }
 
     template <typename fn_at>
     void each_adjacency(fn_at&& fn) const {
@@ -68,24 +71,22 @@ struct AdjacencyPrefetcher {
         const std::size_t count_nodes = base.count_nodes();
         if (v + offsets_ahead < level_end) {
             node_id_t u = visited[v + offsets_ahead];
-            if (u < count_nodes) each_adjacency([&](const Adjacency& adj) { prefetch(adj.offsets.data() + u); });
+            if (u < count_nodes) each_adjacency([&](const Adjacency& adj) { detail::prefetch_read(adj.offsets.data() + u); });
         }
         if (v + entries_ahead < level_end) {
             node_id_t u = visited[v + entries_ahead];
             if (u < count_nodes)
                 each_adjacency([&](const Adjacency& adj) {
-                    const std::size_t n = std::min<std::size_t>(adj.offsets[u + 1] - adj.offsets[u], 2 * marks_per_list);
-                    const AdjEntry* first = adj.entries.data() + adj.offsets[u];
-                    for (std::size_t i = 0; i < n; i += 4) prefetch(first + i);
+                    auto [first, n] = first_entries(adj, u, 2 * marks_per_list);
+                    for (std::size_t i = 0; i < n; i += 4) detail::prefetch_read(first + i);
                 });
         }
         if (v + marks_ahead < level_end) {
             node_id_t u = visited[v + marks_ahead];
             if (u < count_nodes)
                 each_adjacency([&](const Adjacency& adj) {
-                    const std::size_t n = std::min<std::size_t>(adj.offsets[u + 1] - adj.offsets[u], marks_per_list);
-                    const AdjEntry* first = adj.entries.data() + adj.offsets[u];
-                    for (std::size_t i = 0; i < n; ++i) prefetch(scratch.seen.data() + (first[i].neighbor >> 6));
+                    auto [first, n] = first_entries(adj, u, marks_per_list);
+                    for (std::size_t i = 0; i < n; ++i) detail::prefetch_read(scratch.seen_word(first[i].neighbor));
                 });
         }
     }

@@ -70,12 +70,14 @@ struct TraversalScratch {
     /// Starts a new query over a graph of `count_nodes` nodes.
     void begin(std::size_t count_nodes);
 
+    std::uint64_t* seen_word(node_id_t node) noexcept { return seen.data() + (node >> 6); }
+    const std::uint64_t* seen_word(node_id_t node) const noexcept { return seen.data() + (node >> 6); }
+    static std::uint64_t seen_bit(node_id_t node) noexcept { return std::uint64_t{1} << (node & 63); }
+    bool is_visited(node_id_t node) const noexcept { return *seen_word(node) & seen_bit(node); }
     /// Marks `node` visited; false if it already was.
     bool visit(node_id_t node) noexcept {
-        std::uint64_t& word = seen[node >> 6];
-        const std::uint64_t bit = std::uint64_t{1} << (node & 63);
-        if (word & bit) return false;
-        word |= bit;
+        if (is_visited(node)) return false;
+        *seen_word(node) |= seen_bit(node);
         return true;
     }
     /// Appends a node just marked by visit().
