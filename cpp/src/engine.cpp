@@ -342,7 +342,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     Regrow<tenant_id_t> tenants(node_tenants_, total);
     Regrow<std::int64_t> ts_column(node_ts_, total);
     Regrow<std::uint8_t> dead(node_dead_, total), flags(delta_.flags, total);
-    std::vector<std::int8_t> rows = node_vectors_.grown_buffer(prepared.count_new);
+    detail::huge_vector<std::int8_t> rows = node_vectors_.grown_buffer(prepared.count_new);
     std::vector<Regrow<std::uint32_t>> prop_str;
     std::vector<Regrow<std::int64_t>> prop_int;
     std::vector<Regrow<double>> prop_real;

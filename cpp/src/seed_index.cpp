@@ -15,6 +15,7 @@
 
 #include <usearch/index.hpp>
 
+#include "vecgraph/detail/huge_pages.hpp"
 #include "vecgraph/detail/prefetch.hpp"
 #include "vecgraph/simd/kernels.hpp"
 
@@ -22,7 +23,9 @@
 namespace vecgraph {
 
 namespace us = unum::usearch;
-using hnsw_t = us::index_gt<float, std::uint64_t, std::uint32_t>;
+// Node tape and the slot table on huge pages (detail/huge_pages.hpp): a search reads both at random.
+using hnsw_t = us::index_gt<float, std::uint64_t, std::uint32_t, detail::HugePageAllocator<us::byte_t>,
+                            detail::HugePageArena>;
 
 namespace {
 
@@ -35,7 +38,7 @@ struct row_ref_t {
 // Distance = -score, so that smaller is closer for every metric.
 struct metric_t {
     const VectorStore* store;
-    const std::vector<node_id_t>* slot_to_node;
+    const detail::huge_vector<node_id_t>* slot_to_node;
     simd::dot_i8_fn dot;
 
     row_ref_t ref(const row_ref_t& row) const noexcept { return row; }
@@ -57,7 +60,7 @@ struct metric_t {
 // distance at a time.
 struct prefetch_rows_t {
     const VectorStore* store;
-    const std::vector<node_id_t>* slot_to_node;
+    const detail::huge_vector<node_id_t>* slot_to_node;
 
     template <typename member_iterator_at>
     void operator()(member_iterator_at begin, member_iterator_at end) const noexcept {
@@ -79,7 +82,7 @@ std::string take_error(us::error_t& error) {
 
 struct SeedIndex::Impl {
     hnsw_t index;
-    std::vector<node_id_t> slot_to_node;
+    detail::huge_vector<node_id_t> slot_to_node;
     std::size_t count_contexts;
 };
 
@@ -390,7 +393,7 @@ void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::si
         config.expansion = std::min(std::max(expansion ? expansion : params_.expansion_search, wanted), index.size());
         out.clear();
         if (filter && filter->needed(columns)) {
-            const std::vector<node_id_t>& slots = impl_->slot_to_node;
+            const detail::huge_vector<node_id_t>& slots = impl_->slot_to_node;
             auto predicate = [&](hnsw_t::member_cref_t member) {
                 return filter->admits(columns, slots[member.slot]);
             };

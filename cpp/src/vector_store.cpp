@@ -80,8 +80,8 @@ Status VectorStore::validate(const float* rows, std::size_t count, const char* w
 
 void VectorStore::reserve(std::size_t count) { rows_.reserve(count * stride_); }
 
-std::vector<std::int8_t> VectorStore::grown_buffer(std::size_t extra_rows) const {
-    std::vector<std::int8_t> grown;
+detail::huge_vector<std::int8_t> VectorStore::grown_buffer(std::size_t extra_rows) const {
+    detail::huge_vector<std::int8_t> grown;
     std::size_t needed = (count_ + extra_rows) * stride_;
     if (needed <= rows_.capacity()) return grown;
     grown.reserve(std::max(needed, (count_ + count_ / 2) * stride_));

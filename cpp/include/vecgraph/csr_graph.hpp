@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "vecgraph/detail/huge_pages.hpp"
 #include "vecgraph/types.hpp"
 
 namespace vecgraph {
@@ -39,8 +40,9 @@ static_assert(sizeof(AdjEntry) == 16, "AdjEntry must stay 16 bytes (four per cac
 
 /// One direction's adjacency: node u's entries are entries[offsets[u], offsets[u + 1]).
 struct Adjacency {
-    std::vector<std::uint32_t> offsets;  // count_nodes + 1
-    std::vector<AdjEntry> entries;
+    // On huge pages: traversal reads both at random.
+    detail::huge_vector<std::uint32_t> offsets;  // count_nodes + 1
+    detail::huge_vector<AdjEntry> entries;
 
     std::size_t degree(node_id_t u) const noexcept {
         return u + 1 < offsets.size() ? offsets[u + 1] - offsets[u] : 0;

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "vecgraph/detail/huge_pages.hpp"
 #include "vecgraph/status.hpp"
 #include "vecgraph/types.hpp"
 
@@ -101,9 +102,9 @@ class VectorStore {
     /// A copy of the row buffer with room for `extra_rows` more rows (grown geometrically), or
     /// an empty buffer when the current one has room. Lets a writer copy outside a lock that
     /// readers wait for, then adopt_buffer() under it.
-    std::vector<std::int8_t> grown_buffer(std::size_t extra_rows) const;
+    detail::huge_vector<std::int8_t> grown_buffer(std::size_t extra_rows) const;
     /// Takes a buffer from grown_buffer() (nothing to do for an empty one); `buffer` receives the old one.
-    void adopt_buffer(std::vector<std::int8_t>& buffer) noexcept {
+    void adopt_buffer(detail::huge_vector<std::int8_t>& buffer) noexcept {
         if (buffer.capacity()) rows_.swap(buffer);
     }
     std::size_t memory_bytes() const noexcept { return rows_.capacity(); }
@@ -120,7 +121,7 @@ class VectorStore {
     Metric metric_;
     std::size_t stride_;
     std::size_t count_ = 0;
-    std::vector<std::int8_t> rows_;
+    detail::huge_vector<std::int8_t> rows_;  // on huge pages: searches read rows at random
 };
 
 }  // namespace vecgraph
