@@ -3,11 +3,14 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "check.hpp"
 #include "vecgraph/engine.hpp"
@@ -250,7 +253,10 @@ TEST_CASE("deferred indexing, HNSW save and load, and verify") {
     REQUIRE(built->compact().ok());
     CHECK(built->verify(10).empty());
 
-    const std::string path = "test_engine_hnsw.usearch";
+    // One file per process: ctest runs this binary and its serial-kernel twin side by side.
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("vecgraph-test-engine-hnsw-" + std::to_string(::getpid()) + ".usearch"))
+            .string();
     bool saved = false;
     built->pause_writes([&] { REQUIRE(built->save_seed_index(path, &saved).ok()); });
     CHECK(saved);
@@ -297,6 +303,7 @@ TEST_CASE("deferred indexing, HNSW save and load, and verify") {
     REQUIRE(built->delete_nodes(&key, 1, false, &deleted).ok());
     built->pause_writes([&] { REQUIRE(built->save_seed_index(path, &saved).ok()); });
     CHECK(!saved);
+    CHECK(!std::filesystem::exists(path));
     CHECK(built->verify(10).empty());
 }
 
