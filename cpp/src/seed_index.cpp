@@ -68,7 +68,7 @@ struct prefetch_rows_t {
         for (; begin != end; ++begin) {
             node_id_t node = (*slot_to_node)[static_cast<std::size_t>(get_slot(begin))];
             if (node == invalid_id) continue;  // a slot another thread is still adding
-            detail::prefetch_bytes(store->row_data(node), stride);
+            detail::prefetch_bytes_l2(store->row_data(node), stride);
         }
     }
 };

@@ -30,7 +30,7 @@ constexpr std::size_t prefetch_rows_ahead_avx512 = 8;
 inline __mmask32 tail_mask32_avx512(std::size_t n) noexcept { return __mmask32((std::uint32_t(1) << n) - 1); }
 inline __mmask64 tail_mask64_avx512(std::size_t n) noexcept { return __mmask64((std::uint64_t(1) << n) - 1); }
 
-inline void prefetch_row_avx512(const std::int8_t* row, std::size_t dim) noexcept { detail::prefetch_bytes(row, dim); }
+inline void prefetch_row_avx512(const std::int8_t* row, std::size_t dim) noexcept { detail::prefetch_bytes_l2(row, dim); }
 
 inline std::uint32_t reduce_i32x16_avx512(__m512i v) noexcept {
     __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));

@@ -44,7 +44,7 @@ inline __m128i reduce4_i32x4_avx2(__m128i a, __m128i b, __m128i c, __m128i d) no
     return _mm_add_epi32(_mm_unpacklo_epi64(ab, cd), _mm_unpackhi_epi64(ab, cd));
 }
 
-inline void prefetch_row_avx2(const std::int8_t* row, std::size_t dim) noexcept { detail::prefetch_bytes(row, dim); }
+inline void prefetch_row_avx2(const std::int8_t* row, std::size_t dim) noexcept { detail::prefetch_bytes_l2(row, dim); }
 
 std::int32_t dot_i8_avx2(const std::int8_t* a, const std::int8_t* b, std::size_t dim) noexcept {
     __m256i acc0 = _mm256_setzero_si256();

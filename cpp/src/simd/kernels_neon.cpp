@@ -31,7 +31,7 @@ inline std::uint32_t dot_scalar_i8_neon(const std::int8_t* a, const std::int8_t*
     return sum;
 }
 
-inline void prefetch_row_neon(const std::int8_t* row, std::size_t dim) noexcept { detail::prefetch_bytes(row, dim); }
+inline void prefetch_row_neon(const std::int8_t* row, std::size_t dim) noexcept { detail::prefetch_bytes_l2(row, dim); }
 
 std::int32_t dot_i8_neon(const std::int8_t* a, const std::int8_t* b, std::size_t dim) noexcept {
     int32x4_t acc0 = vdupq_n_s32(0);
