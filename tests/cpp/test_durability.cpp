@@ -3,30 +3,20 @@
 // is not logged.
 #include <cerrno>
 #include <cstdlib>
-#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "check.hpp"
+#include "temp_dir.hpp"
 #include "vecgraph/engine.hpp"
 
 using namespace vecgraph;
-namespace fs = std::filesystem;
 
 namespace {
 
 constexpr std::size_t dim = 8;
 const wal::Uuid uuid = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-
-std::string temp_dir(const char* name) {
-    fs::path dir = fs::temp_directory_path() / ("vecgraph-test-" + std::string(name) + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir.string();
-}
 
 std::unique_ptr<Engine> make() {
     EngineConfig config;
@@ -86,7 +76,8 @@ std::string fingerprint(const Engine& engine, std::size_t seed) {
 }  // namespace
 
 TEST_CASE("every write kind replays into a fresh engine to the same state") {
-    std::string dir = temp_dir("replay");
+    vecgraph_test::TempDir tmp("vecgraph_replay");
+    const std::string dir = tmp.root.string();
     auto engine = make();
     wal::WriterOptions options;
     options.sync = wal::SyncPolicy::off;
@@ -128,11 +119,11 @@ TEST_CASE("every write kind replays into a fresh engine to the same state") {
     for (std::size_t q = 0; q < 6; ++q) CHECK_EQ(fingerprint(*again, q * 5), before[q]);
     REQUIRE(again->compact().ok());  // base + delta and compacted base agree
     for (std::size_t q = 0; q < 6; ++q) CHECK_EQ(fingerprint(*again, q * 5), before[q]);
-    fs::remove_all(dir);
 }
 
 TEST_CASE("a failed fsync fails that write, is not retried, and makes the engine read-only") {
-    std::string dir = temp_dir("fsync");
+    vecgraph_test::TempDir tmp("vecgraph_fsync");
+    const std::string dir = tmp.root.string();
     auto engine = make();
     int calls = 0;
     bool fail = false;
@@ -163,7 +154,6 @@ TEST_CASE("a failed fsync fails that write, is not retried, and makes the engine
     CHECK(engine->delete_nodes(&key, 1, false, &count).code() == StatusCode::read_only);
     CHECK(engine->stats().read_only);
     CHECK(engine->find(encode_text_key("c")).status().code() == StatusCode::not_found);
-    fs::remove_all(dir);
 }
 
 TEST_MAIN()

@@ -10,9 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
-
 #include "check.hpp"
+#include "temp_dir.hpp"
 #include "vecgraph/engine.hpp"
 
 using namespace vecgraph;
@@ -253,10 +252,8 @@ TEST_CASE("deferred indexing, HNSW save and load, and verify") {
     REQUIRE(built->compact().ok());
     CHECK(built->verify(10).empty());
 
-    // One file per process: ctest runs this binary and its serial-kernel twin side by side.
-    const std::string path =
-        (std::filesystem::temp_directory_path() / ("vecgraph-test-engine-hnsw-" + std::to_string(::getpid()) + ".usearch"))
-            .string();
+    vecgraph_test::TempDir tmp("vecgraph_engine");
+    const std::string path = tmp.path("hnsw.usearch");
     bool saved = false;
     built->pause_writes([&] { REQUIRE(built->save_seed_index(path, &saved).ok()); });
     CHECK(saved);

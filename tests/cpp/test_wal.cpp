@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "temp_dir.hpp"
 #include "vecgraph/wal_format.hpp"
 #include "vecgraph/wal_reader.hpp"
 #include "vecgraph/wal_writer.hpp"
@@ -55,19 +56,10 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 namespace {
 
-// A fresh folder under the system temp directory, removed with everything in it.
-struct TempDir {
-    fs::path root;
-    TempDir() {
-        std::string pattern = (fs::temp_directory_path() / "vecgraph_wal_XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        root = pattern;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(root, ec);
-    }
-    std::string wal() const { return (root / "wal").string(); }
+// A fresh temp folder (removed with everything in it) whose wal/ subfolder the tests write.
+struct TempDir : vecgraph_test::TempDir {
+    TempDir() : vecgraph_test::TempDir("vecgraph_wal") {}
+    std::string wal() const { return path("wal"); }
 };
 
 std::string read_file(const std::string& path) {

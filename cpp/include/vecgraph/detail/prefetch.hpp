@@ -39,18 +39,15 @@ inline void lines(const void* address, std::size_t count_bytes) noexcept {
 /// Asks for the cache line holding `address` (read, keep in all levels). Never faults.
 inline void prefetch_read(const void* address) noexcept { prefetch_impl::line<3>(address); }
 
-/// Asks for the cache line holding `address` into L2 and the levels below it, not L1 (prefetcht1
-/// on x86). For many lines at once, such as the rows of a batch of HNSW neighbours: an L1 prefetch
-/// holds one of the core's few L1 miss buffers until its line arrives, so a burst of them stalls
-/// the core, while L2 prefetches are handed on. Never faults.
-inline void prefetch_read_l2(const void* address) noexcept { prefetch_impl::line<2>(address); }
-
 /// Asks for every cache line of [address, address + count_bytes).
 inline void prefetch_bytes(const void* address, std::size_t count_bytes) noexcept {
     prefetch_impl::lines<3>(address, count_bytes);
 }
 
-/// Asks for every cache line of [address, address + count_bytes) into L2 (see prefetch_read_l2).
+/// Asks for every cache line of [address, address + count_bytes) into L2 and the levels below
+/// it, not L1 (prefetcht1 on x86). For many lines at once, such as the rows of a batch of HNSW
+/// neighbours: an L1 prefetch holds one of the core's few L1 miss buffers until its line arrives,
+/// so a burst of them stalls the core, while L2 prefetches are handed on. Never faults.
 inline void prefetch_bytes_l2(const void* address, std::size_t count_bytes) noexcept {
     prefetch_impl::lines<2>(address, count_bytes);
 }
