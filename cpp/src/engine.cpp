@@ -447,13 +447,24 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     }
     // HNSW inserts run beside searches (USearch locks the members it links).
     auto lock = read_lock();
-    std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
-    VG_RETURN_IF_ERROR(seed_index_->add_range(static_cast<node_id_t>(first), prepared.count_new, config_.threads, contexts_));
-    if (!replaced.empty()) {
-        VG_RETURN_IF_ERROR(seed_index_->add_nodes(replaced.data(), replaced.size(), config_.threads, contexts_));
-        seed_index_->count_reindexed(replaced.size());
+    {
+        std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
+        VG_RETURN_IF_ERROR(
+            seed_index_->add_range(static_cast<node_id_t>(first), prepared.count_new, config_.threads, contexts_));
+        if (!replaced.empty()) {
+            VG_RETURN_IF_ERROR(seed_index_->add_nodes(replaced.data(), replaced.size(), config_.threads, contexts_));
+            seed_index_->count_reindexed(replaced.size());
+        }
     }
+    relink_unreachable_members();
     return Status::OK();
+}
+
+void Engine::relink_unreachable_members() {
+    // Called with the read lock held and no walk lock: cheap when no insert ran beside another.
+    if (!seed_index_->needs_relink()) return;
+    std::unique_lock<std::shared_mutex> still(hnsw_walk_mutex_);  // no add in flight: the lists hold still
+    seed_index_->relink_unreachable(contexts_);
 }
 
 namespace {
@@ -945,9 +956,12 @@ Status Engine::flush_deferred(std::size_t background_min) {
         VG_RETURN_IF_ERROR(seed_index_->reserve_more(pending.size()));
     }
     auto lock = read_lock();
-    std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
-    VG_RETURN_IF_ERROR(seed_index_->add_nodes(pending.data(), pending.size(), config_.threads, contexts_));
+    {
+        std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
+        VG_RETURN_IF_ERROR(seed_index_->add_nodes(pending.data(), pending.size(), config_.threads, contexts_));
+    }
     if (reindexed) seed_index_->count_reindexed(reindexed);
+    relink_unreachable_members();
     return Status::OK();
 }
 
@@ -998,8 +1012,11 @@ void Engine::background_index_pass() {
         }
         if (status.ok()) {
             auto lock = read_lock();
-            std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
-            status = seed_index_->add_nodes(live.data(), live.size(), config_.threads, contexts_);
+            {
+                std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
+                status = seed_index_->add_nodes(live.data(), live.size(), config_.threads, contexts_);
+            }
+            relink_unreachable_members();
         }
         if (status.ok()) background_done_.store(end, std::memory_order_release);
     }
@@ -1063,6 +1080,7 @@ Status Engine::save_seed_index(const std::string& path, bool* saved) {
         return Status::OK();
     auto lock = read_lock();
     std::unique_lock<std::shared_mutex> still(hnsw_walk_mutex_);  // no add in flight
+    if (seed_index_->needs_relink()) seed_index_->relink_unreachable(contexts_);
     VG_RETURN_IF_ERROR(seed_index_->save(path));
     *saved = true;
     return Status::OK();
@@ -1825,6 +1843,7 @@ EngineStats Engine::stats() const {
     EngineStats s{};
     s.read_only = read_only;
     s.count_index_pending = deferred + background_pending();
+    s.count_index_relinked = seed_index_->count_relinked();
     s.count_nodes = node_keys_.size() - count_dead_nodes_;
     s.count_edges = edge_src_.size() - count_dead_edges_;
     s.count_deleted_nodes = count_dead_nodes_;

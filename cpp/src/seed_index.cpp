@@ -142,6 +142,27 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
     prefetch_rows_t prefetch{&store_, &impl_->slot_to_node};
     threads = std::max<std::size_t>(1, std::min({threads, impl_->count_contexts, count / 256 + 1}));
+    // Inserts that run side by side can leave a member unreachable (see relink_unreachable):
+    // the members of such calls are kept as suspects for the next check.
+    constexpr std::uint32_t no_slot = ~std::uint32_t{0};  // an insert that failed or never ran
+    std::vector<std::uint32_t> slots(count, no_slot);
+    {
+        std::lock_guard<std::mutex> guard(adds_mutex_);
+        if (active_adds_++ > 0 || threads > 1) adds_overlapped_ = true;
+    }
+    struct Registered {
+        SeedIndex& self;
+        const std::vector<std::uint32_t>& slots;
+        ~Registered() {
+            std::lock_guard<std::mutex> guard(self.adds_mutex_);
+            if (self.adds_overlapped_) {
+                for (std::uint32_t slot : slots)
+                    if (slot != no_slot) self.suspect_slots_.push_back(slot);
+                if (!self.suspect_slots_.empty()) self.needs_relink_.store(true, std::memory_order_release);
+            }
+            if (--self.active_adds_ == 0) self.adds_overlapped_ = false;
+        }
+    } registered{*this, slots};
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
     std::string failure;
@@ -156,7 +177,11 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
             row_ref_t value{store_.codes(node), store_.scale(node), store_.sq_norm(node)};
             auto result = index.add(
                 node, value, metric, config,
-                [&](hnsw_t::member_ref_t member) { impl_->slot_to_node[member.slot] = node; }, prefetch);
+                [&](hnsw_t::member_ref_t member) {
+                    impl_->slot_to_node[member.slot] = node;
+                    slots[i] = static_cast<std::uint32_t>(member.slot);
+                },
+                prefetch);
             if (result && !has_entry_.load(std::memory_order_relaxed)) has_entry_.store(true, std::memory_order_release);
             if (!result) {
                 std::lock_guard<std::mutex> lock(failure_mutex);
@@ -175,6 +200,111 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
     }
     if (failed) return Status::internal("HNSW insert failed: " + failure);
     return Status::OK();
+}
+
+std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
+    std::vector<std::uint32_t> suspects;
+    {
+        std::lock_guard<std::mutex> guard(adds_mutex_);
+        suspects.swap(suspect_slots_);
+        needs_relink_.store(false, std::memory_order_release);
+    }
+    hnsw_t& index = impl_->index;
+    const std::size_t size = index.size();
+    if (suspects.empty() || size < 2) return 0;
+    std::vector<std::uint32_t> unreachable;
+    if (suspects.size() * 8 >= size) {
+        // Breadth-first from the top level down, as searches descend: on each level the walk
+        // starts from every member reached on the levels above (and, on the top level, from
+        // every member there) and follows that level's links.
+        std::vector<std::uint8_t> reached(size, 0);
+        std::vector<std::uint32_t> queue;
+        const std::size_t top = index.max_level();
+        for (std::size_t slot = 0; slot < size; ++slot)
+            if (index.level_of(static_cast<std::uint32_t>(slot)) == top) {
+                reached[slot] = 1;
+                queue.push_back(static_cast<std::uint32_t>(slot));
+            }
+        for (std::size_t level = top + 1; level-- > 0;)
+            for (std::size_t head = 0; head < queue.size(); ++head) {
+                auto neighbors = index.neighbors(queue[head], level);
+                for (auto it = neighbors.begin(); it != neighbors.end(); ++it) {
+                    std::uint32_t neighbor = it.slot();
+                    if (neighbor < size && !reached[neighbor]) {
+                        reached[neighbor] = 1;
+                        queue.push_back(neighbor);
+                    }
+                }
+            }
+        for (std::size_t slot = 0; slot < size; ++slot)
+            if (!reached[slot]) unreachable.push_back(static_cast<std::uint32_t>(slot));
+    } else {
+        // A suspect is reached when a member outside the suspects, or a suspect already found
+        // reached, is in its own list and lists it back (in-links of a fresh member come from
+        // the neighbours it linked to). Repeated until nothing changes, so that a pair or a
+        // clump of suspects linked only to each other is not taken as reached.
+        std::sort(suspects.begin(), suspects.end());
+        suspects.erase(std::unique(suspects.begin(), suspects.end()), suspects.end());
+        while (!suspects.empty() && suspects.back() >= size) suspects.pop_back();
+        auto position = [&](std::uint32_t slot) -> std::size_t {  // suspects.size() when not a suspect
+            auto it = std::lower_bound(suspects.begin(), suspects.end(), slot);
+            return it != suspects.end() && *it == slot ? static_cast<std::size_t>(it - suspects.begin())
+                                                       : suspects.size();
+        };
+        auto lists = [&](std::uint32_t from, std::uint32_t slot) {
+            auto back = index.neighbors(from, 0);
+            for (auto it = back.begin(); it != back.end(); ++it)
+                if (it.slot() == slot) return true;
+            return false;
+        };
+        std::vector<std::uint8_t> reached(suspects.size(), 0);
+        for (bool changed = true; changed;) {
+            changed = false;
+            for (std::size_t i = 0; i < suspects.size(); ++i) {
+                if (reached[i]) continue;
+                auto neighbors = index.neighbors(suspects[i], 0);
+                for (auto it = neighbors.begin(); it != neighbors.end(); ++it) {
+                    std::uint32_t neighbor = it.slot();
+                    if (neighbor >= size) continue;
+                    std::size_t at = position(neighbor);
+                    if ((at == suspects.size() || reached[at]) && lists(neighbor, suspects[i])) {
+                        reached[i] = 1;
+                        changed = true;
+                        break;
+                    }
+                }
+            }
+        }
+        for (std::size_t i = 0; i < suspects.size(); ++i)
+            if (!reached[i]) unreachable.push_back(suspects[i]);
+    }
+    if (unreachable.empty()) return 0;
+    // update() rewrites neighbour lists like an insert: searches stop using the prefetch hook.
+    struct Inserting {
+        std::atomic<std::size_t>& inserting;
+        explicit Inserting(std::atomic<std::size_t>& flag) : inserting(flag) { inserting.fetch_add(1); }
+        ~Inserting() { inserting.fetch_sub(1); }
+    } inserting{inserting_};
+    while (prefetching_searches_.load() > 0) std::this_thread::yield();
+    metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
+    detail::ContextPool::Lease lease(contexts);
+    us::index_update_config_t config;
+    config.expansion = params_.expansion_add;
+    config.thread = lease.slot();
+    std::size_t relinked = 0;
+    for (std::uint32_t slot : unreachable) {
+        node_id_t node = impl_->slot_to_node[slot];
+        if (node == invalid_id) continue;
+        row_ref_t value{store_.codes(node), store_.scale(node), store_.sq_norm(node)};
+        auto result = index.update(index.iterator_at(slot), index.at(slot).key, value, metric, config);
+        if (!result) {
+            take_error(result.error);  // out of memory: the member stays as it was
+            continue;
+        }
+        ++relinked;
+    }
+    count_relinked_.fetch_add(relinked, std::memory_order_relaxed);
+    return relinked;
 }
 
 void SeedIndex::count_reindexed(std::size_t count) noexcept { count_reindexed_.fetch_add(count, std::memory_order_relaxed); }

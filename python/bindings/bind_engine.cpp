@@ -861,6 +861,7 @@ class PyEngine {
         d["delta_edges"] = s.count_delta_edges;
         d["compactions"] = s.count_compactions;
         d["index_pending"] = s.count_index_pending;
+        d["index_relinked"] = s.count_index_relinked;
         d["last_lsn"] = s.last_lsn;
         d["read_only"] = s.read_only;
         return d;

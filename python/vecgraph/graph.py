@@ -1662,7 +1662,10 @@ class Graph:
     def stats(self) -> dict:
         """Counts (nodes, edges, labels, tenants, rels), configuration, the kernel ISA, and
         memory held by each structure in bytes (vector_bytes, csr_bytes, hnsw_bytes, key_bytes);
-        ``index_pending``: nodes waiting for their HNSW insert (see :meth:`open`)."""
+        ``index_pending``: nodes waiting for their HNSW insert (see :meth:`open`);
+        ``index_relinked``: HNSW members re-linked since open because inserts running side by
+        side (``threads`` > 1, or a background pass beside writes) had left them with no
+        in-link, so that no search could reach them."""
         return self._engine.stats()
 
     def wait_for_indexing(self) -> None:

@@ -174,6 +174,7 @@ struct EngineStats {
     std::size_t vector_bytes, csr_bytes, hnsw_bytes, key_bytes, text_bytes;
     std::size_t count_deleted_nodes, count_deleted_edges, count_delta_edges, count_compactions;
     std::size_t count_index_pending;  // nodes waiting for their HNSW insert (deferred or background)
+    std::size_t count_index_relinked;  // HNSW members re-linked after side-by-side inserts left them unreachable
     std::size_t prop_bytes;
     std::uint64_t last_lsn;
     bool read_only;
@@ -355,6 +356,9 @@ class Engine {
     Status flush_deferred(std::size_t background_min = SIZE_MAX);
     void start_background_index(std::vector<node_id_t> nodes, std::size_t reindexed);
     void background_index_pass();
+    // Re-links the HNSW members that inserts running side by side left unreachable
+    // (SeedIndex::relink_unreachable). Caller holds the read lock, not hnsw_walk_mutex_.
+    void relink_unreachable_members();
     void stop_background_index();
     void join_background_index();
     std::size_t background_pending() const;  // nodes a running pass has not reached

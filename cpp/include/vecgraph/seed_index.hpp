@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,26 @@ class SeedIndex {
     /// Indexes the given nodes (after reserve_more); same rules as add_range.
     Status add_nodes(const node_id_t* nodes, std::size_t count, std::size_t threads, detail::ContextPool& contexts);
 
+    /// True when members were added by inserts that ran beside each other (a call on more than
+    /// one thread, or calls that overlapped) and relink_unreachable() has not checked them yet.
+    bool needs_relink() const noexcept { return needs_relink_.load(std::memory_order_acquire); }
+    /// Finds the members that concurrent inserts left unreachable and re-links them with
+    /// USearch's update (a fresh search and new links both ways). Returns how many it re-linked.
+    ///
+    /// Why: USearch clears a new member's neighbour list on each level just before filling it,
+    /// after its upper levels are already linked. An insert running beside it can descend
+    /// through the new member, find its lists still empty, link to it alone and add itself to
+    /// the list that is then cleared: that node has no in-link and no search reaches it.
+    /// Serial inserts never do this. Checked: with many suspects (at least 1/8 of the index) by
+    /// a breadth-first walk from the top level down; otherwise each suspect must be listed back
+    /// on the base level by one of its own neighbours that is not a suspect or is one already
+    /// found reached (so a clump of suspects linked only to each other is caught).
+    ///
+    /// Not safe concurrently with add (the caller excludes adds); safe beside searches.
+    std::size_t relink_unreachable(detail::ContextPool& contexts);
+    /// Members re-linked by relink_unreachable() since this index was made.
+    std::size_t count_relinked() const noexcept { return count_relinked_.load(std::memory_order_relaxed); }
+
     /// Records that `count` nodes were indexed again (so searches ask for extra results).
     void count_reindexed(std::size_t count) noexcept;
 
@@ -88,6 +109,12 @@ class SeedIndex {
     std::atomic<std::size_t> inserting_{0};             // add_nodes() calls running
     mutable std::atomic<std::size_t> prefetching_searches_{0};  // searches using USearch's prefetch hook
     std::atomic<bool> has_entry_{false};           // the first member's add has returned (it is the entry point)
+    std::atomic<bool> needs_relink_{false};        // suspect_slots_ is not empty
+    std::atomic<std::size_t> count_relinked_{0};
+    std::mutex adds_mutex_;                        // guards the three below
+    std::size_t active_adds_ = 0;                  // add_nodes() calls in their insert loop
+    bool adds_overlapped_ = false;                 // since active_adds_ was last 0, inserts ran side by side
+    std::vector<std::uint32_t> suspect_slots_;     // members added side by side, not yet checked
     std::unique_ptr<Impl> impl_;
 };
 
