@@ -456,15 +456,24 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
             seed_index_->count_reindexed(replaced.size());
         }
     }
-    relink_unreachable_members();
+    relink_unreachable_members(false);
     return Status::OK();
 }
 
-void Engine::relink_unreachable_members() {
+void Engine::relink_unreachable_members(bool wait) {
     // Called with the read lock held and no walk lock: cheap when no insert ran beside another.
     if (!seed_index_->needs_relink()) return;
-    std::unique_lock<std::shared_mutex> still(hnsw_walk_mutex_);  // no add in flight: the lists hold still
-    seed_index_->relink_unreachable(contexts_);
+    // Without `wait`, an insert still running (the background pass beside a write) puts the
+    // check off to that insert's own call here, which comes after it: suspects are recorded
+    // under the walk lock held shared and taken under it held alone. Anything else holding
+    // the walk lock is waited for.
+    std::unique_lock<std::shared_mutex> still(hnsw_walk_mutex_, std::defer_lock);
+    if (!wait && !still.try_lock()) {
+        if (seed_index_->adds_running()) return;
+        wait = true;
+    }
+    if (wait) still.lock();
+    if (seed_index_->needs_relink()) seed_index_->relink_unreachable(contexts_);
 }
 
 namespace {
@@ -961,7 +970,7 @@ Status Engine::flush_deferred(std::size_t background_min) {
         VG_RETURN_IF_ERROR(seed_index_->add_nodes(pending.data(), pending.size(), config_.threads, contexts_));
     }
     if (reindexed) seed_index_->count_reindexed(reindexed);
-    relink_unreachable_members();
+    relink_unreachable_members(true);
     return Status::OK();
 }
 
@@ -1016,9 +1025,13 @@ void Engine::background_index_pass() {
                 std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
                 status = seed_index_->add_nodes(live.data(), live.size(), config_.threads, contexts_);
             }
-            relink_unreachable_members();
+            relink_unreachable_members(false);
         }
         if (status.ok()) background_done_.store(end, std::memory_order_release);
+    }
+    if (status.ok()) {  // the chunks' checks may have been put off by writes beside the pass
+        auto lock = read_lock();
+        relink_unreachable_members(true);
     }
     const bool complete = status.ok() && background_done_.load() == total;
     if (complete && background_reindexed_) seed_index_->count_reindexed(background_reindexed_);

@@ -248,4 +248,60 @@ TEST_CASE("background HNSW pass: searches, writes and deletes run beside it; at 
     CHECK_EQ(missing_by_exact_search(engine, live), std::size_t{0});
 }
 
+TEST_CASE("4 writers at once: each node is an HNSW seed when its add returns; verify() beside them") {
+    // Writes from several threads take turns; each call returns once its node is an HNSW
+    // member, a verify() running beside the writers finds nothing wrong at any point, and at
+    // the end every node is found as its own nearest seed.
+    EngineConfig config;
+    config.dim = dim;
+    auto created = Engine::create(config);
+    REQUIRE(created.ok());
+    Engine& engine = *created.value();
+    constexpr std::size_t writers = 4, per_writer = 600;
+    std::atomic<std::size_t> missed_own{0}, verify_problems{0}, verifies{0};
+    std::atomic<bool> stop{false};
+    auto writer = [&](std::size_t t) {
+        // ef far above the index size: a search reaches every member that has an in-link.
+        SearchRequest request = request_of(1, 1, 0);
+        request.ef = 4 * writers * per_writer;
+        for (std::size_t j = 0; j < per_writer; ++j) {
+            std::size_t i = j * writers + t;
+            REQUIRE(write_node(engine, i).ok());
+            if (j % 5 == 4) REQUIRE(write_node(engine, i, true).ok());  // upsert, same vector
+            std::vector<float> v = vector_of(i);
+            auto result = engine.search(v.data(), dim, request);
+            REQUIRE(result.ok());
+            if (result.value().hits.empty() || std::string(engine.key(result.value().hits[0].node)) != key_of(i))
+                ++missed_own;
+        }
+    };
+    std::thread checker([&] {
+        while (!stop) {
+            auto problems = engine.verify(10);
+            for (const std::string& line : problems) std::printf("verify during writes: %s\n", line.c_str());
+            verify_problems += problems.size();
+            ++verifies;
+        }
+    });
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < writers; ++t) threads.emplace_back(writer, t);
+    for (auto& thread : threads) thread.join();
+    stop = true;
+    checker.join();
+    CHECK(verifies.load() > 0u);
+    CHECK_EQ(verify_problems.load(), std::size_t{0});
+    CHECK_EQ(missed_own.load(), std::size_t{0});
+    CHECK_EQ(engine.count_nodes(), writers * per_writer);
+    CHECK(engine.verify(10).empty());
+    const SearchRequest request = request_of(1, 1, 0);
+    std::size_t missed = 0;
+    for (std::size_t i = 0; i < writers * per_writer; ++i) {
+        std::vector<float> v = vector_of(i);
+        auto result = engine.search(v.data(), dim, request);
+        REQUIRE(result.ok());
+        missed += result.value().hits.empty() || std::string(engine.key(result.value().hits[0].node)) != key_of(i);
+    }
+    CHECK_EQ(missed, std::size_t{0});
+}
+
 TEST_MAIN()

@@ -358,7 +358,8 @@ class Engine {
     void background_index_pass();
     // Re-links the HNSW members that inserts running side by side left unreachable
     // (SeedIndex::relink_unreachable). Caller holds the read lock, not hnsw_walk_mutex_.
-    void relink_unreachable_members();
+    // Without `wait` it gives up while another insert runs (that insert's own call checks).
+    void relink_unreachable_members(bool wait);
     void stop_background_index();
     void join_background_index();
     std::size_t background_pending() const;  // nodes a running pass has not reached

@@ -74,6 +74,8 @@ class SeedIndex {
     ///
     /// Not safe concurrently with add (the caller excludes adds); safe beside searches.
     std::size_t relink_unreachable(detail::ContextPool& contexts);
+    /// True while an add_nodes() or relink_unreachable() call is inserting.
+    bool adds_running() const noexcept { return inserting_.load() > 0; }
     /// Members re-linked by relink_unreachable() since this index was made.
     std::size_t count_relinked() const noexcept { return count_relinked_.load(std::memory_order_relaxed); }
 
