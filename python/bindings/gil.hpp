@@ -12,6 +12,10 @@
 
 #include <Python.h>
 
+#if defined(__GLIBC__)
+#include <cxxabi.h>  // abi::__forced_unwind
+#endif
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -42,14 +46,30 @@ class GilRelease {
     GilRelease() : state_(PyEval_SaveThread()) { ++calls_in_flight(); }
     ~GilRelease() noexcept(false) {
         --calls_in_flight();
-        if (finalizing() && PyThread_get_thread_ident() != main_thread_ident().load())
-            for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // the process is ending
-        PyEval_RestoreThread(state_);
+        const bool main_thread = PyThread_get_thread_ident() == main_thread_ident().load();
+        if (finalizing() && !main_thread) sleep_until_exit();
+#if defined(__GLIBC__)
+        // Finalisation can begin while this thread waits for the GIL: CPython then ends the
+        // thread with pthread_exit, whose forced unwind would run the destructors of this
+        // call's Python objects (argument lists, arrays) without the GIL, beside the final
+        // garbage collection. Stop the unwind here and sleep instead.
+        try {
+            PyEval_RestoreThread(state_);
+        } catch (abi::__forced_unwind&) {
+            if (!main_thread) sleep_until_exit();
+            throw;
+        }
+#else
+        PyEval_RestoreThread(state_);  // elsewhere pthread_exit runs no C++ destructors
+#endif
     }
     GilRelease(const GilRelease&) = delete;
     GilRelease& operator=(const GilRelease&) = delete;
 
   private:
+    [[noreturn]] static void sleep_until_exit() {
+        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // the process is ending
+    }
     static bool finalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
         return Py_IsFinalizing() != 0;
