@@ -42,6 +42,14 @@ def test_bm25_finds_the_identifier_dense_search_ranks_third():
     assert res[0].score == pytest.approx(1 / 63 + 1 / 61 + 1 / 63)
     weighted = g.hybrid_search("A7-Pro 多少钱？", vector=query_vector, k=3, weights={"bm25": 2.0})
     assert weighted[0].score == pytest.approx(1 / 63 + 2 / 61 + 1 / 63)
+    # A channel of weight 0 is not run: no list, no rank, the same fusion as without it.
+    muted = g.hybrid_search("A7-Pro 多少钱？", vector=query_vector, k=3, weights={"dense": 0, "graph": 0})
+    assert muted.channels == ("bm25", "entity") and "dense" not in muted.lists
+    assert muted[0].ranks == {"bm25": 1, "entity": None}
+    alone = g.hybrid_search("A7-Pro 多少钱？", vector=query_vector, k=3, channels=["bm25", "entity"])
+    assert [(h.key, h.score) for h in muted] == [(h.key, h.score) for h in alone]
+    with pytest.raises(vg.InvalidArgumentError, match=r"every channel that can run \(dense, graph\) has weight 0"):
+        g.hybrid_search(vector=query_vector, weights={"dense": 0, "graph": 0})
 
 
 def team() -> vg.Graph:

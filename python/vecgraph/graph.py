@@ -1514,7 +1514,7 @@ class Graph:
             vector: (dim,) query vector; computed from ``text`` by ``embedder`` when None.
             k: results wanted (>= 1).
             channels: names from ``("dense", "bm25", "graph", "entity")``.
-            weights: {channel: weight >= 0}, default 1.0 each.
+            weights: {channel: weight >= 0}, default 1.0 each; a channel of weight 0 is not run.
             embedder: embeds ``text`` when no vector is given (checked against the graph's
                 recorded embedder, see :meth:`use_embedder`).
             tenants, labels, where, since, until: filters, applied inside every channel (as
@@ -1530,7 +1530,8 @@ class Graph:
 
         Raises:
             InvalidArgumentError: neither text nor vector; an unknown channel; a negative or
-                non-finite weight; bad filters (as in :meth:`search`).
+                non-finite weight; weight 0 on every channel that can run; bad filters (as in
+                :meth:`search`).
         """
         chosen, channel_weights = hybrid.check_channels(channels, weights)
         if text is not None and not isinstance(text, str):
@@ -1566,6 +1567,9 @@ class Graph:
             raise InvalidArgumentError(
                 f"none of the channels {list(chosen)} can run: dense and graph need a vector (or text with an "
                 "embedder), bm25 and entity need text")
+        if not any(channel_weights[c] > 0 for c in runnable):
+            raise InvalidArgumentError(f"every channel that can run ({', '.join(runnable)}) has weight 0")
+        runnable = tuple(c for c in runnable if channel_weights[c] > 0)  # weight 0: not run at all
 
         def admitted(keys: list) -> list:
             if not keys:
