@@ -73,6 +73,24 @@ struct prefetch_rows_t {
     }
 };
 
+// Held while members are added or updated. Searches that use USearch's prefetch hook must not
+// overlap those (see SeedIndex::search): new searches see `inserting` and go without it; the
+// ones already using it are waited for.
+class InsertScope {
+  public:
+    InsertScope(std::atomic<std::size_t>& inserting, const std::atomic<std::size_t>& prefetching_searches)
+        : inserting_(inserting) {
+        inserting_.fetch_add(1);
+        while (prefetching_searches.load() > 0) std::this_thread::yield();
+    }
+    ~InsertScope() { inserting_.fetch_sub(1); }
+    InsertScope(const InsertScope&) = delete;
+    InsertScope& operator=(const InsertScope&) = delete;
+
+  private:
+    std::atomic<std::size_t>& inserting_;
+};
+
 std::string take_error(us::error_t& error) {
     const char* message = error.release();
     return message ? message : "unknown error";
@@ -131,14 +149,7 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
             while (!reserved.compare_exchange_weak(now, now - std::min(now, count))) {}
         }
     } release{reserved_, count};
-    // Searches that use USearch's prefetch hook must not overlap inserts (see search()): new
-    // searches see `inserting_` and go without it; the ones already running are waited for.
-    struct Inserting {
-        std::atomic<std::size_t>& inserting;
-        explicit Inserting(std::atomic<std::size_t>& flag) : inserting(flag) { inserting.fetch_add(1); }
-        ~Inserting() { inserting.fetch_sub(1); }
-    } inserting{inserting_};
-    while (prefetching_searches_.load() > 0) std::this_thread::yield();
+    InsertScope inserting(inserting_, prefetching_searches_);
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
     prefetch_rows_t prefetch{&store_, &impl_->slot_to_node};
     threads = std::max<std::size_t>(1, std::min({threads, impl_->count_contexts, count / 256 + 1}));
@@ -279,13 +290,7 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
             if (!reached[i]) unreachable.push_back(suspects[i]);
     }
     if (unreachable.empty()) return 0;
-    // update() rewrites neighbour lists like an insert: searches stop using the prefetch hook.
-    struct Inserting {
-        std::atomic<std::size_t>& inserting;
-        explicit Inserting(std::atomic<std::size_t>& flag) : inserting(flag) { inserting.fetch_add(1); }
-        ~Inserting() { inserting.fetch_sub(1); }
-    } inserting{inserting_};
-    while (prefetching_searches_.load() > 0) std::this_thread::yield();
+    InsertScope inserting(inserting_, prefetching_searches_);  // update() rewrites lists as an insert does
     metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
     detail::ContextPool::Lease lease(contexts);
     us::index_update_config_t config;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "engines.hpp"
 #include "vecgraph/engine.hpp"
 
 using namespace vecgraph;
@@ -64,6 +65,13 @@ std::size_t missing_by_exact_search(Engine& engine, const std::set<std::size_t>&
     return missing;
 }
 
+std::unique_ptr<Engine> make_engine(std::size_t auto_compact_edges = EngineConfig{}.auto_compact_edges) {
+    EngineConfig config;
+    config.dim = dim;
+    config.auto_compact_edges = auto_compact_edges;
+    return vecgraph_test::create_engine(config);
+}
+
 double seconds() {
     const char* env = std::getenv("VECGRAPH_STRESS_SECONDS");
     return env ? std::atof(env) : 3.0;
@@ -72,12 +80,8 @@ double seconds() {
 }  // namespace
 
 TEST_CASE("4 searchers and 1 writer: deleted keys never come back, live keys are found") {
-    EngineConfig config;
-    config.dim = dim;
-    config.auto_compact_edges = 200;  // compactions run often, beside the searches
-    auto created = Engine::create(config);
-    REQUIRE(created.ok());
-    Engine& engine = *created.value();
+    auto owner = make_engine(200);  // compactions run often, beside the searches
+    Engine& engine = *owner;
 
     std::mutex deleted_mutex;
     std::vector<std::string> deleted;  // in delete order; keys are never re-added
@@ -162,11 +166,8 @@ TEST_CASE("4 searchers and 1 writer: deleted keys never come back, live keys are
 }
 
 TEST_CASE("background HNSW pass: searches, writes and deletes run beside it; at the end the index is whole") {
-    EngineConfig config;
-    config.dim = dim;
-    auto created = Engine::create(config);
-    REQUIRE(created.ok());
-    Engine& engine = *created.value();
+    auto owner = make_engine();
+    Engine& engine = *owner;
     constexpr std::size_t loaded = 6000;
     REQUIRE(engine.defer_indexing(true).ok());
     for (std::size_t first = 0; first < loaded; first += 500) {
@@ -252,11 +253,8 @@ TEST_CASE("4 writers at once: each node is an HNSW seed when its add returns; ve
     // Writes from several threads take turns; each call returns once its node is an HNSW
     // member, a verify() running beside the writers finds nothing wrong at any point, and at
     // the end the nodes are found as their own nearest seeds (all but HNSW's rare misses).
-    EngineConfig config;
-    config.dim = dim;
-    auto created = Engine::create(config);
-    REQUIRE(created.ok());
-    Engine& engine = *created.value();
+    auto owner = make_engine();
+    Engine& engine = *owner;
     constexpr std::size_t writers = 4, per_writer = 600;
     std::atomic<std::size_t> missed_own{0}, verify_problems{0}, verifies{0};
     std::atomic<bool> stop{false};

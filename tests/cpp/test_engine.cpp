@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "engines.hpp"
 #include "temp_dir.hpp"
 #include "vecgraph/engine.hpp"
 
@@ -22,9 +23,7 @@ std::unique_ptr<Engine> make(std::size_t dim, Metric metric = Metric::cos) {
     EngineConfig config;
     config.dim = dim;
     config.metric = metric;
-    auto created = Engine::create(config);
-    REQUIRE(created.ok());
-    return std::move(created).value();
+    return vecgraph_test::create_engine(config);
 }
 
 // n nodes with int keys first, first + 1, ... and standard normal vectors, as one batch.
@@ -226,7 +225,7 @@ TEST_CASE("inserts on two threads leave no node unreachable: each is its own nea
         EngineConfig config;
         config.dim = 16;
         config.threads = 2;
-        auto engine = std::move(Engine::create(config)).value();
+        auto engine = vecgraph_test::create_engine(config);
         std::mt19937 rng(static_cast<unsigned>(batch));
         std::vector<std::unique_ptr<RandomNodes>> parts;
         for (std::size_t first = 0; first < 6000; first += batch) {
