@@ -310,6 +310,70 @@ def test_the_interpreter_exits_cleanly_while_daemon_threads_search():
         assert done.stdout.strip() == "exit"
 
 
+def test_checkpoints_beside_the_first_hybrid_search_and_stats_do_not_deadlock(tmp_path):
+    """A checkpoint holds the writer lock while it builds Python columns (it needs the GIL); a
+    call that waited for the writer lock while holding the GIL (the entity index's own export
+    on the first text hybrid_search, stats()) deadlocked with it, at the first try. A child
+    process runs it 10 times; a stall dumps the stacks and fails."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, threading, faulthandler, numpy as np, vecgraph as vg\n"
+        "rng = np.random.default_rng(0)\n"
+        "for it in range(10):\n"
+        "    faulthandler.dump_traceback_later(30, exit=True)\n"
+        "    g = vg.Graph.open(f'{sys.argv[1]}/g{it}', dim=32, sync='off')\n"
+        "    g.add_nodes([f'n{i}' for i in range(3000)], rng.random((3000, 32), dtype=np.float32),\n"
+        "                texts=[f't{i} word' for i in range(3000)])\n"
+        "    stop = False\n"
+        "    def checkpoints():\n"
+        "        while not stop: g.checkpoint()\n"
+        "    def stats():\n"
+        "        while not stop: g.stats()\n"
+        "    threads = [threading.Thread(target=f) for f in (checkpoints, stats)]\n"
+        "    for t in threads: t.start()\n"
+        "    found = g.hybrid_search('t5 word', vector=rng.random(32, dtype=np.float32), k=5)\n"
+        "    stop = True\n"
+        "    for t in threads: t.join()\n"
+        "    assert len(found.keys) == 5, found.keys\n"
+        "    g.close()\n"
+        "print('done')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "done"
+
+
+def test_hybrid_search_in_daemon_threads_at_exit_runs_bm25_inline():
+    """At interpreter exit the shared BM25 thread pool refuses new work; a hybrid_search still
+    running in a daemon thread then runs its BM25 channel in its own thread instead of raising
+    RuntimeError (it did in nearly every run)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import threading, time, numpy as np, vecgraph as vg\n"
+        "rng = np.random.default_rng(0)\n"
+        "g = vg.Graph(32)\n"
+        "g.add_nodes([f'n{i}' for i in range(3000)], rng.random((3000, 32), dtype=np.float32),\n"
+        "            texts=[f't{i} word' for i in range(3000)])\n"
+        "q = rng.random(32, dtype=np.float32)\n"
+        "def search():\n"
+        "    while True: g.hybrid_search('t5 word', vector=q, k=5)\n"
+        "for _ in range(2):\n"
+        "    threading.Thread(target=search, daemon=True).start()\n"
+        "time.sleep(0.3)\n"
+        "print('exit')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for _ in range(5):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "Error" not in done.stderr, done.stderr[-2000:]
+        assert done.stdout.strip() == "exit"
+
+
 def test_a_graph_left_open_is_closed_at_exit_without_hanging(tmp_path):
     """A folder graph the program never closes is closed by its finaliser while the interpreter
     exits: the main thread takes the GIL back after the close (it must not wait as daemon

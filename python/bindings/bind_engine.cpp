@@ -379,8 +379,14 @@ class PyEngine {
         GilRelease release;
         return engine_->seed_index_complete();
     }
-    bool indexing_deferred() const { return engine_->indexing_deferred(); }
-    std::size_t count_deferred() const { return engine_->count_deferred(); }
+    bool indexing_deferred() const {
+        GilRelease release;  // it takes the writer lock
+        return engine_->indexing_deferred();
+    }
+    std::size_t count_deferred() const {
+        GilRelease release;
+        return engine_->count_deferred();
+    }
     bool save_seed_index(const std::string& path) {
         bool saved = false;
         released([&] { return engine_->save_seed_index(path, &saved); });
@@ -443,20 +449,24 @@ class PyEngine {
         py::dict d;
         Status status;
         bool hnsw_saved = false;
-        // Writers wait meanwhile; they release the GIL before taking the writer lock, so holding
-        // the GIL here cannot deadlock with them.
-        engine_->pause_writes([&] {
-            Result<ExportedState> state = engine_->export_state(roll_wal);
-            if (!state.ok()) {
-                status = state.status();
-                return;
-            }
-            export_locked(state.value(), d);
-            if (!hnsw_path.empty()) {
-                GilRelease release;
-                status = engine_->save_seed_index(hnsw_path, &hnsw_saved);
-            }
-        });
+        // No call waits for the writer lock holding the GIL: this thread, holding the writer
+        // lock, takes the GIL back to build the columns, so another thread holding the GIL
+        // while it waited for the writer lock (a second export, stats()) would deadlock.
+        {
+            GilRelease release;
+            engine_->pause_writes([&] {
+                Result<ExportedState> state = engine_->export_state(roll_wal);
+                if (!state.ok()) {
+                    status = state.status();
+                    return;
+                }
+                {
+                    GilReacquire gil(release);
+                    export_locked(state.value(), d);
+                }
+                if (!hnsw_path.empty()) status = engine_->save_seed_index(hnsw_path, &hnsw_saved);
+            });
+        }
         check(status);
         d["hnsw_saved"] = hnsw_saved;
         return d;
@@ -834,7 +844,11 @@ class PyEngine {
     std::size_t count_edges() const { return engine_->count_edges(); }
 
     py::dict stats() const {
-        EngineStats s = engine_->stats();
+        EngineStats s;
+        {
+            GilRelease release;  // it takes the writer lock
+            s = engine_->stats();
+        }
         const EngineConfig& c = engine_->config();
         py::dict d;
         d["nodes"] = s.count_nodes;

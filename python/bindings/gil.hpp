@@ -43,8 +43,13 @@ inline void drain_calls_at_exit() {
 
 class GilRelease {
   public:
-    GilRelease() : state_(PyEval_SaveThread()) { ++calls_in_flight(); }
-    ~GilRelease() noexcept(false) {
+    GilRelease() { save(); }
+    ~GilRelease() noexcept(false) { restore(); }
+    GilRelease(const GilRelease&) = delete;
+    GilRelease& operator=(const GilRelease&) = delete;
+
+    // Takes the GIL back (the destructor does it too); save() gives it up again.
+    void restore() {
         --calls_in_flight();
         const bool main_thread = PyThread_get_thread_ident() == main_thread_ident().load();
         if (finalizing() && !main_thread) sleep_until_exit();
@@ -63,9 +68,10 @@ class GilRelease {
         PyEval_RestoreThread(state_);  // elsewhere pthread_exit runs no C++ destructors
 #endif
     }
-    GilRelease(const GilRelease&) = delete;
-    GilRelease& operator=(const GilRelease&) = delete;
-
+    void save() {
+        state_ = PyEval_SaveThread();
+        ++calls_in_flight();
+    }
   private:
     [[noreturn]] static void sleep_until_exit() {
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // the process is ending
@@ -79,6 +85,19 @@ class GilRelease {
     }
 
     PyThreadState* state_;
+};
+
+// Inside a GilRelease scope: holds the GIL for this scope (work on Python objects), then
+// gives it up again.
+class GilReacquire {
+  public:
+    explicit GilReacquire(GilRelease& released) : released_(released) { released_.restore(); }
+    ~GilReacquire() { released_.save(); }
+    GilReacquire(const GilReacquire&) = delete;
+    GilReacquire& operator=(const GilReacquire&) = delete;
+
+  private:
+    GilRelease& released_;
 };
 
 }  // namespace vecgraph::bindings

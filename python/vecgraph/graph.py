@@ -1588,7 +1588,10 @@ class Graph:
 
         future = None
         if "bm25" in runnable and parallel and len(runnable) > 1:
-            future = hybrid._pool().submit(bm25)
+            try:
+                future = hybrid._pool().submit(bm25)
+            except RuntimeError:  # the interpreter is shutting down: run it here instead
+                future = None
         lists: dict = {}
         named = admitted(self._entity_index().match(text)) if text is not None and (
             "entity" in runnable or "graph" in runnable) else []
