@@ -280,15 +280,26 @@ def test_searches_never_see_deleted_keys_while_one_thread_writes(tmp_path):
     assert report.live >= 20 and report.deleted >= 20
 
 
+def _run_child(script: str, *args: str, timeout: float = 120, prints: str = "exit") -> str:
+    """Runs ``script`` in a child Python with this test run's import path; it must exit with 0
+    after printing ``prints``. Returns its stderr."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == prints
+    return done.stderr
+
+
 def test_the_interpreter_exits_cleanly_while_daemon_threads_search():
     """Daemon threads inside engine calls when Python exits are stopped as they take the GIL
     back, also those already waiting for it when finalisation begins (CPython ends them with a
     forced unwind, which must not free the call's Python objects without the GIL); the process
     ends normally, with no abort and no crash in the final garbage collection (which 8 daemon
     threads in short search_batch calls hit in about half of the runs before)."""
-    import subprocess
-    import sys
-
     script = (
         "import threading, time, numpy as np, vecgraph as vg\n"
         "V = np.random.default_rng(0).standard_normal((5000, 32)).astype(np.float32)\n"
@@ -303,11 +314,8 @@ def test_the_interpreter_exits_cleanly_while_daemon_threads_search():
         "    threading.Thread(target=search_batch, daemon=True).start()\n"
         "time.sleep(0.2)\n"
         "print('exit')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     for _ in range(8):
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert done.stdout.strip() == "exit"
+        _run_child(script)
 
 
 def test_checkpoints_beside_the_first_hybrid_search_and_stats_do_not_deadlock(tmp_path):
@@ -315,9 +323,6 @@ def test_checkpoints_beside_the_first_hybrid_search_and_stats_do_not_deadlock(tm
     call that waited for the writer lock while holding the GIL (the entity index's own export
     on the first text hybrid_search, stats()) deadlocked with it, at the first try. A child
     process runs it 10 times; a stall dumps the stacks and fails."""
-    import subprocess
-    import sys
-
     script = (
         "import sys, threading, faulthandler, numpy as np, vecgraph as vg\n"
         "rng = np.random.default_rng(0)\n"
@@ -339,20 +344,13 @@ def test_checkpoints_beside_the_first_hybrid_search_and_stats_do_not_deadlock(tm
         "    assert len(found.keys) == 5, found.keys\n"
         "    g.close()\n"
         "print('done')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, env=env,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "done"
+    _run_child(script, str(tmp_path), timeout=300, prints="done")
 
 
 def test_hybrid_search_in_daemon_threads_at_exit_runs_bm25_inline():
     """At interpreter exit the shared BM25 thread pool refuses new work; a hybrid_search still
     running in a daemon thread then runs its BM25 channel in its own thread instead of raising
     RuntimeError (it did in nearly every run)."""
-    import subprocess
-    import sys
-
     script = (
         "import threading, time, numpy as np, vecgraph as vg\n"
         "rng = np.random.default_rng(0)\n"
@@ -366,21 +364,15 @@ def test_hybrid_search_in_daemon_threads_at_exit_runs_bm25_inline():
         "    threading.Thread(target=search, daemon=True).start()\n"
         "time.sleep(0.3)\n"
         "print('exit')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     for _ in range(5):
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert "Error" not in done.stderr, done.stderr[-2000:]
-        assert done.stdout.strip() == "exit"
+        stderr = _run_child(script)
+        assert "Error" not in stderr, stderr[-2000:]
 
 
 def test_a_graph_left_open_is_closed_at_exit_without_hanging(tmp_path):
     """A folder graph the program never closes is closed by its finaliser while the interpreter
     exits: the main thread takes the GIL back after the close (it must not wait as daemon
     threads do), the process ends promptly, and every write is there on reopen."""
-    import subprocess
-    import sys
-
     folder = tmp_path / "db"
     script = (
         "import sys, numpy as np, vecgraph as vg\n"
@@ -388,11 +380,7 @@ def test_a_graph_left_open_is_closed_at_exit_without_hanging(tmp_path):
         "g.add_nodes(['a', 'b'], np.eye(2, 8, dtype=np.float32), texts=['alpha', 'beta'])\n"
         "g.add_edges(['a'], ['b'], rels=['knows'])\n"
         "print('exit')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True, env=env,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "exit"
+    _run_child(script, str(folder), timeout=60)
     with vg.Graph.open(folder) as graph:
         assert len(graph) == 2
         assert [edge.dst for edge in graph.neighbors("a", rels=["knows"])] == ["b"]
