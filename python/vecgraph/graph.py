@@ -1590,8 +1590,8 @@ class Graph:
         if "bm25" in runnable and parallel and len(runnable) > 1:
             try:
                 future = hybrid._pool().submit(bm25)
-            except RuntimeError:  # the interpreter is shutting down: run it here instead
-                future = None
+            except RuntimeError:  # the interpreter is shutting down: bm25 runs inline below
+                pass
         lists: dict = {}
         named = admitted(self._entity_index().match(text)) if text is not None and (
             "entity" in runnable or "graph" in runnable) else []
