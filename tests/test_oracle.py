@@ -9,6 +9,7 @@ compacted), tombstones, compaction, WAL replay and snapshot loading with one ora
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 
 import numpy as np
@@ -40,6 +41,7 @@ class DurableGraphMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.graph.close()
+        shutil.rmtree(self.folder)
 
     # ------------------------------------------------------------- writes
 
