@@ -235,6 +235,21 @@ def test_graph_constructor_errors():
     expect_error(None, lambda _: vg.Graph(4, connectivity=0), vg.InvalidArgumentError, "connectivity", "got 0")
     expect_error(None, lambda _: vg.Graph(2.5), TypeError, "dim must be an int", "float")
     expect_error(None, lambda _: vg.Graph(True), TypeError, "dim must be an int", "bool")
+    expect_error(None, lambda _: vg.Graph(4, connectivity=1), vg.InvalidArgumentError, "connectivity must be >= 2",
+                 "got 1")
+    expect_error(None, lambda _: vg.Graph(4, auto_compact_edges=-1), vg.InvalidArgumentError,
+                 "auto_compact_edges must be >= 0", "got -1")
+
+
+def test_more_argument_errors_name_what_was_expected():
+    import datetime
+
+    g = make_graph()
+    expect_error(g, lambda g: g.verify(limit=-1), vg.InvalidArgumentError, "limit must be >= 0", "got -1")
+    expect_error(g, lambda g: g.add_nodes(["n"], np.ones((1, DIM)), ts=datetime.datetime(2024, 1, 1)), TypeError,
+                 "ts must be an int or a list of 1 ints", "dt.timestamp()", "got datetime")
+    expect_error(g, lambda g: g.add_nodes(["n"], np.ones((1, DIM)), ts=True), TypeError,
+                 "ts must be an int or a list of 1 ints", "got bool")
 
 
 # ----------------------------------------------------------------------------- not errors

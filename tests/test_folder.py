@@ -67,10 +67,30 @@ def test_failed_open_of_a_new_folder_leaves_nothing(tmp_path):
         vg.Graph.open(tmp_path / "d", dim=4, auto_compact_edges=-1)
     with pytest.raises(vg.InvalidArgumentError, match="sync_interval_ms"):
         vg.Graph.open(tmp_path / "e", dim=4, sync_interval_ms=2**62)
+    with pytest.raises(TypeError, match="background_indexing must be True or False, got str"):
+        vg.Graph.open(tmp_path / "f", dim=4, background_indexing="no")
     assert os.listdir(tmp_path) == []
     (tmp_path / "file").write_text("x")
     with pytest.raises(vg.StorageError, match="is a file"):
         vg.Graph.open(tmp_path / "file", dim=4)
+
+
+def test_failed_open_of_a_folder_that_holds_no_graph_leaves_it_as_it_was(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "data.txt").write_text("user data")
+    with pytest.raises(vg.InvalidArgumentError, match="holds no graph yet; pass dim"):
+        vg.Graph.open(tmp_path / "empty")
+    with pytest.raises(vg.InvalidArgumentError, match=r"not empty and has no MANIFEST \(data.txt\)"):
+        vg.Graph.open(tmp_path / "other")
+    with pytest.raises(vg.InvalidArgumentError, match=r"not empty and has no MANIFEST \(data.txt\)"):
+        vg.Graph.open(tmp_path / "other", dim=4)
+    assert os.listdir(tmp_path / "empty") == []
+    assert os.listdir(tmp_path / "other") == ["data.txt"]
+    assert (tmp_path / "other" / "data.txt").read_text() == "user data"
+    with vg.Graph.open(tmp_path / "empty", dim=4) as g:  # an empty folder still takes a new graph
+        g.add_nodes(["a"], np.ones((1, 4)))
+    assert sorted(os.listdir(tmp_path / "empty"))[:2] == ["LOCK", "MANIFEST"]
 
 
 def test_concurrent_checkpoints_are_serialised(tmp_path):

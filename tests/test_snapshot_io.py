@@ -365,6 +365,19 @@ def test_export_and_restore_refuse_bad_input(tmp_path):
     assert not (tmp_path / "r").exists()
     with pytest.raises(vg.InvalidArgumentError, match="needs a vecgraph.Graph, got str"):
         snapshot.export("not a graph", tmp_path / "y")
+    with pytest.raises(vg.InvalidArgumentError, match=r"format must be 'parquet' or 'arrow', got \['parquet'\]"):
+        snapshot.export(g, tmp_path / "y", format=["parquet"])
+    with pytest.raises(TypeError, match="overwrite must be True or False, got str"):
+        snapshot.export(g, tmp_path / "x", overwrite="no")
+    with pytest.raises(TypeError, match="overwrite must be True or False, got str"):
+        snapshot.restore(tmp_path / "x", tmp_path / "other", overwrite="yes")
+    (tmp_path / "afile").write_text("user data")
+    with pytest.raises(vg.InvalidArgumentError, match="is a file, not a vecgraph export"):
+        snapshot.export(g, tmp_path / "afile", overwrite=True)
+    with pytest.raises(vg.InvalidArgumentError, match="is a file, not a vecgraph graph folder"):
+        snapshot.restore(tmp_path / "x", tmp_path / "afile", overwrite=True)
+    assert (tmp_path / "afile").read_text() == "user data"
+    assert not (tmp_path / "y").exists()
 
 
 def test_restore_over_an_open_graph_is_refused(tmp_path):
@@ -376,6 +389,29 @@ def test_restore_over_an_open_graph_is_refused(tmp_path):
         snapshot.restore(tmp_path / "x", tmp_path / "live", overwrite=True)
     live.add_nodes(["still"], np.ones((1, 4)))  # untouched
     live.close()
+
+
+def test_a_failed_restore_leaves_the_target_as_it_was(tmp_path):
+    export = vg.Graph(dim=4)
+    export.add_nodes(["new"], np.eye(1, 4))
+    snapshot.export(export, tmp_path / "x")
+    with vg.Graph.open(tmp_path / "keep", dim=4) as g:
+        g.add_nodes(["precious"], np.ones((1, 4)))
+    before = sorted(p.name for p in (tmp_path / "keep").rglob("*"))
+    # Bad open arguments are only seen when the new folder opens: the old graph must survive.
+    with pytest.raises(vg.InvalidArgumentError, match="sync must be"):
+        snapshot.restore(tmp_path / "x", tmp_path / "keep", overwrite=True, sync="sometimes")
+    with pytest.raises(TypeError, match="no_such_option"):
+        snapshot.restore(tmp_path / "x", tmp_path / "keep", overwrite=True, no_such_option=1)
+    assert sorted(p.name for p in (tmp_path / "keep").rglob("*")) == before
+    with vg.Graph.open(tmp_path / "keep") as g:
+        assert g.search(np.ones(4), k=5, hops=0).keys == ["precious"]
+    with pytest.raises(TypeError, match="no_such_option"):
+        snapshot.restore(tmp_path / "x", tmp_path / "fresh", no_such_option=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep", "x"]  # nothing built is left
+    with snapshot.restore(tmp_path / "x", tmp_path / "keep", overwrite=True) as g:
+        assert g.search(np.ones(4), k=5, hops=0).keys == ["new"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep", "x"]
 
 
 # ------------------------------------------------------------------------------ deferred indexing

@@ -229,6 +229,12 @@ Result<std::uint64_t> Engine::log(std::uint8_t type, encode_at&& encode) {
     auto lsn = wal_->append(type, payload.payload().data(), payload.payload().size());
     if (!lsn.ok()) {
         const Status& failure = lsn.status();
+        // The writer refuses a record with invalid_argument before writing any byte of it (only
+        // a record over the size limit can get there): the batch is rejected, the graph stays
+        // writable.
+        if (failure.code() == StatusCode::invalid_argument)
+            return Status::invalid_argument("the batch is too large for one WAL record (" + failure.message() +
+                                            "); nothing was written: split it into smaller batches");
         read_only_ = failure.code() == StatusCode::read_only
                          ? failure.message()
                          : "the WAL could not be written (" + failure.message() +

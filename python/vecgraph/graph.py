@@ -167,13 +167,16 @@ def _int64s(values: Any, name: str, count: int) -> Optional[np.ndarray]:
         return None
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
         return np.full(count, _count(values, name), dtype=np.int64)
-    if isinstance(values, (float, np.floating, str, bytes)):
+    if isinstance(values, (float, np.floating, str, bytes, bool, np.bool_)):
         raise TypeError(f"{name} must be an int or a list of {count} ints (microseconds since the epoch), "
                         f"got {type(values).__name__}")
     try:
         array = np.asarray(values)
     except OverflowError:
         raise ValueError(f"{name} holds an int outside the int64 range") from None
+    if array.ndim == 0:  # a datetime, None-like or other scalar
+        raise TypeError(f"{name} must be an int or a list of {count} ints (microseconds since the epoch, e.g. "
+                        f"int(dt.timestamp() * 1_000_000) for a datetime dt), got {type(values).__name__}")
     if array.shape != (count,):
         raise ValueError(f"{name} must have shape ({count},), got {array.shape}")
     if array.dtype == object and all(isinstance(v, int) and not isinstance(v, bool) for v in array.tolist()):
@@ -480,12 +483,14 @@ class Graph:
         dim = _count(dim, "dim")
         if dim < 1:
             raise InvalidArgumentError(f"dim must be >= 1, got {dim}")
-        for name, value in (("connectivity", connectivity), ("expansion_add", expansion_add),
-                            ("expansion_search", expansion_search)):
-            if _count(value, name) < 1:
-                raise InvalidArgumentError(f"{name} must be >= 1, got {value}")
+        for name, value, least in (("connectivity", connectivity, 2), ("expansion_add", expansion_add, 1),
+                                   ("expansion_search", expansion_search, 1)):
+            if _count(value, name) < least:
+                raise InvalidArgumentError(f"{name} must be >= {least}, got {value}")
         threads = (os.cpu_count() or 1) if threads is None else _threads(threads, "threads")
         auto_compact_edges = _count(auto_compact_edges, "auto_compact_edges")
+        if auto_compact_edges < 0:
+            raise InvalidArgumentError(f"auto_compact_edges must be >= 0 (0: never), got {auto_compact_edges}")
         self._filterable = _filterable(filterable)
         self._engine = _core.Engine(dim, _choice(metric, "metric", _METRICS), connectivity, expansion_add,
                                     expansion_search, threads, auto_compact_edges, list(self._filterable.items()))
@@ -574,6 +579,7 @@ class Graph:
             raise InvalidArgumentError(f"segment_bytes must be >= 4096, got {segment_bytes}")
         if _count(auto_compact_edges, "auto_compact_edges") < 0:
             raise InvalidArgumentError(f"auto_compact_edges must be >= 0 (0: never), got {auto_compact_edges}")
+        background_indexing = _flag(background_indexing, "background_indexing")
         if metric is not None:
             metric = _choice(metric, "metric", _METRICS)
         if dim is not None and _count(dim, "dim") < 1:
@@ -591,6 +597,7 @@ class Graph:
             os.makedirs(folder, exist_ok=True)
         except OSError as e:
             raise storage.StorageError(f"cannot create graph folder {folder}: {e}") from e
+        lock_existed = os.path.exists(os.path.join(folder, storage.LOCK))
         lock = storage.FolderLock(folder)
         loaded: Optional[dict] = None
         try:
@@ -598,9 +605,9 @@ class Graph:
                 storage.remove_stale_temporaries(folder)
             manifest = storage.read_manifest(folder)
             if manifest is None:
-                if dim is None:
-                    raise InvalidArgumentError(f"{folder} holds no graph yet; pass dim (and metric) to create one")
                 leftovers = [n for n in os.listdir(folder) if n not in (storage.LOCK, storage.MANIFEST + ".tmp")]
+                if dim is None and not leftovers:
+                    raise InvalidArgumentError(f"{folder} holds no graph yet; pass dim (and metric) to create one")
                 if leftovers:
                     raise InvalidArgumentError(
                         f"{folder} is not empty and has no MANIFEST ({', '.join(sorted(leftovers)[:5])}); "
@@ -663,7 +670,7 @@ class Graph:
             graph._engine.set_last_text_lsn(int(manifest.get("text_lsn", snapshot_lsn)))
             # _inspect (vecgraph.snapshot.verify): recover in memory only, nothing on disk changes.
             report = graph._engine.replay_wal(wal_dir, uuid, snapshot_lsn + 1, not _inspect)
-            background = bool(background_indexing) and not _inspect
+            background = background_indexing and not _inspect
             graph._engine.defer_indexing(False, BACKGROUND_INDEX_MIN if background else _NEVER)
             graph._engine.compact()
             if report["truncated_bytes"] and not _inspect:
@@ -679,6 +686,11 @@ class Graph:
             lock.release()
             if created:  # leave no trace of a graph that was never created
                 shutil.rmtree(folder, ignore_errors=True)
+            elif not lock_existed and not os.path.exists(os.path.join(folder, storage.MANIFEST)):
+                try:  # an existing folder that holds no graph is left as it was
+                    os.unlink(lock.path)
+                except OSError:
+                    pass
             raise
         graph._path, graph._lock, graph._manifest = folder, lock, manifest
         try:
@@ -779,8 +791,14 @@ class Graph:
 
         Returns:
             Up to ``limit`` problems, one line each; empty when the graph is sound.
+
+        Raises:
+            TypeError: ``limit`` is not an int. InvalidArgumentError: ``limit`` < 0.
         """
-        return list(self._engine.verify(_count(limit, "limit")))
+        limit = _count(limit, "limit")
+        if limit < 0:
+            raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
+        return list(self._engine.verify(limit))
 
     def sync(self) -> None:
         """Make every write so far durable (fsync), whatever the sync policy."""
@@ -996,7 +1014,9 @@ class Graph:
             DimensionMismatchError: vectors of the wrong length.
             DuplicateKeyError: a key already in the graph or repeated in the batch.
             InvalidArgumentError: NaN or inf in a vector, an all-zero vector under "cos",
-                props that are not JSON.
+                props that are not JSON; on a folder graph, a batch whose WAL record would
+                pass 1 GiB (split it: nothing is written and the graph stays writable).
+            ReadOnlyError: the graph is closed, or read-only after a failed WAL write or fsync.
             TypeError / ValueError: keys, columns or arrays of the wrong type or length.
         """
         self._write_nodes(self._engine.add_nodes, keys, vectors, labels, texts, tenants, ts, props)
@@ -1049,8 +1069,10 @@ class Graph:
 
         Raises:
             NotFoundError: an endpoint that is not a node.
-            InvalidArgumentError: a NaN or infinite weight, a bad edge vector.
+            InvalidArgumentError: a NaN or infinite weight, a bad edge vector; on a folder
+                graph, a batch whose WAL record would pass 1 GiB (nothing is written).
             DimensionMismatchError: edge vectors of the wrong length.
+            ReadOnlyError: the graph is closed, or read-only after a failed WAL write or fsync.
         """
         self._check_open()
         src = _keys(src, "src")
@@ -1515,6 +1537,8 @@ class Graph:
             k: results wanted (>= 1).
             channels: names from ``("dense", "bm25", "graph", "entity")``.
             weights: {channel: weight >= 0}, default 1.0 each; a channel of weight 0 is not run.
+                A weight for a channel not in ``channels`` is ignored (one weights dict can serve
+                calls with different channels).
             embedder: embeds ``text`` when no vector is given (checked against the graph's
                 recorded embedder, see :meth:`use_embedder`).
             tenants, labels, where, since, until: filters, applied inside every channel (as

@@ -1427,7 +1427,8 @@ def edges(
         key_type: how the src and dst columns of a CSV / TSV file are read, as for
             :func:`nodes`: ``"str"`` (default) or ``"int"`` (to reach int-keyed nodes).
         rel: relation type column (default ``"rel"``, else ``"type"``; absent or null: "").
-        weight: float weights (default ``"weight"``; absent or null: 1.0).
+        weight: float weights (default ``"weight"``; absent or null: 1.0; in a pandas
+            DataFrame NaN is null, as pandas uses it; elsewhere a NaN weight is a bad row).
         ts, text, props: as for :func:`nodes`.
         vector: optional edge vectors: a column (null rows: an edge without a vector) or a
             NumPy array (rows, dim) aligned with the source rows.

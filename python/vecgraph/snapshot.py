@@ -169,12 +169,16 @@ def export(graph: Any, path: Union[str, os.PathLike], format: str = "parquet", *
 
     if not isinstance(graph, Graph):
         raise InvalidArgumentError(f"export needs a vecgraph.Graph, got {type(graph).__name__}")
-    if format not in _FORMATS:
+    if not isinstance(format, str) or format not in _FORMATS:
         raise InvalidArgumentError(f"format must be 'parquet' or 'arrow', got {format!r}")
+    if not isinstance(overwrite, (bool, np.bool_)):
+        raise TypeError(f"overwrite must be True or False, got {type(overwrite).__name__}")
     folder = os.path.abspath(os.fspath(path))
     if os.path.exists(folder):
         if not overwrite:
             raise InvalidArgumentError(f"{folder} exists; pass overwrite=True to replace it")
+        if not os.path.isdir(folder):
+            raise InvalidArgumentError(f"{folder} is a file, not a vecgraph export; refusing to overwrite it")
         if os.listdir(folder) and not os.path.isfile(os.path.join(folder, DESCRIPTION)):
             raise InvalidArgumentError(f"{folder} is not a vecgraph export; refusing to overwrite it")
     parent = os.path.dirname(folder)
@@ -339,7 +343,9 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
     Args:
         src: a folder written by :func:`export`.
         into: the graph folder to create (it must not exist, unless ``overwrite``).
-        overwrite: replace an existing graph folder at ``into`` (it must not be open).
+        overwrite: replace an existing graph folder at ``into`` (it must not be open). The new
+            folder is built beside it and swapped in once it opens: if any step fails (bad
+            ``open_kwargs`` included), ``into`` is left as it was.
         open_kwargs: passed to :meth:`vecgraph.Graph.open` (sync, threads, ...).
 
     Returns:
@@ -349,6 +355,7 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
         InvalidArgumentError: ``src`` is not an export, or ``into`` exists.
         CorruptionError: a file fails its sha256, is unreadable, or holds invalid data.
         StorageError: ``into`` cannot be written or is open elsewhere.
+        TypeError: an unknown or wrongly typed ``open_kwargs`` entry (as from ``Graph.open``).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -358,9 +365,13 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
     source = os.path.abspath(os.fspath(src))
     target = os.path.abspath(os.fspath(into))
     description = _read_description(source)
+    if not isinstance(overwrite, (bool, np.bool_)):
+        raise TypeError(f"overwrite must be True or False, got {type(overwrite).__name__}")
     if os.path.exists(target):
         if not overwrite:
             raise InvalidArgumentError(f"{target} exists; pass overwrite=True to replace it")
+        if not os.path.isdir(target):
+            raise InvalidArgumentError(f"{target} is a file, not a vecgraph graph folder; refusing to overwrite it")
         if os.listdir(target) and not os.path.isfile(os.path.join(target, storage.MANIFEST)):
             raise InvalidArgumentError(f"{target} is not a vecgraph graph folder; refusing to overwrite it")
     dim, metric, files = description["dim"], description["metric"], description["files"]
@@ -427,19 +438,23 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
     except (KeyError, ValueError, TypeError, pa.ArrowException) as e:
         raise CorruptionError(f"{where} does not have the expected columns or shapes: {e}") from None
 
-    if os.path.exists(target):
-        holder = storage.FolderLock(target)  # refuse to replace a graph that is open
-        holder.release()
-        shutil.rmtree(target)
+    # The folder is built beside ``into`` and renamed into place; a graph it replaces is moved
+    # aside until the new one opens, so a failure at any step (bad open arguments included)
+    # leaves ``into`` as it was.
+    parent = os.path.dirname(target)
     try:
-        os.makedirs(target)
+        os.makedirs(parent, exist_ok=True)
+        building = tempfile.mkdtemp(prefix=os.path.basename(target) + ".restoring-", dir=parent)
+    except OSError as e:
+        raise StorageError(f"cannot restore into {target}: {e}") from e
+    try:
         manifest = storage.new_manifest(dim, metric, description.get("hnsw") or {
             "connectivity": 16, "expansion_add": 128, "expansion_search": 128})
         embedder = description.get("embedder")
         if embedder:
             manifest["embedder"] = embedder
         manifest["filterable"] = description.get("filterable") or {}
-        tmp = storage.begin_snapshot(target, manifest)
+        tmp = storage.begin_snapshot(building, manifest)
         hnsw_file = os.path.join(source, storage.HNSW_FILE)
         if storage.HNSW_FILE in files and (not os.path.isfile(hnsw_file) or storage._sha256(hnsw_file) != files[storage.HNSW_FILE]):
             import warnings
@@ -452,21 +467,41 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
             with open(os.path.join(tmp, storage.HNSW_FILE), "rb") as f:
                 os.fsync(f.fileno())
             state["hnsw_saved"] = True
-        committed = storage.write_snapshot(target, manifest, state, tmp)
+        committed = storage.write_snapshot(building, manifest, state, tmp)
         if state.get("hnsw_saved") and committed["files"][storage.HNSW_FILE] != files[storage.HNSW_FILE]:
             committed["files"].pop(storage.HNSW_FILE)  # damaged in the export: rebuilt on open
-        storage.write_manifest(target, committed)
+        storage.write_manifest(building, committed)
     except OSError as e:
-        shutil.rmtree(target, ignore_errors=True)
+        shutil.rmtree(building, ignore_errors=True)
         raise StorageError(f"cannot restore into {target}: {e}") from e
     except BaseException:
-        shutil.rmtree(target, ignore_errors=True)
+        shutil.rmtree(building, ignore_errors=True)
         raise
+    replaced = None
     try:
-        return Graph.open(target, **open_kwargs)
-    except Error:
-        shutil.rmtree(target, ignore_errors=True)
+        if os.path.exists(target):
+            holder = storage.FolderLock(target)  # refuse to replace a graph that is open
+            holder.release()
+            replaced = tempfile.mkdtemp(prefix=os.path.basename(target) + ".replaced-", dir=parent)
+            os.rename(target, os.path.join(replaced, "graph"))
+        os.rename(building, target)
+        building = None
+        graph = Graph.open(target, **open_kwargs)
+    except BaseException as e:
+        if building is None:
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            shutil.rmtree(building, ignore_errors=True)
+        if replaced is not None:
+            if os.path.exists(os.path.join(replaced, "graph")):
+                os.rename(os.path.join(replaced, "graph"), target)
+            shutil.rmtree(replaced, ignore_errors=True)
+        if isinstance(e, OSError):
+            raise StorageError(f"cannot restore into {target}: {e}") from e
         raise
+    if replaced is not None:
+        shutil.rmtree(replaced, ignore_errors=True)
+    return graph
 
 
 # ------------------------------------------------------------------------------ verify

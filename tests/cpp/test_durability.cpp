@@ -1,6 +1,6 @@
 // Engine + WAL: every write kind replays into a fresh engine to the same state; a failed fsync
 // fails the write that saw it and turns the engine read-only (never retried); a rejected batch
-// is not logged.
+// is not logged, and one too large for a WAL record leaves the engine writable.
 #include <cerrno>
 #include <cstdlib>
 #include <random>
@@ -154,6 +154,40 @@ TEST_CASE("a failed fsync fails that write, is not retried, and makes the engine
     CHECK(engine->delete_nodes(&key, 1, false, &count).code() == StatusCode::read_only);
     CHECK(engine->stats().read_only);
     CHECK(engine->find(encode_text_key("c")).status().code() == StatusCode::not_found);
+}
+
+TEST_CASE("a batch too large for one WAL record is rejected and the engine stays writable") {
+    vecgraph_test::TempDir tmp("vecgraph_big_record");
+    const std::string dir = tmp.root.string();
+    auto engine = make();
+    wal::WriterOptions options;
+    options.sync = wal::SyncPolicy::off;
+    options.max_record_bytes = 4096;  // the format allows 1 GiB; a lower limit keeps the test small
+    REQUIRE(engine->attach_wal(dir, uuid, 1, options).ok());
+    REQUIRE(add_node(*engine, "a", 1).ok());
+    std::string key = encode_text_key("big"), text(5000, 'x');
+    std::vector<float> v = vector_of(2);
+    NodeBatch batch;
+    batch.count = 1;
+    batch.keys = &key;
+    batch.vectors = v.data();
+    batch.texts = &text;
+    Status refused = engine->add_nodes(batch);
+    CHECK(refused.code() == StatusCode::invalid_argument);
+    CHECK(refused.message().find("split it into smaller batches") != std::string::npos);
+    CHECK(refused.message().find("WAL limit is 4096") != std::string::npos);
+    CHECK(engine->find(key).status().code() == StatusCode::not_found);
+    CHECK_EQ(engine->last_lsn(), std::uint64_t{1});
+    CHECK(!engine->stats().read_only);
+    REQUIRE(add_node(*engine, "b", 3).ok());  // still writable; the refused batch took no LSN
+    CHECK_EQ(engine->last_lsn(), std::uint64_t{2});
+    REQUIRE(engine->close_wal().ok());
+    auto again = make();
+    auto report = again->replay_wal(dir, uuid, 1, true);
+    REQUIRE(report.ok());
+    CHECK_EQ(report.value().replayed, std::uint64_t{2});
+    CHECK_EQ(again->count_nodes(), std::size_t{2});
+    CHECK(again->find(key).status().code() == StatusCode::not_found);
 }
 
 TEST_MAIN()

@@ -37,6 +37,9 @@ struct WriterOptions {
     /// A segment is closed and a new one started when the next record would take it past this
     /// size; a record larger than this gets a segment of its own.
     std::uint64_t segment_bytes = 64ull << 20;
+    /// A record with a larger payload is refused (invalid_argument, nothing written); at most
+    /// max_payload_bytes (1 GiB), the format's limit. Tests lower it.
+    std::uint32_t max_record_bytes = max_payload_bytes;
     /// Called instead of fdatasync(fd) on segment files when set (tests count syncs and inject
     /// failures). Returns 0, or -1 with errno set.
     std::function<int(int fd)> sync_hook;
