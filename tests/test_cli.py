@@ -136,7 +136,7 @@ def test_usage_errors_exit_2(graph_folder, tmp_path):
     assert "invalid choice: 'csv'" in failed(2, "export", graph_folder, tmp_path / "out", "--format", "csv")
     assert not (tmp_path / "out").exists()
     assert "exactly one" in failed(2, "query", graph_folder)
-    assert "exactly one" in failed(2, "query", graph_folder, "text", "--vector", q)
+    assert "exactly one; both only with --hybrid" in failed(2, "query", graph_folder, "text", "--vector", q)
     assert "TEXT is empty" in failed(2, "query", graph_folder, " ")
     assert "-k: expected an integer in [1," in failed(2, "query", graph_folder, "--vector", q, "-k", "0")
     assert "--direction: invalid choice" in failed(2, "query", graph_folder, "--vector", q, "--direction", "up")
@@ -205,6 +205,18 @@ def test_query_labels_filter(graph_folder, tmp_path):
     hits = json.loads(ok("query", graph_folder, "--vector", q, "--json", "--labels", "person", "--exact").stdout)
     assert hits and "n7" not in [h["key"] for h in hits]
     assert all(int(h["key"][1:]) % 2 == 0 for h in hits)
+
+
+def test_query_tenants_empty_string_is_the_default_tenant(tmp_path):
+    folder = str(tmp_path / "t.vg")
+    with vg.Graph.open(folder, dim=DIM, sync="off") as g:
+        g.add_nodes(["shared", "mine"], _vectors()[:2], tenants=["", "u1"])
+    q = _npy(tmp_path, "q.npy", _vectors()[1])
+    keys = lambda *args: [h["key"] for h in json.loads(ok("query", folder, "--vector", q, "--json", "--exact", *args).stdout)]
+    assert keys("--tenants", "") == ["shared"]
+    assert keys("--tenants", "u1") == ["mine"]
+    assert sorted(keys("--tenants", "", "--tenants", "u1")) == ["mine", "shared"]
+    assert "expected comma-separated names" in failed(2, "query", folder, "--vector", q, "--tenants", "u1,")
 
 
 def test_query_errors(graph_folder, tmp_path):

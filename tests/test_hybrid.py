@@ -244,6 +244,19 @@ def test_the_command_runs_hybrid_queries(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "vecgraph", "query", str(tmp_path / "g"), "--vector", "x.npy",
                           "--hybrid"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "--hybrid needs TEXT" in bad.stderr
+    # --vector beside TEXT gives the dense (and graph) channels a query without an embedder.
+    import numpy as np
+
+    np.save(tmp_path / "q.npy", np.array(unit(0, 1, 0, 0), np.float32))
+    both = subprocess.run([sys.executable, "-m", "vecgraph", "query", str(tmp_path / "g"), "A7-Pro price?", "--hybrid",
+                           "--vector", str(tmp_path / "q.npy"), "--json"], capture_output=True, text=True, env=env)
+    assert both.returncode == 0, both.stderr
+    ranks = {hit["key"]: hit["ranks"] for hit in json.loads(both.stdout)}
+    assert ranks["a7-price"]["bm25"] == 1 and ranks["c9-price"]["dense"] == 1 and ranks["a7-price"]["dense"] == 2
+    np.save(tmp_path / "two.npy", np.ones((2, 4), np.float32))
+    two = subprocess.run([sys.executable, "-m", "vecgraph", "query", str(tmp_path / "g"), "A7-Pro", "--hybrid",
+                          "--vector", str(tmp_path / "two.npy")], capture_output=True, text=True, env=env)
+    assert two.returncode == 1 and "--hybrid takes one query vector" in two.stderr and "holds 2" in two.stderr
 
 
 def test_deleted_names_and_strict_inputs():

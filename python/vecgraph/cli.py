@@ -70,6 +70,11 @@ def _name_list(text: str) -> list:
     return names
 
 
+def _tenant_list(text: str) -> list:
+    """argparse type for --tenants: like _name_list, and "" alone is the default tenant."""
+    return [""] if text == "" else _name_list(text)
+
+
 def _walk(hit, name=repr) -> str:
     """The path of a hit as walked from its seed: ``seed -rel-> a <-rel- hit`` (arrows as stored),
     each node shown by ``name(key)``."""
@@ -348,7 +353,12 @@ def _snippet(graph, key, width: int = 60) -> str:
 
 def _cmd_hybrid_query(args: argparse.Namespace, graph) -> int:
     vector = None
-    if args.embedder is not None or graph.embedder is not None:
+    if args.vector is not None:  # the dense channel's query vector, beside TEXT for the other channels
+        queries = _query_vectors(args, graph)
+        if len(queries) != 1:
+            raise CommandError(f"--hybrid takes one query vector; {args.vector} holds {len(queries)}")
+        vector = queries[0]
+    elif args.embedder is not None or graph.embedder is not None:
         vector = _query_vectors(args, graph)[0]
     res = graph.hybrid_search(args.text, vector=vector, k=args.k, seeds=args.seeds, hops=args.hops,
                               max_visited=args.max_visited, rels=args.rels, labels=args.labels,
@@ -372,12 +382,12 @@ def _cmd_hybrid_query(args: argparse.Namespace, graph) -> int:
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
-    if (args.text is None) == (args.vector is None):
-        args.parser.error("give either TEXT or --vector FILE.npy (exactly one)")
+    if args.hybrid and args.text is None:
+        args.parser.error("--hybrid needs TEXT (and takes --vector FILE.npy for the dense channel)")
+    if not args.hybrid and (args.text is None) == (args.vector is None):
+        args.parser.error("give either TEXT or --vector FILE.npy (exactly one; both only with --hybrid)")
     if args.text is not None and not args.text.strip():
         args.parser.error("TEXT is empty; a query needs some text to embed")
-    if args.hybrid and args.text is None:
-        args.parser.error("--hybrid needs TEXT")
     with _open_graph(args.folder) as graph:
         if args.hybrid:
             return _cmd_hybrid_query(args, graph)
@@ -691,7 +701,8 @@ def build_parser() -> argparse.ArgumentParser:
             "vecgraph query memory.vg 'acme' --labels person --direction out --exact"))
     p.add_argument("folder", metavar="FOLDER", help="graph folder")
     p.add_argument("text", metavar="TEXT", nargs="?", help="query text (needs an embedder)")
-    p.add_argument("--vector", metavar="FILE.npy", help="query vectors instead of TEXT: (dim,) or (n, dim)")
+    p.add_argument("--vector", metavar="FILE.npy",
+                   help="query vectors instead of TEXT: (dim,) or (n, dim); with --hybrid, beside TEXT: one vector")
     p.add_argument("-k", type=_int_in(1, 1_000_000), default=10, metavar="K", help="results per query (default 10)")
     p.add_argument("--seeds", type=_int_in(1, 1_000_000), default=8, metavar="N", help="seed nodes (default 8)")
     p.add_argument("--hops", type=_int_in(0, 1_000), default=2, metavar="N", help="levels to walk (default 2)")
@@ -701,8 +712,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relation types to follow (default: all)")
     p.add_argument("--labels", type=_name_list, action="extend", metavar="LABEL[,...]",
                    help="admit only nodes with these labels")
-    p.add_argument("--tenants", type=_name_list, action="extend", metavar="TENANT[,...]",
-                   help="admit only nodes of these tenants")
+    p.add_argument("--tenants", type=_tenant_list, action="extend", metavar="TENANT[,...]",
+                   help="admit only nodes of these tenants (--tenants '' is the default tenant)")
     p.add_argument("--direction", choices=("out", "in", "both"), default="both",
                    help="edge direction to walk (default both)")
     p.add_argument("--exact", action="store_true", help="brute-force seeds instead of the HNSW index")
@@ -710,7 +721,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON array of hits per query, one per line")
     p.add_argument("--hybrid", action="store_true",
                    help="TEXT through every channel of hybrid_search (dense, BM25, graph, entity; "
-                        "without an embedder: BM25 and entity), fused by RRF; shows each hit's rank per channel")
+                        "without an embedder or --vector: BM25 and entity), fused by RRF; shows each hit's "
+                        "rank per channel. --vector FILE.npy (one vector) gives the dense channel's query")
 
     # stats
     p = command(
