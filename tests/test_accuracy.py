@@ -94,7 +94,11 @@ def test_synthetic_graph_shape():
 def test_every_node_is_its_own_nearest_seed_after_parallel_inserts(batch):
     """Inserts on two threads used to leave ~0.1% of nodes with no HNSW in-link (no search
     reached them: 4-10 of 6,000 here); they are re-linked. A batch of 6,000 is checked by a walk
-    of the whole graph, batches of 300 into a larger index by each member's own links."""
+    of the whole graph, batches of 300 into a larger index by each member's own links.
+
+    HNSW stays approximate: now and then one node is reached only through farther members and
+    a beam search for its own vector misses it (found with ef=6000; about one build in 100
+    has one, serial or not). One such node is allowed, not two."""
     n, dim = 6000, 16
     vectors = np.random.default_rng(batch).standard_normal((n, dim)).astype(np.float32)
     graph = vg.Graph(dim, threads=2)
@@ -102,5 +106,6 @@ def test_every_node_is_its_own_nearest_seed_after_parallel_inserts(batch):
         graph.add_nodes(list(range(first, first + batch)), vectors[first:first + batch])
     found = graph.search_batch(vectors, k=1, hops=0)
     missed = [i for i, result in enumerate(found) if result.keys != [i]]
-    assert missed == []
+    assert len(missed) <= 1, missed
+    assert [graph.search(vectors[i], k=1, hops=0, ef=n).keys for i in missed] == [[i] for i in missed]
     assert graph.verify() == []

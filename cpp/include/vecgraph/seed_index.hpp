@@ -68,9 +68,13 @@ class SeedIndex {
     /// through the new member, find its lists still empty, link to it alone and add itself to
     /// the list that is then cleared: that node has no in-link and no search reaches it.
     /// Serial inserts never do this. Checked: with many suspects (at least 1/8 of the index) by
-    /// a breadth-first walk from the top level down; otherwise each suspect must be listed back
-    /// on the base level by one of its own neighbours that is not a suspect or is one already
-    /// found reached (so a clump of suspects linked only to each other is caught).
+    /// a breadth-first walk from the top level down, and a reached suspect must also be listed
+    /// back on the base level by one of its own neighbours (a beam search comes near a member
+    /// through them); otherwise each suspect must be listed back by one of its own neighbours
+    /// that is not a suspect or is one already found reached (so a clump of suspects linked
+    /// only to each other is caught). A re-linked member is then searched for with its own row
+    /// and linked again, searching wider, until found (at most 4 tries): a full neighbour list
+    /// can drop it again when it is pruned.
     ///
     /// Not safe concurrently with add (the caller excludes adds); safe beside searches.
     std::size_t relink_unreachable(detail::ContextPool& contexts);
