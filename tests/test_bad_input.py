@@ -53,6 +53,8 @@ ERROR_ROWS = [
      vg.DimensionMismatchError, (ValueError, vg.Error), ["dim 5", "dim 4"]),
     ("add_nodes_wrong_dim_float64", "l2", lambda g: g.add_nodes(["n", "m"], np.ones((2, 3))),
      vg.DimensionMismatchError, (ValueError,), ["dim 3", "dim 4"]),
+    ("add_nodes_ragged_rows", "cos", lambda g: g.add_nodes(["n", "m"], [[1.0] * 4, [1.0] * 3]),
+     ValueError, (), ["vectors must be a numeric array of shape (n, dim)", "rows differ in length"]),
     ("search_wrong_dim", "cos", lambda g: g.search(np.ones(5, np.float32)),
      vg.DimensionMismatchError, (ValueError,), ["query", "dim 5", "dim 4"]),
     ("search_exact_wrong_dim", "ip", lambda g: g.search(np.ones(3, np.float32), exact=True),

@@ -117,13 +117,16 @@ def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
     """``values`` as a C-contiguous float32 array of rank ``ndim``, or a clear error."""
     if type(values) is np.ndarray and values.dtype == np.float32 and values.ndim == ndim and values.flags.c_contiguous:
         return values  # the common case, kept cheap: this runs on every search
-    array = np.asarray(values)
+    want = "(dim,)" if ndim == 1 else "(n, dim)"
+    try:
+        array = np.asarray(values)
+    except ValueError as e:  # rows of different lengths
+        raise ValueError(f"{name} must be a numeric array of shape {want}; its rows differ in length ({e})") from None
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
         raise TypeError(f"{name} must be a numeric array, got dtype {array.dtype}")
     if np.issubdtype(array.dtype, np.complexfloating):
         raise TypeError(f"{name} must be real-valued, got dtype {array.dtype}")
     if array.ndim != ndim:
-        want = "(dim,)" if ndim == 1 else "(n, dim)"
         raise ValueError(f"{name} must have shape {want}, got shape {array.shape}")
     with np.errstate(over="ignore"):  # values beyond float32 become inf, which the core rejects by name
         return np.ascontiguousarray(array, dtype=np.float32)
@@ -1488,7 +1491,17 @@ class Graph:
     ) -> list[SearchResult]:
         """:meth:`search` for each row of an (n, dim) array of queries, on ``threads`` threads
         (default: all cores), with the GIL released. Returns n results in query order.
-        Every query is checked before any runs; Ctrl-C stops between chunks of 1024 queries."""
+        Every query is checked before any runs; Ctrl-C stops between chunks of 1024 queries.
+
+        Args:
+            queries: (n, dim) array of numbers, converted to float32.
+            threads: worker threads (>= 1; None: all cores). The other arguments: as :meth:`search`.
+
+        Raises:
+            DimensionMismatchError: rows that are not of the graph's dim.
+            InvalidArgumentError: NaN or inf in a query (naming its row), or a bad search argument.
+            TypeError / ValueError: ``queries`` not a numeric 2-d array; arguments of the wrong type.
+        """
         args = self._search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
                                  ts_min, ts_max, hop_decay, exact, ef, since, until)
         threads = 0 if threads is None else _threads(threads, "threads")
@@ -1687,7 +1700,13 @@ class Graph:
         return node
 
     def quantized(self, keys: Sequence[Key]) -> tuple[np.ndarray, np.ndarray]:
-        """Stored int8 codes (n, dim) and float32 scales (n,) of the given nodes."""
+        """Stored int8 codes (n, dim) and float32 scales (n,) of the given nodes, in the order
+        of ``keys`` (a stored vector is about ``codes * scale``).
+
+        Raises:
+            NotFoundError: a key that is not a node of the graph.
+            TypeError: ``keys`` not a sequence of str / int keys.
+        """
         return self._engine.node_codes(_keys(keys, "keys"))
 
     def stats(self) -> dict:
