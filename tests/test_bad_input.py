@@ -252,6 +252,8 @@ def test_more_argument_errors_name_what_was_expected():
                  "ts must be an int or a list of 1 ints", "dt.timestamp()", "got datetime")
     expect_error(g, lambda g: g.add_nodes(["n"], np.ones((1, DIM)), ts=True), TypeError,
                  "ts must be an int or a list of 1 ints", "got bool")
+    error = expect_error(g, lambda g: g.search(QUERY, hop_decay=-2.25), vg.InvalidArgumentError, "hop_decay")
+    assert str(error).endswith("must be a finite number > 0, got -2.25")  # as written, not -2.250000
 
 
 # ----------------------------------------------------------------------------- not errors

@@ -218,6 +218,8 @@ def test_to_context_keeps_the_budget_and_tags_every_line():
     assert res.to_context(max_tokens=10_000, count_tokens=lambda s: 1).count("\n") == len(lines) - 1
     with pytest.raises(vg.InvalidArgumentError, match="max_tokens must be an int >= 1"):
         res.to_context(max_tokens=0)
+    with pytest.raises(TypeError, match="max_tokens must be an int >= 1, got str '5'"):
+        res.to_context(max_tokens="5")
 
 
 def test_the_command_runs_hybrid_queries(tmp_path):

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <thread>
@@ -15,6 +17,14 @@
 namespace vecgraph {
 
 namespace {
+
+// A double as a user wrote it (0.5, -1, 1e-300), for error messages.
+std::string format_real(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.15g", value);
+    if (std::strtod(text, nullptr) != value) std::snprintf(text, sizeof text, "%.17g", value);
+    return text;
+}
 
 // Seeds rank by score, then by node id (a total order). A function object, so that the heap
 // algorithms inline it.
@@ -1480,7 +1490,7 @@ Status Engine::validate(const SearchRequest& r) const {
     if (r.hops < 0) return Status::invalid_argument("hops must be >= 0, got " + std::to_string(r.hops));
     if (r.ef < 0) return Status::invalid_argument("ef must be >= 0 (0: the graph's default), got " + std::to_string(r.ef));
     if (!std::isfinite(r.hop_decay) || r.hop_decay <= 0.0)
-        return Status::invalid_argument("hop_decay must be a finite number > 0, got " + std::to_string(r.hop_decay));
+        return Status::invalid_argument("hop_decay must be a finite number > 0, got " + format_real(r.hop_decay));
     if (r.ts_min > r.ts_max)
         return Status::invalid_argument("ts_min (" + std::to_string(r.ts_min) + ") is after ts_max (" +
                                         std::to_string(r.ts_max) + ")");

@@ -1128,7 +1128,7 @@ class Graph:
         can be added again later, as a new node. All or nothing.
 
         Returns:
-            The number of nodes deleted.
+            The number of nodes deleted (a key repeated in ``keys`` counts once).
 
         Raises:
             NotFoundError: a key not in the graph (unless ``missing_ok``).
@@ -1449,7 +1449,7 @@ class Graph:
                 (or with a value of another type) never passes.
             hop_decay: score multiplier per hop (> 0; 1.0: none).
             exact: brute-force seeds instead of HNSW.
-            ef: HNSW expansion at search (None: the graph's expansion_search).
+            ef: HNSW expansion at search (None or 0: the graph's expansion_search).
 
         Returns:
             SearchResult with keys, scores (float32), hops (int32) and paths, best first.

@@ -229,7 +229,9 @@ class HybridResult:
         Returns:
             The lines joined by newlines ("" when nothing fits).
         """
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+            raise TypeError(f"max_tokens must be an int >= 1, got {type(max_tokens).__name__} {max_tokens!r}")
+        if max_tokens < 1:
             raise InvalidArgumentError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
         counter = count_tokens or estimate_tokens
 
