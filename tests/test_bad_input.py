@@ -299,6 +299,17 @@ def test_huge_finite_vectors_never_give_nan_scores(metric):
         assert all(a >= b for a, b in zip(scores, scores[1:])), f"not best first: {scores}"
 
 
+def test_one_weight_for_every_edge_of_a_batch():
+    g = make_graph()
+    g.add_edges(["a", "b"], ["c", "a"], rels="w", weights=2)  # int: the scalar fast path
+    g.add_edges(["c"], [2], rels="w", weights=np.float32(0.25))  # NumPy scalar: the general path
+    weights = {(e.src, e.dst): e.weight for k in ["a", "b", "c"] for e in g.neighbors(k, rels=["w"])}
+    assert weights == {("a", "c"): 2.0, ("b", "a"): 2.0, ("c", 2): 0.25}
+    for too_big in (1e39, -1e300, float("nan")):  # beyond float32, or not a number: refused by name
+        expect_error(g, lambda g: g.add_edges(["a"], ["b"], weights=too_big), vg.InvalidArgumentError,
+                     "weight is", "weights must be finite")
+
+
 def test_empty_graph_search_is_empty():
     g = vg.Graph(DIM, "cos")
     res = g.search(QUERY, k=10, hops=2)

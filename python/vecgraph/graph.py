@@ -113,6 +113,9 @@ class SearchResult:
         return f"SearchResult({len(self.keys)} hits: {{{shown}{more}}}, visited={self.count_visited})"
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
     """``values`` as a C-contiguous float32 array of rank ``ndim``, or a clear error."""
     if type(values) is np.ndarray and values.dtype == np.float32 and values.ndim == ndim and values.flags.c_contiguous:
@@ -128,6 +131,8 @@ def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
         raise TypeError(f"{name} must be real-valued, got dtype {array.dtype}")
     if array.ndim != ndim:
         raise ValueError(f"{name} must have shape {want}, got shape {array.shape}")
+    if array.dtype.kind != "f" or array.dtype.itemsize <= 4:  # no value can overflow float32
+        return np.ascontiguousarray(array, dtype=np.float32)
     with np.errstate(over="ignore"):  # values beyond float32 become inf, which the core rejects by name
         return np.ascontiguousarray(array, dtype=np.float32)
 
@@ -1084,7 +1089,9 @@ class Graph:
         if len(dst) != n:
             raise ValueError(f"src has {n} keys, dst has {len(dst)}")
         weight_array = None
-        if weights is not None:
+        if (type(weights) is float or type(weights) is int) and abs(weights) <= _FLOAT32_MAX:
+            weight_array = np.full(n, weights, dtype=np.float32)  # one weight for all: the common case, kept cheap
+        elif weights is not None:
             if np.ndim(weights) == 0:
                 weights = np.full(n, weights)
             elif np.ndim(weights) != 1:
