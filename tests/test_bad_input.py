@@ -305,7 +305,7 @@ def test_one_weight_for_every_edge_of_a_batch():
     g.add_edges(["c"], [2], rels="w", weights=np.float32(0.25))  # NumPy scalar: the general path
     weights = {(e.src, e.dst): e.weight for k in ["a", "b", "c"] for e in g.neighbors(k, rels=["w"])}
     assert weights == {("a", "c"): 2.0, ("b", "a"): 2.0, ("c", 2): 0.25}
-    for too_big in (1e39, -1e300, float("nan")):  # beyond float32, or not a number: refused by name
+    for too_big in (1e39, -1e300, float("nan"), 10**40, -10**400):  # beyond float32, or NaN: refused by name
         expect_error(g, lambda g: g.add_edges(["a"], ["b"], weights=too_big), vg.InvalidArgumentError,
                      "weight is", "weights must be finite")
 

@@ -228,6 +228,12 @@ def test_query_errors(graph_folder, tmp_path):
     assert "(dim,) or (n, dim)" in failed(1, "query", graph_folder, "--vector", cube)
     (tmp_path / "text.npy").write_text("not numpy")
     assert "text.npy" in failed(1, "query", graph_folder, "--vector", tmp_path / "text.npy")
+    (tmp_path / "empty.npy").write_bytes(b"")
+    err = failed(1, "query", graph_folder, "--vector", tmp_path / "empty.npy")
+    assert "empty.npy is not a NumPy .npy file" in err and "Traceback" not in err
+    huge = _npy(tmp_path, "huge.npy", np.full(DIM, 1e300))  # float64 beyond float32: inf, refused by name
+    err = failed(1, "query", graph_folder, "--vector", huge)
+    assert "inf" in err and "RuntimeWarning" not in err
     assert "No such file" in failed(1, "query", graph_folder, "--vector", tmp_path / "absent.npy")
     err = failed(1, "query", graph_folder, "who knows n7?")
     assert "records no embedder" in err and "--vector" in err

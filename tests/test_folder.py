@@ -88,6 +88,20 @@ def test_failed_open_of_a_folder_that_holds_no_graph_leaves_it_as_it_was(tmp_pat
     assert os.listdir(tmp_path / "empty") == []
     assert os.listdir(tmp_path / "other") == ["data.txt"]
     assert (tmp_path / "other" / "data.txt").read_text() == "user data"
+    # Files named as vecgraph's own are still a user's when they do not hold what vecgraph
+    # writes there: nothing is removed, truncated or created.
+    (tmp_path / "named").mkdir()
+    (tmp_path / "named" / "LOCK").write_text("notes")
+    (tmp_path / "named" / "MANIFEST.tmp").write_text("draft")
+    (tmp_path / "named" / "snapshots" / "work.tmp").mkdir(parents=True)
+    (tmp_path / "named" / "snapshots" / "work.tmp" / "x").write_text("y")
+    for kwargs in ({}, {"dim": 4}):
+        with pytest.raises(vg.InvalidArgumentError, match=r"no MANIFEST \(LOCK, MANIFEST.tmp, snapshots\)"):
+            vg.Graph.open(tmp_path / "named", **kwargs)
+    assert sorted(str(p.relative_to(tmp_path / "named")) for p in (tmp_path / "named").rglob("*")) == [
+        "LOCK", "MANIFEST.tmp", "snapshots", "snapshots/work.tmp", "snapshots/work.tmp/x"]
+    assert (tmp_path / "named" / "LOCK").read_text() == "notes"
+    assert (tmp_path / "named" / "MANIFEST.tmp").read_text() == "draft"
     with vg.Graph.open(tmp_path / "empty", dim=4) as g:  # an empty folder still takes a new graph
         g.add_nodes(["a"], np.ones((1, 4)))
     assert sorted(os.listdir(tmp_path / "empty"))[:2] == ["LOCK", "MANIFEST"]

@@ -409,6 +409,19 @@ def test_a_failed_restore_leaves_the_target_as_it_was(tmp_path):
     with pytest.raises(TypeError, match="no_such_option"):
         snapshot.restore(tmp_path / "x", tmp_path / "fresh", no_such_option=1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep", "x"]  # nothing built is left
+    # The check that no process has the target open changes nothing either: a graph folder
+    # without a LOCK file (or an empty folder) gains none, a LOCK keeps its contents.
+    (tmp_path / "keep" / "LOCK").unlink()
+    (tmp_path / "empty").mkdir()
+    for target in ("keep", "empty"):
+        before = {p: p.read_bytes() for p in (tmp_path / target).rglob("*") if p.is_file()}
+        with pytest.raises(vg.InvalidArgumentError, match="sync must be"):
+            snapshot.restore(tmp_path / "x", tmp_path / target, overwrite=True, sync="sometimes")
+        assert {p: p.read_bytes() for p in (tmp_path / target).rglob("*") if p.is_file()} == before
+    (tmp_path / "empty").rmdir()
+    with pytest.raises(vg.InvalidArgumentError, match="sync must be"):  # parents made for it go too
+        snapshot.restore(tmp_path / "x", tmp_path / "new" / "deeper" / "r.vg", sync="sometimes")
+    assert not (tmp_path / "new").exists()
     with snapshot.restore(tmp_path / "x", tmp_path / "keep", overwrite=True) as g:
         assert g.search(np.ones(4), k=5, hops=0).keys == ["new"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep", "x"]

@@ -304,7 +304,7 @@ def _query_vectors(args: argparse.Namespace, graph) -> np.ndarray:
     if args.vector is not None:
         try:
             array = np.load(args.vector, allow_pickle=False)
-        except ValueError as exc:
+        except (ValueError, EOFError) as exc:  # EOFError: an empty file
             raise CommandError(f"{args.vector} is not a NumPy .npy file of numbers: {exc}") from None
         if not isinstance(array, np.ndarray) or array.ndim not in (1, 2) or array.size == 0:
             shape = getattr(array, "shape", None)
@@ -315,7 +315,8 @@ def _query_vectors(args: argparse.Namespace, graph) -> np.ndarray:
         if matrix.shape[1] != graph.dim:
             raise CommandError(f"{args.vector} holds vectors of dim {matrix.shape[1]}, "
                                f"the graph at {args.folder} has dim {graph.dim}")
-        return np.ascontiguousarray(matrix, dtype=np.float32)
+        with np.errstate(over="ignore"):  # beyond float32: inf, refused by the search by name
+            return np.ascontiguousarray(matrix, dtype=np.float32)
     recorded = graph.embedder
     if args.embedder is not None:
         embedder = _load_embedder(args.embedder)

@@ -601,6 +601,17 @@ class Graph:
         created = not os.path.exists(folder)
         if created and dim is None:
             raise InvalidArgumentError(f"{folder} does not exist; pass dim (and metric) to create a graph there")
+        if not created and not os.path.isfile(os.path.join(folder, storage.MANIFEST)):
+            # A folder that holds no graph is checked before anything in it is touched (the
+            # LOCK, or the cleanup of an interrupted checkpoint, would change a user's files).
+            leftovers = storage.foreign_entries(folder)
+            if leftovers:
+                raise InvalidArgumentError(
+                    f"{folder} is not empty and has no MANIFEST ({', '.join(sorted(leftovers)[:5])}); "
+                    "refusing to create a graph over other files"
+                )
+            if dim is None:
+                raise InvalidArgumentError(f"{folder} holds no graph yet; pass dim (and metric) to create one")
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as e:
@@ -609,11 +620,11 @@ class Graph:
         lock = storage.FolderLock(folder)
         loaded: Optional[dict] = None
         try:
-            if not _inspect:
+            if not _inspect and os.path.isfile(os.path.join(folder, storage.MANIFEST)):
                 storage.remove_stale_temporaries(folder)
             manifest = storage.read_manifest(folder)
             if manifest is None:
-                leftovers = [n for n in os.listdir(folder) if n not in (storage.LOCK, storage.MANIFEST + ".tmp")]
+                leftovers = storage.foreign_entries(folder)
                 if dim is None and not leftovers:
                     raise InvalidArgumentError(f"{folder} holds no graph yet; pass dim (and metric) to create one")
                 if leftovers:
@@ -1092,6 +1103,11 @@ class Graph:
         if (type(weights) is float or type(weights) is int) and abs(weights) <= _FLOAT32_MAX:
             weight_array = np.full(n, weights, dtype=np.float32)  # one weight for all: the common case, kept cheap
         elif weights is not None:
+            if type(weights) is int:  # beyond float32, or beyond float: refused by the core as not finite
+                try:
+                    weights = float(weights)
+                except OverflowError:
+                    weights = math.inf if weights > 0 else -math.inf
             if np.ndim(weights) == 0:
                 weights = np.full(n, weights)
             elif np.ndim(weights) != 1:

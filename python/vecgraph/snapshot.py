@@ -442,10 +442,16 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
     # aside until the new one opens, so a failure at any step (bad open arguments included)
     # leaves ``into`` as it was.
     parent = os.path.dirname(target)
+    made_parent = None  # the topmost folder this call creates above ``into``, removed on failure
+    ancestor = parent
+    while not os.path.exists(ancestor):
+        made_parent, ancestor = ancestor, os.path.dirname(ancestor)
     try:
         os.makedirs(parent, exist_ok=True)
         building = tempfile.mkdtemp(prefix=os.path.basename(target) + ".restoring-", dir=parent)
     except OSError as e:
+        if made_parent:
+            shutil.rmtree(made_parent, ignore_errors=True)
         raise StorageError(f"cannot restore into {target}: {e}") from e
     try:
         manifest = storage.new_manifest(dim, metric, description.get("hnsw") or {
@@ -473,15 +479,18 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
         storage.write_manifest(building, committed)
     except OSError as e:
         shutil.rmtree(building, ignore_errors=True)
+        if made_parent:
+            shutil.rmtree(made_parent, ignore_errors=True)
         raise StorageError(f"cannot restore into {target}: {e}") from e
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
+        if made_parent:
+            shutil.rmtree(made_parent, ignore_errors=True)
         raise
     replaced = None
     try:
         if os.path.exists(target):
-            holder = storage.FolderLock(target)  # refuse to replace a graph that is open
-            holder.release()
+            storage.probe_lock(target)  # refuse to replace a graph that is open; changes nothing
             replaced = tempfile.mkdtemp(prefix=os.path.basename(target) + ".replaced-", dir=parent)
             os.rename(target, os.path.join(replaced, "graph"))
         os.rename(building, target)
@@ -496,6 +505,8 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
             if os.path.exists(os.path.join(replaced, "graph")):
                 os.rename(os.path.join(replaced, "graph"), target)
             shutil.rmtree(replaced, ignore_errors=True)
+        if made_parent:
+            shutil.rmtree(made_parent, ignore_errors=True)
         if isinstance(e, OSError):
             raise StorageError(f"cannot restore into {target}: {e}") from e
         raise

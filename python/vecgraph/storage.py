@@ -231,6 +231,53 @@ def _manifest_problem(m: Any) -> str:
     return ""
 
 
+def foreign_entries(folder: str) -> list[str]:
+    """Names in a folder that holds no MANIFEST other than what creating a graph there leaves
+    when it is interrupted: a LOCK holding a pid (or nothing) and a MANIFEST.tmp holding a
+    manifest. A graph is only created in a folder without them."""
+    foreign = []
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        try:
+            if name == LOCK and os.path.isfile(path):
+                with open(path, "rb") as f:
+                    if f.read(32).strip().isdigit() or os.path.getsize(path) == 0:
+                        continue
+            elif name == MANIFEST + ".tmp" and os.path.isfile(path) and os.path.getsize(path) < (1 << 20):
+                with open(path, "rb") as f:
+                    data = json.loads(f.read())
+                if isinstance(data, dict) and {"format_version", "uuid"} <= data.keys():
+                    continue
+        except (OSError, ValueError):
+            pass
+        foreign.append(name)
+    return foreign
+
+
+def probe_lock(folder: str) -> None:
+    """Raises StorageError when a process holds ``<folder>/LOCK``; creates and changes nothing
+    (a folder without a LOCK file is open nowhere)."""
+    import fcntl
+
+    path = os.path.join(folder, LOCK)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise StorageError(f"cannot open {path}: {e}") from e
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            where = "in this process" if holder == str(os.getpid()) else f"(LOCK held by pid {holder or '?'})"
+            raise StorageError(f"{folder} is already open for writing {where}; close it first") from None
+        raise StorageError(f"cannot lock {path}: {e}") from e
+    finally:
+        os.close(fd)  # releases the probe's lock, if it got it
+
+
 def remove_stale_temporaries(folder: str) -> None:
     """Remove what an interrupted checkpoint or MANIFEST commit left behind."""
     tmp_manifest = os.path.join(folder, MANIFEST + ".tmp")
