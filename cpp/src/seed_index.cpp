@@ -222,6 +222,9 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
     }
     hnsw_t& index = impl_->index;
     const std::size_t size = index.size();
+    std::sort(suspects.begin(), suspects.end());
+    suspects.erase(std::unique(suspects.begin(), suspects.end()), suspects.end());
+    while (!suspects.empty() && suspects.back() >= size) suspects.pop_back();
     if (suspects.empty() || size < 2) return 0;
     std::vector<std::uint32_t> unreachable;
     auto lists = [&](std::uint32_t from, std::uint32_t slot) {
@@ -262,10 +265,8 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
         // Reached is not enough for a search to find a member: a beam search comes near it
         // through its own neighbours, so a suspect none of them lists back (its in-links come
         // from farther members only) is linked again as well.
-        std::sort(suspects.begin(), suspects.end());
-        suspects.erase(std::unique(suspects.begin(), suspects.end()), suspects.end());
         for (std::uint32_t suspect : suspects)
-            if (suspect < size && reached[suspect] && !listed_back_by_a_neighbor(suspect)) reached[suspect] = 0;
+            if (reached[suspect] && !listed_back_by_a_neighbor(suspect)) reached[suspect] = 0;
         for (std::size_t slot = 0; slot < size; ++slot)
             if (!reached[slot]) unreachable.push_back(static_cast<std::uint32_t>(slot));
     } else {
@@ -273,9 +274,6 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
         // reached, is in its own list and lists it back (in-links of a fresh member come from
         // the neighbours it linked to). Repeated until nothing changes, so that a pair or a
         // clump of suspects linked only to each other is not taken as reached.
-        std::sort(suspects.begin(), suspects.end());
-        suspects.erase(std::unique(suspects.begin(), suspects.end()), suspects.end());
-        while (!suspects.empty() && suspects.back() >= size) suspects.pop_back();
         auto position = [&](std::uint32_t slot) -> std::size_t {  // suspects.size() when not a suspect
             auto it = std::lower_bound(suspects.begin(), suspects.end(), slot);
             return it != suspects.end() && *it == slot ? static_cast<std::size_t>(it - suspects.begin())

@@ -298,9 +298,10 @@ Result<std::uint64_t> Writer::append(std::uint8_t type, const void* payload, std
     if ((flags & ~flag_skippable) != 0)
         return Status::invalid_argument("record flags " + std::to_string(flags) +
                                         " set undefined bits; only bit 0 (skippable) is defined");
-    if (bytes > std::min(s.options.max_record_bytes, max_payload_bytes))
+    const std::uint32_t limit = std::min(s.options.max_record_bytes, max_payload_bytes);
+    if (bytes > limit)
         return Status::invalid_argument("record payload is " + std::to_string(bytes) + " bytes, the WAL limit is " +
-                                        std::to_string(std::min(s.options.max_record_bytes, max_payload_bytes)));
+                                        std::to_string(limit));
     if (bytes > 0 && payload == nullptr) return Status::invalid_argument("record payload is null");
 
     const std::uint64_t total = frame_bytes(bytes);

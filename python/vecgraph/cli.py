@@ -353,14 +353,12 @@ def _snippet(graph, key, width: int = 60) -> str:
 
 
 def _cmd_hybrid_query(args: argparse.Namespace, graph) -> int:
-    vector = None
-    if args.vector is not None:  # the dense channel's query vector, beside TEXT for the other channels
+    vector = None  # the dense channel's query: the --vector file's one row, or TEXT embedded
+    if args.vector is not None or args.embedder is not None or graph.embedder is not None:
         queries = _query_vectors(args, graph)
         if len(queries) != 1:
             raise CommandError(f"--hybrid takes one query vector; {args.vector} holds {len(queries)}")
         vector = queries[0]
-    elif args.embedder is not None or graph.embedder is not None:
-        vector = _query_vectors(args, graph)[0]
     res = graph.hybrid_search(args.text, vector=vector, k=args.k, seeds=args.seeds, hops=args.hops,
                               max_visited=args.max_visited, rels=args.rels, labels=args.labels,
                               tenants=args.tenants, direction=args.direction)

@@ -116,6 +116,29 @@ class SearchResult:
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
+def _float32_or_inf(value: Union[int, float]) -> float:
+    """A Python number as float32 takes it: beyond float32, an infinity of its sign (the core
+    refuses it by name as not finite) instead of NumPy's overflow warning."""
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond float
+        return math.inf if value > 0 else -math.inf
+    return math.copysign(math.inf, value) if abs(value) > _FLOAT32_MAX else value
+
+
+def _check_folder_takes_a_graph(folder: str, dim: Any) -> None:
+    """A folder without a MANIFEST takes a new graph only when empty (but for what an
+    interrupted creation leaves) and given ``dim``; else InvalidArgumentError."""
+    leftovers = storage.foreign_entries(folder)
+    if leftovers:
+        raise InvalidArgumentError(
+            f"{folder} is not empty and has no MANIFEST ({', '.join(sorted(leftovers)[:5])}); "
+            "refusing to create a graph over other files"
+        )
+    if dim is None:
+        raise InvalidArgumentError(f"{folder} holds no graph yet; pass dim (and metric) to create one")
+
+
 def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
     """``values`` as a C-contiguous float32 array of rank ``ndim``, or a clear error."""
     if type(values) is np.ndarray and values.dtype == np.float32 and values.ndim == ndim and values.flags.c_contiguous:
@@ -604,14 +627,7 @@ class Graph:
         if not created and not os.path.isfile(os.path.join(folder, storage.MANIFEST)):
             # A folder that holds no graph is checked before anything in it is touched (the
             # LOCK, or the cleanup of an interrupted checkpoint, would change a user's files).
-            leftovers = storage.foreign_entries(folder)
-            if leftovers:
-                raise InvalidArgumentError(
-                    f"{folder} is not empty and has no MANIFEST ({', '.join(sorted(leftovers)[:5])}); "
-                    "refusing to create a graph over other files"
-                )
-            if dim is None:
-                raise InvalidArgumentError(f"{folder} holds no graph yet; pass dim (and metric) to create one")
+            _check_folder_takes_a_graph(folder, dim)
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as e:
@@ -624,14 +640,7 @@ class Graph:
                 storage.remove_stale_temporaries(folder)
             manifest = storage.read_manifest(folder)
             if manifest is None:
-                leftovers = storage.foreign_entries(folder)
-                if dim is None and not leftovers:
-                    raise InvalidArgumentError(f"{folder} holds no graph yet; pass dim (and metric) to create one")
-                if leftovers:
-                    raise InvalidArgumentError(
-                        f"{folder} is not empty and has no MANIFEST ({', '.join(sorted(leftovers)[:5])}); "
-                        "refusing to create a graph over other files"
-                    )
+                _check_folder_takes_a_graph(folder, dim)  # again under the LOCK
                 metric = metric or "cos"
                 declared = _filterable(filterable)
                 manifest = storage.new_manifest(
@@ -1100,14 +1109,10 @@ class Graph:
         if len(dst) != n:
             raise ValueError(f"src has {n} keys, dst has {len(dst)}")
         weight_array = None
-        if (type(weights) is float or type(weights) is int) and abs(weights) <= _FLOAT32_MAX:
-            weight_array = np.full(n, weights, dtype=np.float32)  # one weight for all: the common case, kept cheap
+        if type(weights) is float or type(weights) is int:  # one weight for all: the common case, kept cheap
+            weight = weights if abs(weights) <= _FLOAT32_MAX else _float32_or_inf(weights)
+            weight_array = np.full(n, weight, dtype=np.float32)
         elif weights is not None:
-            if type(weights) is int:  # beyond float32, or beyond float: refused by the core as not finite
-                try:
-                    weights = float(weights)
-                except OverflowError:
-                    weights = math.inf if weights > 0 else -math.inf
             if np.ndim(weights) == 0:
                 weights = np.full(n, weights)
             elif np.ndim(weights) != 1:

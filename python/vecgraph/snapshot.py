@@ -446,14 +446,11 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
     ancestor = parent
     while not os.path.exists(ancestor):
         made_parent, ancestor = ancestor, os.path.dirname(ancestor)
+    building = replaced = None  # the new folder while it is built; the old graph, moved aside
+    moved_in = False
     try:
         os.makedirs(parent, exist_ok=True)
         building = tempfile.mkdtemp(prefix=os.path.basename(target) + ".restoring-", dir=parent)
-    except OSError as e:
-        if made_parent:
-            shutil.rmtree(made_parent, ignore_errors=True)
-        raise StorageError(f"cannot restore into {target}: {e}") from e
-    try:
         manifest = storage.new_manifest(dim, metric, description.get("hnsw") or {
             "connectivity": 16, "expansion_add": 128, "expansion_search": 128})
         embedder = description.get("embedder")
@@ -477,37 +474,23 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
         if state.get("hnsw_saved") and committed["files"][storage.HNSW_FILE] != files[storage.HNSW_FILE]:
             committed["files"].pop(storage.HNSW_FILE)  # damaged in the export: rebuilt on open
         storage.write_manifest(building, committed)
-    except OSError as e:
-        shutil.rmtree(building, ignore_errors=True)
-        if made_parent:
-            shutil.rmtree(made_parent, ignore_errors=True)
-        raise StorageError(f"cannot restore into {target}: {e}") from e
-    except BaseException:
-        shutil.rmtree(building, ignore_errors=True)
-        if made_parent:
-            shutil.rmtree(made_parent, ignore_errors=True)
-        raise
-    replaced = None
-    try:
         if os.path.exists(target):
             storage.probe_lock(target)  # refuse to replace a graph that is open; changes nothing
             replaced = tempfile.mkdtemp(prefix=os.path.basename(target) + ".replaced-", dir=parent)
             os.rename(target, os.path.join(replaced, "graph"))
         os.rename(building, target)
-        building = None
+        moved_in = True
         graph = Graph.open(target, **open_kwargs)
     except BaseException as e:
-        if building is None:
-            shutil.rmtree(target, ignore_errors=True)
-        else:
-            shutil.rmtree(building, ignore_errors=True)
+        if moved_in or building is not None:
+            shutil.rmtree(target if moved_in else building, ignore_errors=True)
         if replaced is not None:
             if os.path.exists(os.path.join(replaced, "graph")):
                 os.rename(os.path.join(replaced, "graph"), target)
             shutil.rmtree(replaced, ignore_errors=True)
         if made_parent:
             shutil.rmtree(made_parent, ignore_errors=True)
-        if isinstance(e, OSError):
+        if isinstance(e, OSError) and not isinstance(e, Error):
             raise StorageError(f"cannot restore into {target}: {e}") from e
         raise
     if replaced is not None:

@@ -72,6 +72,22 @@ def _write_file_durably(path: str, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
+def _lock_error(folder: str, path: str, error: OSError, fd: int) -> StorageError:
+    """The error for a failed ``flock`` of ``fd`` (open on ``path``), naming the holder's pid
+    written in the file."""
+    if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+        return StorageError(f"cannot lock {path}: {error}")
+    try:
+        holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+    except OSError:
+        holder = ""
+    if holder == str(os.getpid()):
+        return StorageError(f"{folder} is already open for writing in this process (another Graph object that "
+                            "was not closed, or a forked child holding it); close it first")
+    return StorageError(f"{folder} is already open for writing (LOCK held by pid {holder or '?'}); "
+                        "close the other Graph or process first")
+
+
 class FolderLock:
     """An exclusive ``flock`` on ``<folder>/LOCK``, held while a graph is open for writing.
 
@@ -91,24 +107,10 @@ class FolderLock:
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
-            holder = ""
-            try:
-                holder = os.pread(self._fd, 64, 0).decode(errors="replace").strip()
-            except OSError:
-                pass
+            error = _lock_error(folder, self.path, e, self._fd)
             os.close(self._fd)
             self._fd = None
-            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                if holder == str(os.getpid()):
-                    raise StorageError(
-                        f"{folder} is already open for writing in this process (another Graph object that "
-                        "was not closed, or a forked child holding it); close it first"
-                    ) from None
-                raise StorageError(
-                    f"{folder} is already open for writing (LOCK held by pid {holder or '?'}); "
-                    "close the other Graph or process first"
-                ) from None
-            raise StorageError(f"cannot lock {self.path}: {e}") from e
+            raise error from None
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
 
@@ -269,11 +271,7 @@ def probe_lock(folder: str) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
-        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
-            where = "in this process" if holder == str(os.getpid()) else f"(LOCK held by pid {holder or '?'})"
-            raise StorageError(f"{folder} is already open for writing {where}; close it first") from None
-        raise StorageError(f"cannot lock {path}: {e}") from e
+        raise _lock_error(folder, path, e, fd) from None
     finally:
         os.close(fd)  # releases the probe's lock, if it got it
 
