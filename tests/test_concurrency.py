@@ -385,3 +385,101 @@ def test_a_graph_left_open_is_closed_at_exit_without_hanging(tmp_path):
         assert len(graph) == 2
         assert [edge.dst for edge in graph.neighbors("a", rels=["knows"])] == ["b"]
         assert graph.hybrid_search(text="beta", k=1, channels=["bm25"]).keys == ["b"]
+
+
+def _own_vector_misses(graph, vectors: dict, exact: bool) -> list:
+    """Keys that are not the first result of a search for their own vector."""
+    keys = list(vectors)
+    results = graph.search_batch(np.stack([vectors[key] for key in keys]), k=1, seeds=1, hops=0, exact=exact)
+    return [key for key, res in zip(keys, results) if res.keys[:1] != [key]]
+
+
+def test_writers_in_several_threads_add_and_upsert_side_by_side(tmp_path):
+    """Writes' HNSW inserts run beside each other (outside the writer lock): four threads add
+    one node per call and upsert their own earlier nodes (which rewrites rows while other
+    threads insert). Every node then holds its last vector, exact search finds each first, the
+    seed index holds every node, and HNSW finds all but a rare one left by inserts running side
+    by side (README "Threads")."""
+    dim, threads, per_thread = 16, 4, 300
+    rng = np.random.default_rng(11)
+    vectors = {}
+    lock = threading.Lock()
+    errors = []
+    with vg.Graph.open(tmp_path / "g", dim=dim, sync="always") as graph:
+
+        def write(t: int) -> None:
+            local = np.random.default_rng(100 + t)
+            try:
+                for i in range(per_thread):
+                    key = f"t{t}-{i}"
+                    x = local.standard_normal((1, dim)).astype(np.float32)
+                    graph.add_nodes([key], x)
+                    with lock:
+                        vectors[key] = x[0]
+                    if i % 10 == 9:  # upsert an earlier node of this thread
+                        old = f"t{t}-{i - 5}"
+                        y = local.standard_normal((1, dim)).astype(np.float32)
+                        graph.upsert_nodes([old], y)
+                        with lock:
+                            vectors[old] = y[0]
+            except Exception as error:  # reported below
+                errors.append(repr(error))
+
+        pool = [threading.Thread(target=write, args=(t,)) for t in range(threads)]
+        for thread in pool:
+            thread.start()
+        for thread in pool:
+            thread.join()
+        assert errors == []
+        assert len(graph) == threads * per_thread
+        for key in rng.choice(sorted(vectors), 50, replace=False):
+            np.testing.assert_allclose(graph.get_node(key)["vector"], vectors[key] / np.linalg.norm(vectors[key]),
+                                       atol=0.02)
+        assert _own_vector_misses(graph, vectors, exact=True) == []
+        assert graph.verify() == []
+        assert len(_own_vector_misses(graph, vectors, exact=False)) <= 1
+
+
+def test_checkpoints_beside_writers_in_several_threads_keep_every_node_in_the_seed_index(tmp_path):
+    """A checkpoint waits for the HNSW inserts of the writes it includes, which run after the
+    writer lock is released: every checkpoint taken while four threads add nodes saves the
+    seed index, and a process that dies after them reopens with the last one loaded, the later
+    writes replayed, each thread's writes a complete prefix and nothing missing."""
+    folder = tmp_path / "g"
+    count, dim = 40_000, 16
+    script = (
+        "import sys, threading, numpy as np, vecgraph as vg\n"
+        "g = vg.Graph.open(sys.argv[1], dim=16, sync='off')\n"
+        f"X = np.random.default_rng(5).standard_normal(({count}, {dim})).astype(np.float32)\n"
+        "stop = threading.Event()\n"
+        "def write(t):\n"
+        f"    for i in range(t, {count}, 4):\n"
+        "        if stop.is_set(): break\n"
+        "        g.add_nodes([f'k{i}'], X[i:i + 1])\n"
+        "pool = [threading.Thread(target=write, args=(t,)) for t in range(4)]\n"
+        "for th in pool: th.start()\n"
+        "saved = []\n"
+        "while len(saved) < 4 and all(th.is_alive() for th in pool):\n"
+        "    g.checkpoint()\n"
+        "    saved.append('hnsw.usearch' in g._manifest['files'])\n"
+        "stop.set()\n"
+        "for th in pool: th.join()\n"
+        "g.add_nodes(['last'], np.ones((1, 16), np.float32))\n"
+        "ok = len(saved) == 4 and all(saved)\n"
+        "print('exit' if ok else f'checkpoints (with the HNSW graph?): {saved}', flush=True)\n"
+        "import os; os._exit(0)\n")
+    _run_child(script, str(folder), timeout=300)
+    vectors = np.random.default_rng(5).standard_normal((count, dim)).astype(np.float32)
+    with vg.Graph.open(folder) as graph:
+        assert graph._recovery["hnsw"] == "loaded"
+        assert graph._recovery["snapshot"] is not None
+        assert graph.stats()["index_pending"] == 0
+        assert graph.verify() == []
+        written = [i for i in range(count) if f"k{i}" in graph]
+        assert "last" in graph and len(written) == len(graph) - 1
+        for t in range(4):  # each thread's writes are a prefix of its sequence
+            mine = [i for i in written if i % 4 == t]
+            assert mine == list(range(t, t + 4 * len(mine), 4))
+        own = {f"k{i}": vectors[i] for i in written}
+        assert _own_vector_misses(graph, own, exact=True) == []
+        assert len(_own_vector_misses(graph, own, exact=False)) <= 1

@@ -131,6 +131,10 @@ struct Engine::PreparedNodes {
         double real = 0;
     };
     std::vector<PropValue> props;
+    // Set by apply_nodes when HNSW inserts are due (not deferred): finish_write runs them.
+    bool index_pending = false;
+    std::vector<node_id_t> replaced;  // upserted nodes, indexed again
+    node_id_t first_new = 0;          // new nodes are [first_new, first_new + count_new)
 };
 
 struct Engine::PreparedEdges {
@@ -254,7 +258,7 @@ Result<std::uint64_t> Engine::log(std::uint8_t type, encode_at&& encode) {
     return lsn.value();
 }
 
-Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn) {
+Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn, PreparedNodes* to_index) {
     if (text_changed_) {
         last_text_lsn_.store(lsn);
         text_changed_ = false;
@@ -262,9 +266,17 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
     last_lsn_.store(lsn);
     bool sync = wal_ && sync_policy_ == wal::SyncPolicy::always;
     std::shared_ptr<wal::Writer> wal = wal_;
+    if (to_index && to_index->index_pending) {
+        std::lock_guard<std::mutex> guard(in_flight_mutex_);
+        ++inserts_in_flight_;
+    } else {
+        to_index = nullptr;
+    }
     writer.unlock();
+    // The next write applies (and inserts, and syncs) while this one inserts.
+    Status indexed = to_index ? index_applied(*to_index) : Status::OK();
     maybe_start_compaction();
-    if (!sync) return Status::OK();
+    if (!sync) return indexed;
     Status status = wal->sync_to(lsn);  // group commit: concurrent writers share one fsync
     if (!status.ok()) {
         std::lock_guard<std::mutex> again(writer_mutex_);
@@ -274,7 +286,43 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
                              : "the WAL could not be synced (" + status.message() +
                                    "); the graph is read-only, reopen it to recover";
     }
+    return status.ok() ? indexed : status;
+}
+
+Status Engine::index_applied(const PreparedNodes& applied) {
+    Status status;
+    {
+        std::shared_lock<std::shared_mutex> in_place(insert_mutex_);
+        {
+            std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
+            status = seed_index_->add_range(applied.first_new, applied.count_new, config_.threads, contexts_);
+            if (status.ok() && !applied.replaced.empty()) {
+                status = seed_index_->add_nodes(applied.replaced.data(), applied.replaced.size(), config_.threads,
+                                                contexts_);
+                if (status.ok()) seed_index_->count_reindexed(applied.replaced.size());
+            }
+        }
+        if (status.ok()) relink_unreachable_members(false);
+    }
+    {
+        std::lock_guard<std::mutex> guard(in_flight_mutex_);
+        --inserts_in_flight_;
+    }
+    in_flight_cv_.notify_all();
     return status;
+}
+
+void Engine::wait_for_inserts_in_flight() const {
+    std::unique_lock<std::mutex> guard(in_flight_mutex_);
+    in_flight_cv_.wait(guard, [this] { return inserts_in_flight_ == 0; });
+}
+
+Status Engine::reserve_seed_index(std::size_t count, std::unique_lock<std::shared_mutex>& moving) {
+    if (!moving.owns_lock()) {
+        if (seed_index_->reserve_in_place(count)) return Status::OK();
+        moving.lock();
+    }
+    return seed_index_->reserve_more(count);
 }
 
 Result<Engine::PreparedNodes> Engine::prepare_nodes(const NodeBatch& batch, bool upsert) const {
@@ -371,7 +419,11 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     }
     {
         auto lock = write_lock();
-        if (!replaying_ && !defer_index_) VG_RETURN_IF_ERROR(seed_index_->reserve_more(batch.count));
+        // Moving the row buffer or rewriting a row (upsert) waits for the HNSW inserts of
+        // earlier writes that are still running (insert_mutex_); appending does not.
+        std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
+        if (rows.capacity() || prepared.count_new < batch.count) moving.lock();
+        if (!replaying_ && !defer_index_) VG_RETURN_IF_ERROR(reserve_seed_index(batch.count, moving));
         for (std::size_t p = 0; p < prop_columns_.size(); ++p) {
             prop_str[p].commit();
             prop_int[p].commit();
@@ -461,18 +513,10 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         }
         return Status::OK();
     }
-    // HNSW inserts run beside searches (USearch locks the members it links).
-    auto lock = read_lock();
-    {
-        std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
-        VG_RETURN_IF_ERROR(
-            seed_index_->add_range(static_cast<node_id_t>(first), prepared.count_new, config_.threads, contexts_));
-        if (!replaced.empty()) {
-            VG_RETURN_IF_ERROR(seed_index_->add_nodes(replaced.data(), replaced.size(), config_.threads, contexts_));
-            seed_index_->count_reindexed(replaced.size());
-        }
-    }
-    relink_unreachable_members(false);
+    // The HNSW inserts run after the writer lock is released (finish_write, index_applied).
+    prepared.index_pending = true;
+    prepared.first_new = static_cast<node_id_t>(first);
+    prepared.replaced = std::move(replaced);
     return Status::OK();
 }
 
@@ -523,7 +567,7 @@ Status Engine::write_nodes(const NodeBatch& batch, bool upsert) {
     });
     if (!lsn.ok()) return lsn.status();
     VG_RETURN_IF_ERROR(apply_nodes(batch, prepared.value()));
-    return finish_write(writer, lsn.value());
+    return finish_write(writer, lsn.value(), &prepared.value());
 }
 
 Status Engine::add_nodes(const NodeBatch& batch) { return write_nodes(batch, false); }
@@ -948,6 +992,7 @@ Status Engine::drop_wal_before(std::uint64_t lsn) {
 Status Engine::close_wal() {
     wait_for_compaction();
     std::lock_guard<std::mutex> writer(writer_mutex_);
+    wait_for_inserts_in_flight();  // their writes sync after the inserts
     if (!wal_) return Status::OK();
     Status status = wal_->sync();
     wal_.reset();
@@ -978,7 +1023,8 @@ Status Engine::flush_deferred(std::size_t background_min) {
     }
     {
         auto lock = write_lock();
-        VG_RETURN_IF_ERROR(seed_index_->reserve_more(pending.size()));
+        std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
+        VG_RETURN_IF_ERROR(reserve_seed_index(pending.size(), moving));
     }
     auto lock = read_lock();
     {
@@ -993,6 +1039,7 @@ Status Engine::flush_deferred(std::size_t background_min) {
 Status Engine::defer_indexing(bool on, std::size_t background_min) {
     if (on) VG_RETURN_IF_ERROR(wait_for_indexing());  // one kind of waiting at a time
     std::unique_lock<std::mutex> writer(writer_mutex_);
+    wait_for_inserts_in_flight();
     if (on) {
         begin_deferral();
         defer_index_ = true;
@@ -1031,9 +1078,10 @@ void Engine::background_index_pass() {
         live.clear();
         {
             auto lock = write_lock();  // reserving excludes searches and adds
+            std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
             for (std::size_t i = begin; i < end; ++i)
                 if (!node_dead_[background_nodes_[i]]) live.push_back(background_nodes_[i]);
-            status = seed_index_->reserve_more(live.size());
+            status = reserve_seed_index(live.size(), moving);
         }
         if (status.ok()) {
             auto lock = read_lock();
@@ -1117,6 +1165,7 @@ Status Engine::save_seed_index(const std::string& path, bool* saved) {
 
 Status Engine::load_seed_index(const std::string& path) {
     std::lock_guard<std::mutex> writer(writer_mutex_);
+    wait_for_inserts_in_flight();
     if (!defer_index_ || seed_index_->size() != 0 || deferred_reindexed_ || indexed_before_defer_ != 0 ||
         deferred_hnsw_.size() != node_keys_.size() || count_dead_nodes_)
         return Status::invalid_argument(
@@ -1130,6 +1179,7 @@ Status Engine::load_seed_index(const std::string& path) {
 
 std::vector<std::string> Engine::verify(std::size_t limit) const {
     std::lock_guard<std::mutex> writer(writer_mutex_);
+    wait_for_inserts_in_flight();
     auto lock = read_lock();
     std::vector<std::string> problems;
     auto report = [&](std::string line) {
@@ -1420,6 +1470,7 @@ Status Engine::replay_record(std::uint8_t type, std::uint64_t lsn, std::string_v
 
 void Engine::pause_writes(const std::function<void()>& fn) const {
     std::lock_guard<std::mutex> writer(writer_mutex_);
+    wait_for_inserts_in_flight();  // a snapshot's seed index holds every node it holds
     fn();
 }
 
@@ -1785,6 +1836,7 @@ void Engine::unindexed_seeds(const QuantizedVector& query, std::size_t wanted, c
 
 bool Engine::seed_index_complete() const {
     std::lock_guard<std::mutex> writer(writer_mutex_);
+    wait_for_inserts_in_flight();
     return !count_dead_nodes_ && deferred_hnsw_.empty() && !background_running_.load() &&
            !seed_index_->count_reindexed() && seed_index_->size() == node_keys_.size();
 }

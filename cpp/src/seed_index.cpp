@@ -130,6 +130,15 @@ Status SeedIndex::reserve_more(std::size_t count) {
     return Status::OK();
 }
 
+bool SeedIndex::reserve_in_place(std::size_t count) {
+    // Adds running beside this raise size() before they release their reservation, so the sum
+    // can only overstate what is taken: a false "does not fit" at worst.
+    hnsw_t& index = impl_->index;
+    if (index.size() + reserved_.load() + count > index.capacity()) return false;
+    reserved_ += count;
+    return true;
+}
+
 Status SeedIndex::add_range(node_id_t first, std::size_t count, std::size_t threads, detail::ContextPool& contexts) {
     std::vector<node_id_t> nodes(count);
     for (std::size_t i = 0; i < count; ++i) nodes[i] = static_cast<node_id_t>(first + i);

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -88,6 +89,9 @@ struct Writer::Impl {
     std::atomic<bool> has_failed{false};       // stored under mu
     std::string failure;                        // guarded by mu: why the writer is read-only
     bool syncing = false;                       // guarded by mu: a leader's fdatasync is running
+    std::condition_variable caller_arrived;     // a caller entered sync_up_to
+    std::vector<std::uint64_t> waiting_lsns;    // guarded by mu: the LSN of each caller in sync_up_to
+    std::size_t last_round_callers = 0;         // guarded by mu: callers the last fdatasync covered
     bool stop_syncer = false;                   // guarded by mu
     std::thread syncer;
 
@@ -163,6 +167,13 @@ struct Writer::Impl {
     // arriving meanwhile wait, and return if it covered them or else lead the next one.
     Status sync_up_to(std::uint64_t lsn) {
         std::unique_lock<std::mutex> lock(mu);
+        waiting_lsns.push_back(lsn);
+        struct Leave {
+            std::vector<std::uint64_t>& lsns;
+            std::uint64_t lsn;
+            ~Leave() { lsns.erase(std::find(lsns.begin(), lsns.end(), lsn)); }  // mu held
+        } leave{waiting_lsns, lsn};
+        caller_arrived.notify_one();
         for (;;) {
             if (!failure.empty()) return Status::read_only(failure);
             if (synced_lsn.load() >= lsn) return Status::OK();
@@ -170,6 +181,21 @@ struct Writer::Impl {
             sync_done.wait(lock);
         }
         syncing = true;
+        // Callers not yet durable (each has appended its record: all are covered below).
+        auto unsynced_callers = [this] {
+            std::uint64_t synced = synced_lsn.load();
+            return static_cast<std::size_t>(
+                std::count_if(waiting_lsns.begin(), waiting_lsns.end(), [&](std::uint64_t l) { return l > synced; }));
+        };
+        // When the last fdatasync covered several callers, the others are most likely writing
+        // their next records right now: wait a little for as many callers, so that this
+        // fdatasync covers them too instead of leaving them to the next one. A lone writer
+        // never waits.
+        if (options.sync == SyncPolicy::always && last_round_callers > 1 && options.group_commit_wait_us > 0 &&
+            unsynced_callers() < last_round_callers)
+            caller_arrived.wait_for(lock, std::chrono::microseconds(options.group_commit_wait_us),
+                                    [&] { return unsynced_callers() >= last_round_callers || !failure.empty(); });
+        last_round_callers = unsynced_callers();
         std::uint64_t target = written_lsn.load();
         std::shared_ptr<OpenSegment> segment = current;
         lock.unlock();

@@ -489,11 +489,12 @@ class Graph:
     :func:`quantize`); the HNSW index (Malkov & Yashunin, TPAMI 2018, via USearch) computes its
     distances over those codes.
 
-    Concurrency: any number of threads may search while one writes. Writes are serialised: a
-    second thread's write waits until the first one has finished (no error). A write is visible
-    to every search that starts after it returns. Searches never wait for a disk sync or an
-    HNSW insert; they wait only while a write appends its rows in memory (microseconds; a
-    rehash when the key map doubles).
+    Concurrency: any number of threads may search while others write. Writes take turns (a
+    second thread's write waits, no error) only to check, log and append their rows in memory;
+    each write's HNSW inserts and fsync then run beside the next writes'. A write is visible to
+    every search that starts after it returns. Searches never wait for a disk sync or an HNSW
+    insert; they wait only while a write appends its rows in memory (microseconds; a rehash
+    when the key map doubles).
 
     Raises:
         InvalidArgumentError: dim, metric or an HNSW parameter out of range.

@@ -2,15 +2,18 @@
 // CSR plus delta adjacency, HNSW seed index and optional write-ahead log, and graph-guided
 // search over them.
 //
-// Writes. One writer at a time: a second concurrent write waits for the first (writer_mutex_).
+// Writes. One writer at a time checks, logs and applies: a second concurrent write waits for
+// the first (writer_mutex_), but not for its HNSW inserts or its fsync (below).
 // A write is checked completely first (a rejected batch changes nothing and is not logged),
 // then appended to the WAL, then applied, then (sync "always") made durable before the call
 // returns. Applying takes the exclusive lock only to append or flip rows in memory (no
 // quantization, no HNSW work, no I/O inside it; a growing column is copied before the lock
-// and swapped in under it); HNSW inserts run under the shared lock, concurrently with
-// searches (USearch locks the members it links). So searches wait for a writer at most for
+// and swapped in under it). A write's HNSW inserts run after it releases writer_mutex_,
+// before its fsync: concurrently with searches (USearch locks the members it links) and with
+// the inserts and fsyncs of the writes after it. So searches wait for a writer at most for
 // an in-memory append (and a key-map rehash when it doubles), never for a disk sync, an HNSW
-// insert or a column copy.
+// insert or a column copy, and writers wait for each other only for the same append (and,
+// when it moves the row buffer or grows the seed index, for the inserts still running).
 //
 // Delta graph and compaction. Edges added since the base CSR was built live in a delta
 // (DeltaAdjacency, per-node sorted lists) that traversal merges with the CSR in the same
@@ -337,7 +340,17 @@ class Engine {
     /// Appends a record whose payload `encode(PayloadWriter&)` writes (only when a WAL is attached); its LSN.
     template <typename encode_at>
     Result<std::uint64_t> log(std::uint8_t type, encode_at&& encode);
-    Status finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn);
+    /// Ends a write whose record has LSN `lsn` and which is applied: releases `writer`, runs the
+    /// HNSW inserts `to_index` holds (if any; see insert_mutex_), then (sync "always") syncs.
+    Status finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn, PreparedNodes* to_index = nullptr);
+    /// The HNSW inserts of an applied add/upsert (finish_write, writer lock released).
+    Status index_applied(const PreparedNodes& applied);
+    /// Reserves `count` seed-index members (exclusive lock held). Growing the index moves its
+    /// storage, so `moving` (on insert_mutex_) is locked first when the reservation does not fit.
+    Status reserve_seed_index(std::size_t count, std::unique_lock<std::shared_mutex>& moving);
+    /// Waits until no write's HNSW inserts are running (writer lock held, so none can start):
+    /// the seed index then holds every applied node that is not deferred.
+    void wait_for_inserts_in_flight() const;
     Status replay_record(std::uint8_t type, std::uint64_t lsn, std::string_view payload);
     /// Builds the next CSR from the live edge columns and installs it (writer lock held).
     void rebuild_base();
@@ -357,7 +370,8 @@ class Engine {
     void start_background_index(std::vector<node_id_t> nodes, std::size_t reindexed);
     void background_index_pass();
     // Re-links the HNSW members that inserts running side by side left unreachable
-    // (SeedIndex::relink_unreachable). Caller holds the read lock, not hnsw_walk_mutex_.
+    // (SeedIndex::relink_unreachable). Caller holds the read lock or insert_mutex_ shared, not
+    // hnsw_walk_mutex_.
     // Without `wait` it gives up while another insert runs (that insert's own call checks).
     void relink_unreachable_members(bool wait);
     void stop_background_index();
@@ -460,6 +474,16 @@ class Engine {
     // HNSW adds hold it shared; walks over every member (stats, verify, save) exclusive, as
     // USearch counts a member before it is stored.
     mutable std::shared_mutex hnsw_walk_mutex_;
+    // A write's HNSW inserts run without the writer lock or the engine lock (finish_write). They
+    // hold insert_mutex_ shared: it keeps the node row buffer and the seed index's storage in
+    // place. Moving either (a growing row buffer, a seed-index reservation past its capacity) or
+    // rewriting a row (upsert) takes it alone, after the exclusive lock. inserts_in_flight_
+    // counts those inserts; it is raised under writer_mutex_, so whoever holds writer_mutex_
+    // and waits for zero (wait_for_inserts_in_flight) sees every applied node indexed.
+    mutable std::shared_mutex insert_mutex_;
+    mutable std::mutex in_flight_mutex_;
+    mutable std::condition_variable in_flight_cv_;
+    std::size_t inserts_in_flight_ = 0;  // guarded by in_flight_mutex_
     mutable detail::ContextPool contexts_;
     mutable std::vector<TraversalScratch> scratch_;  // one per context slot
 };

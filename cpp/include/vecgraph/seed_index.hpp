@@ -49,6 +49,10 @@ class SeedIndex {
     /// reservations followed by their adds running at once both fit). Not safe concurrently
     /// with search or add (the caller excludes readers).
     Status reserve_more(std::size_t count);
+    /// Reserves `count` more members as reserve_more does when they fit in the current capacity
+    /// (nothing moves: safe beside adds and searches, not beside another reservation); returns
+    /// false and reserves nothing when the index would have to grow.
+    bool reserve_in_place(std::size_t count);
     /// Indexes store rows [first, first + count) as nodes of the same ids, on up to `threads`
     /// threads, each leasing a context slot from `contexts`. Safe concurrently with searches
     /// (USearch locks the members it links), after reserve_more(count). A node indexed again

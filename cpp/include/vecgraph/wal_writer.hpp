@@ -40,6 +40,10 @@ struct WriterOptions {
     /// A record with a larger payload is refused (invalid_argument, nothing written); at most
     /// max_payload_bytes (1 GiB), the format's limit. Tests lower it.
     std::uint32_t max_record_bytes = max_payload_bytes;
+    /// Group commit (policy "always"): when the last fdatasync covered several callers, the
+    /// next leader waits at most this long for as many callers to append before it syncs, so
+    /// one fdatasync covers them all. 0: never wait. A single writer never waits.
+    std::uint32_t group_commit_wait_us = 100;
     /// Called instead of fdatasync(fd) on segment files when set (tests count syncs and inject
     /// failures). Returns 0, or -1 with errno set.
     std::function<int(int fd)> sync_hook;
