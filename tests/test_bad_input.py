@@ -229,6 +229,27 @@ def test_nothing_of_a_failed_edge_batch_is_added():
     assert g.stats()["rels"] == 2  # "r" and "s": the failed batch interned nothing
 
 
+def test_a_large_edge_batch_reports_its_first_bad_row():
+    # 65,536 edges or more per thread are checked on several threads, in row ranges: the error
+    # is still the first bad row's, and nothing of the batch is added.
+    g = vg.Graph(DIM, threads=2)
+    g.add_nodes(["a", "b"], np.eye(2, DIM, dtype=np.float32))
+    g.add_edges(["a"] * 5, ["b"] * 5)
+    n = 200_000
+    src, dst = ["a"] * n, ["b"] * n
+    dst[150_001], dst[190_000] = "missing-1", "missing-2"
+    expect_error(g, lambda g: g.add_edges(src, dst), vg.NotFoundError, "row 150001", "dst key 'missing-1'")
+    src[120_000] = "gone"
+    expect_error(g, lambda g: g.add_edges(src, dst), vg.NotFoundError, "row 120000", "src key 'gone'")
+    src[5] = "first"
+    expect_error(g, lambda g: g.add_edges(src, dst), vg.NotFoundError, "row 5", "src key 'first'")
+    assert g.count_edges == 5
+    g.add_edges(["a"] * n, ["b"] * n, weights=np.arange(n, dtype=np.float32))
+    assert g.count_edges == 5 + n
+    heaviest = g.neighbors("a", rels=[""])[0]
+    assert (heaviest.dst, heaviest.weight) == ("b", n - 1)
+
+
 def test_graph_constructor_errors():
     expect_error(None, lambda _: vg.Graph(4, "dot"), vg.InvalidArgumentError, "'cos', 'ip' or 'l2'", "'dot'",
                  also=(ValueError,))

@@ -239,6 +239,11 @@ template <typename encode_at>
 Result<std::uint64_t> Engine::log(std::uint8_t type, encode_at&& encode) {
     if (!wal_) return last_lsn_.load() + 1;  // in memory: LSNs still count the writes
     wal::PayloadWriter payload;
+    {
+        wal::PayloadWriter counting(true);
+        encode(counting);
+        payload.reserve(counting.size());
+    }
     encode(payload);
     auto lsn = wal_->append(type, payload.payload().data(), payload.payload().size());
     if (!lsn.ok()) {
@@ -582,32 +587,49 @@ Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) cons
     PreparedEdges prepared;
     prepared.src.resize(batch.count);
     prepared.dst.resize(batch.count);
-    for (std::size_t i = 0; i < batch.count; ++i) {
-        if (by_id) {
-            for (node_id_t node : {batch.src_ids[i], batch.dst_ids[i]})
-                if (node >= node_keys_.size() || node_dead_[node])
-                    return Status::not_found("edge row " + std::to_string(i) + ": node id " + std::to_string(node) +
-                                             " is not a live node of the graph");
-            prepared.src[i] = batch.src_ids[i];
-            prepared.dst[i] = batch.dst_ids[i];
+    // Checks rows [begin, end) and fills their node ids; the first bad row's error, or OK.
+    auto check_rows = [&](std::size_t begin, std::size_t end) -> Status {
+        for (std::size_t i = begin; i < end; ++i) {
+            if (by_id) {
+                for (node_id_t node : {batch.src_ids[i], batch.dst_ids[i]})
+                    if (node >= node_keys_.size() || node_dead_[node])
+                        return Status::not_found("edge row " + std::to_string(i) + ": node id " + std::to_string(node) +
+                                                 " is not a live node of the graph");
+                prepared.src[i] = batch.src_ids[i];
+                prepared.dst[i] = batch.dst_ids[i];
+            } else {
+                auto s = key_to_node_.find(batch.src[i]);
+                if (s == key_to_node_.end())
+                    return Status::not_found("edge row " + std::to_string(i) + ": src key " + display_key(batch.src[i]) +
+                                             " is not a node of the graph; add the node first");
+                auto d = key_to_node_.find(batch.dst[i]);
+                if (d == key_to_node_.end())
+                    return Status::not_found("edge row " + std::to_string(i) + ": dst key " + display_key(batch.dst[i]) +
+                                             " is not a node of the graph; add the node first");
+                prepared.src[i] = s->second;
+                prepared.dst[i] = d->second;
+            }
             if (batch.weights && !std::isfinite(batch.weights[i]))
                 return Status::invalid_argument("edge row " + std::to_string(i) + ": weight is " +
                                                 std::to_string(batch.weights[i]) + "; weights must be finite");
-            continue;
         }
-        auto s = key_to_node_.find(batch.src[i]);
-        if (s == key_to_node_.end())
-            return Status::not_found("edge row " + std::to_string(i) + ": src key " + display_key(batch.src[i]) +
-                                     " is not a node of the graph; add the node first");
-        auto d = key_to_node_.find(batch.dst[i]);
-        if (d == key_to_node_.end())
-            return Status::not_found("edge row " + std::to_string(i) + ": dst key " + display_key(batch.dst[i]) +
-                                     " is not a node of the graph; add the node first");
-        prepared.src[i] = s->second;
-        prepared.dst[i] = d->second;
-        if (batch.weights && !std::isfinite(batch.weights[i]))
-            return Status::invalid_argument("edge row " + std::to_string(i) + ": weight is " +
-                                            std::to_string(batch.weights[i]) + "; weights must be finite");
+        return Status::OK();
+    };
+    // A large batch's key lookups (random reads of the key map) on up to config_.threads
+    // threads, in row ranges; the error reported is the first bad row's, as one pass finds.
+    const std::size_t threads = by_id ? 1 : std::max<std::size_t>(1, std::min(config_.threads, batch.count / 65536));
+    if (threads == 1) {
+        VG_RETURN_IF_ERROR(check_rows(0, batch.count));
+    } else {
+        std::vector<Status> failures(threads);
+        std::vector<std::thread> pool;
+        const std::size_t chunk = (batch.count + threads - 1) / threads;
+        for (std::size_t t = 0; t < threads; ++t)
+            pool.emplace_back([&, t] {
+                failures[t] = check_rows(std::min(batch.count, t * chunk), std::min(batch.count, (t + 1) * chunk));
+            });
+        for (auto& thread : pool) thread.join();
+        for (const Status& failure : failures) VG_RETURN_IF_ERROR(failure);
     }
     std::size_t stride = edge_vectors_.stride_bytes();
     if (batch.vectors) {

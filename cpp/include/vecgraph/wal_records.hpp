@@ -32,24 +32,33 @@
 
 namespace vecgraph::wal {
 
-/// Appends little-endian values to a payload.
+/// Appends little-endian values to a payload. A writer made with `counting` only counts the
+/// bytes it would append (size()): encoding twice, first counting, lets the payload of a large
+/// batch be allocated once instead of grown (and copied) by doubling.
 class PayloadWriter {
   public:
-    void u8(std::uint8_t v) { out_.push_back(static_cast<char>(v)); }
+    PayloadWriter() = default;
+    explicit PayloadWriter(bool counting) : counting_(counting) {}
+    void reserve(std::size_t bytes) { out_.reserve(bytes); }
+    std::size_t size() const noexcept { return counting_ ? counted_ : out_.size(); }
+    void u8(std::uint8_t v) { raw(&v, 1); }
     void u32(std::uint32_t v) { raw(&v, 4); }
     void i64(std::int64_t v) { raw(&v, 8); }
     void f32(float v) { raw(&v, 4); }
     void str(std::string_view v) {
         u32(static_cast<std::uint32_t>(v.size()));
-        out_.append(v.data(), v.size());
+        raw(v.data(), v.size());
     }
-    void bytes(const void* data, std::size_t size) { out_.append(static_cast<const char*>(data), size); }
+    void bytes(const void* data, std::size_t size) { raw(data, size); }
     std::string& payload() noexcept { return out_; }
 
   private:
     void raw(const void* v, std::size_t size) {  // the engine only builds for little-endian targets
-        out_.append(static_cast<const char*>(v), size);
+        if (counting_) counted_ += size;
+        else out_.append(static_cast<const char*>(v), size);
     }
+    bool counting_ = false;
+    std::size_t counted_ = 0;
     std::string out_;
 };
 
