@@ -771,6 +771,24 @@ TEST_CASE("writer: group commit shares fdatasyncs among concurrent sync_to calls
     CHECK_EQ(got.report.records, std::uint64_t(commits));
 }
 
+TEST_CASE("writer: a lone writer's sync never waits for other callers") {
+    // The group-commit wait applies only after an fdatasync that covered several callers: with
+    // a 10 s bound, 20 commits from one thread would take 200 s if a lone writer waited.
+    TempDir tmp;
+    WriterOptions options;
+    options.sync = SyncPolicy::always;
+    options.group_commit_wait_us = 10'000'000;
+    auto writer = open_writer(tmp.wal(), 1, options);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 20; ++i) {
+        auto appended = writer->append(1, "commit", 6);
+        REQUIRE_OK(appended.status());
+        REQUIRE_OK(writer->sync_to(appended.value()));
+    }
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+    CHECK_EQ(writer->synced_lsn(), std::uint64_t(20));
+}
+
 TEST_CASE("writer: a failed fdatasync is io_error once, read_only after, and never retried") {
     TempDir tmp;
     std::atomic<bool> broken{false};
