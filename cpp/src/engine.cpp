@@ -1090,7 +1090,8 @@ void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t re
 }
 
 void Engine::background_index_pass() {
-    // Small chunks: a writer waits for the chunk in flight (its read lock) at most.
+    // Inserts hold insert_mutex_ shared, not the engine lock: writes append beside them and wait
+    // only when they move the row buffer or grow the index (then for the chunk in flight).
     constexpr std::size_t chunk = 256;
     const std::size_t total = background_nodes_.size();
     Status status;
@@ -1099,14 +1100,14 @@ void Engine::background_index_pass() {
         const std::size_t end = std::min(total, begin + chunk);
         live.clear();
         {
-            auto lock = write_lock();  // reserving excludes searches and adds
+            auto lock = write_lock();  // reading node_dead_ and reserving exclude searches and writes
             std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
             for (std::size_t i = begin; i < end; ++i)
                 if (!node_dead_[background_nodes_[i]]) live.push_back(background_nodes_[i]);
             status = reserve_seed_index(live.size(), moving);
         }
         if (status.ok()) {
-            auto lock = read_lock();
+            std::shared_lock<std::shared_mutex> in_place(insert_mutex_);
             {
                 std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
                 status = seed_index_->add_nodes(live.data(), live.size(), config_.threads, contexts_);
@@ -1116,7 +1117,7 @@ void Engine::background_index_pass() {
         if (status.ok()) background_done_.store(end, std::memory_order_release);
     }
     if (status.ok()) {  // the chunks' checks may have been put off by writes beside the pass
-        auto lock = read_lock();
+        std::shared_lock<std::shared_mutex> in_place(insert_mutex_);
         relink_unreachable_members(true);
     }
     const bool complete = status.ok() && background_done_.load() == total;
