@@ -131,13 +131,20 @@ def test_help_of_every_subcommand(capsys):
     assert "active ISA: " + vg.available_isas()[-1] in ok("info").stdout
 
 
-def test_usage_errors_exit_2(graph_folder, tmp_path):
+def test_usage_errors_exit_2(graph_folder, tmp_path, capsys):
     q = _npy(tmp_path, "q.npy", _vectors()[0])
     assert "invalid choice: 'csv'" in failed(2, "export", graph_folder, tmp_path / "out", "--format", "csv")
     assert not (tmp_path / "out").exists()
     assert "exactly one" in failed(2, "query", graph_folder)
     assert "exactly one; both only with --hybrid" in failed(2, "query", graph_folder, "text", "--vector", q)
     assert "TEXT is empty" in failed(2, "query", graph_folder, " ")
+    for args in (["query", str(graph_folder), "text"], ["stats", str(graph_folder)], ["info"]):
+        with pytest.raises(SystemExit) as exit_info:  # the subcommand's usage, not the top-level one
+            cli.main(args + ["--bogus-option", "7"])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"usage: vecgraph {args[0]}"), err
+        assert err.rstrip().endswith(f"vecgraph {args[0]}: error: unrecognized arguments: --bogus-option 7"), err
     assert "-k: expected an integer in [1," in failed(2, "query", graph_folder, "--vector", q, "-k", "0")
     assert "--direction: invalid choice" in failed(2, "query", graph_folder, "--vector", q, "--direction", "up")
     assert "nothing to ingest" in failed(2, "ingest", tmp_path / "new.vg", "--dim", "8")

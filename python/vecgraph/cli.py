@@ -830,7 +830,9 @@ def _message(exc: BaseException) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)  # usage errors exit here with code 2
+    args, unknown = parser.parse_known_args(argv)  # usage errors exit here with code 2
+    if unknown:  # reported with the subcommand's usage, not the top-level one
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     prefix = f"vecgraph {args.command}"
     try:
         return args.run(args)
