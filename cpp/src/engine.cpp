@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "vecgraph/detail/json_scalars.hpp"
+#include "vecgraph/detail/ranges.hpp"
 #include "vecgraph/simd/kernels.hpp"
 #include "vecgraph/wal_records.hpp"
 
@@ -131,10 +132,9 @@ struct Engine::PreparedNodes {
         double real = 0;
     };
     std::vector<PropValue> props;
-    // Set by apply_nodes when HNSW inserts are due (not deferred): finish_write runs them.
-    bool index_pending = false;
-    std::vector<node_id_t> replaced;  // upserted nodes, indexed again
-    node_id_t first_new = 0;          // new nodes are [first_new, first_new + count_new)
+    // Filled by apply_nodes when HNSW inserts are due (not deferred); finish_write runs them.
+    std::vector<node_id_t> to_index;  // new nodes, then upserted ones (indexed again)
+    std::size_t count_reindexed = 0;  // upserted nodes among them
 };
 
 struct Engine::PreparedEdges {
@@ -271,7 +271,7 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
     last_lsn_.store(lsn);
     bool sync = wal_ && sync_policy_ == wal::SyncPolicy::always;
     std::shared_ptr<wal::Writer> wal = wal_;
-    if (to_index && to_index->index_pending) {
+    if (to_index && !to_index->to_index.empty()) {
         std::lock_guard<std::mutex> guard(in_flight_mutex_);
         ++inserts_in_flight_;
     } else {
@@ -295,26 +295,24 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
 }
 
 Status Engine::index_applied(const PreparedNodes& applied) {
-    Status status;
-    {
-        std::shared_lock<std::shared_mutex> in_place(insert_mutex_);
-        {
-            std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
-            status = seed_index_->add_range(applied.first_new, applied.count_new, config_.threads, contexts_);
-            if (status.ok() && !applied.replaced.empty()) {
-                status = seed_index_->add_nodes(applied.replaced.data(), applied.replaced.size(), config_.threads,
-                                                contexts_);
-                if (status.ok()) seed_index_->count_reindexed(applied.replaced.size());
-            }
-        }
-        if (status.ok()) relink_unreachable_members(false);
-    }
+    Status status = insert_seeds(applied.to_index, false);
+    if (status.ok() && applied.count_reindexed) seed_index_->count_reindexed(applied.count_reindexed);
     {
         std::lock_guard<std::mutex> guard(in_flight_mutex_);
         --inserts_in_flight_;
     }
     in_flight_cv_.notify_all();
     return status;
+}
+
+Status Engine::insert_seeds(const std::vector<node_id_t>& nodes, bool wait_for_relink) {
+    std::shared_lock<std::shared_mutex> in_place(insert_mutex_);
+    {
+        std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
+        VG_RETURN_IF_ERROR(seed_index_->add_nodes(nodes.data(), nodes.size(), config_.threads, contexts_));
+    }
+    relink_unreachable_members(wait_for_relink);
+    return Status::OK();
 }
 
 void Engine::wait_for_inserts_in_flight() const {
@@ -519,9 +517,10 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         return Status::OK();
     }
     // The HNSW inserts run after the writer lock is released (finish_write, index_applied).
-    prepared.index_pending = true;
-    prepared.first_new = static_cast<node_id_t>(first);
-    prepared.replaced = std::move(replaced);
+    prepared.to_index.resize(prepared.count_new);
+    for (std::size_t i = 0; i < prepared.count_new; ++i) prepared.to_index[i] = static_cast<node_id_t>(first + i);
+    prepared.to_index.insert(prepared.to_index.end(), replaced.begin(), replaced.end());
+    prepared.count_reindexed = replaced.size();
     return Status::OK();
 }
 
@@ -617,20 +616,12 @@ Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) cons
     };
     // A large batch's key lookups (random reads of the key map) on up to config_.threads
     // threads, in row ranges; the error reported is the first bad row's, as one pass finds.
-    const std::size_t threads = by_id ? 1 : std::max<std::size_t>(1, std::min(config_.threads, batch.count / 65536));
-    if (threads == 1) {
-        VG_RETURN_IF_ERROR(check_rows(0, batch.count));
-    } else {
-        std::vector<Status> failures(threads);
-        std::vector<std::thread> pool;
-        const std::size_t chunk = (batch.count + threads - 1) / threads;
-        for (std::size_t t = 0; t < threads; ++t)
-            pool.emplace_back([&, t] {
-                failures[t] = check_rows(std::min(batch.count, t * chunk), std::min(batch.count, (t + 1) * chunk));
-            });
-        for (auto& thread : pool) thread.join();
-        for (const Status& failure : failures) VG_RETURN_IF_ERROR(failure);
-    }
+    const std::size_t parts = by_id ? 1 : std::max<std::size_t>(1, std::min(config_.threads, batch.count / 65536));
+    std::vector<Status> failures(parts);
+    detail::for_each_range(batch.count, parts, [&](std::size_t part, std::size_t begin, std::size_t end) {
+        failures[part] = check_rows(begin, end);
+    });
+    for (const Status& failure : failures) VG_RETURN_IF_ERROR(failure);
     std::size_t stride = edge_vectors_.stride_bytes();
     if (batch.vectors) {
         VG_RETURN_IF_ERROR(edge_vectors_.validate(batch.vectors, batch.count, "edge vectors"));
@@ -1048,13 +1039,8 @@ Status Engine::flush_deferred(std::size_t background_min) {
         std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
         VG_RETURN_IF_ERROR(reserve_seed_index(pending.size(), moving));
     }
-    auto lock = read_lock();
-    {
-        std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
-        VG_RETURN_IF_ERROR(seed_index_->add_nodes(pending.data(), pending.size(), config_.threads, contexts_));
-    }
+    VG_RETURN_IF_ERROR(insert_seeds(pending, true));
     if (reindexed) seed_index_->count_reindexed(reindexed);
-    relink_unreachable_members(true);
     return Status::OK();
 }
 
@@ -1106,14 +1092,7 @@ void Engine::background_index_pass() {
                 if (!node_dead_[background_nodes_[i]]) live.push_back(background_nodes_[i]);
             status = reserve_seed_index(live.size(), moving);
         }
-        if (status.ok()) {
-            std::shared_lock<std::shared_mutex> in_place(insert_mutex_);
-            {
-                std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
-                status = seed_index_->add_nodes(live.data(), live.size(), config_.threads, contexts_);
-            }
-            relink_unreachable_members(false);
-        }
+        if (status.ok()) status = insert_seeds(live, false);
         if (status.ok()) background_done_.store(end, std::memory_order_release);
     }
     if (status.ok()) {  // the chunks' checks may have been put off by writes beside the pass

@@ -139,12 +139,6 @@ bool SeedIndex::reserve_in_place(std::size_t count) {
     return true;
 }
 
-Status SeedIndex::add_range(node_id_t first, std::size_t count, std::size_t threads, detail::ContextPool& contexts) {
-    std::vector<node_id_t> nodes(count);
-    for (std::size_t i = 0; i < count; ++i) nodes[i] = static_cast<node_id_t>(first + i);
-    return add_nodes(nodes.data(), count, threads, contexts);
-}
-
 Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size_t threads,
                             detail::ContextPool& contexts) {
     if (count == 0) return Status::OK();

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <string>
-#include <thread>
 
+#include "vecgraph/detail/ranges.hpp"
 #include "vecgraph/simd/kernels.hpp"
 
 namespace vecgraph {
@@ -90,7 +90,8 @@ detail::huge_vector<std::int8_t> VectorStore::grown_buffer(std::size_t extra_row
 }
 
 void VectorStore::quantize_rows(const float* rows, std::size_t count, std::size_t threads, std::int8_t* out) const {
-    auto work = [&](std::size_t begin, std::size_t end) {
+    const std::size_t parts = std::max<std::size_t>(1, std::min(threads, count / 4096));
+    detail::for_each_range(count, parts, [&](std::size_t, std::size_t begin, std::size_t end) {
         for (std::size_t r = begin; r < end; ++r) {
             std::int8_t* row = out + r * stride_;
             float head[2];
@@ -98,14 +99,7 @@ void VectorStore::quantize_rows(const float* rows, std::size_t count, std::size_
             quantize_vector(rows + r * dim_, dim_, metric_, row + header_bytes, &head[0], &head[1]);
             std::memcpy(row, head, sizeof(head));
         }
-    };
-    threads = std::max<std::size_t>(1, std::min(threads, count / 4096));
-    if (threads == 1) return work(0, count);
-    std::vector<std::thread> pool;
-    std::size_t chunk = (count + threads - 1) / threads;
-    for (std::size_t t = 0; t < threads; ++t)
-        pool.emplace_back(work, std::min(count, t * chunk), std::min(count, (t + 1) * chunk));
-    for (auto& thread : pool) thread.join();
+    });
 }
 
 void VectorStore::append(const float* rows, std::size_t count, std::size_t threads) {

@@ -398,6 +398,15 @@ def _count(value: Any, name: str) -> int:
     return value
 
 
+def _count_at_least(value: Any, name: str, least: int, note: str = "") -> int:
+    """:func:`_count`, and at least ``least`` (InvalidArgumentError naming both; ``note`` says
+    what a limit value means, e.g. " (0: never)")."""
+    value = _count(value, name)
+    if value < least:
+        raise InvalidArgumentError(f"{name} must be >= {least}{note}, got {value}")
+    return value
+
+
 def _names(values: Any, name: str) -> Optional[list]:
     """None (no filter), one str, or an iterable of str."""
     if values is None:
@@ -512,17 +521,12 @@ class Graph:
         auto_compact_edges: int = 100_000,
         filterable: Optional[dict] = None,
     ) -> None:
-        dim = _count(dim, "dim")
-        if dim < 1:
-            raise InvalidArgumentError(f"dim must be >= 1, got {dim}")
+        dim = _count_at_least(dim, "dim", 1)
         for name, value, least in (("connectivity", connectivity, 2), ("expansion_add", expansion_add, 1),
                                    ("expansion_search", expansion_search, 1)):
-            if _count(value, name) < least:
-                raise InvalidArgumentError(f"{name} must be >= {least}, got {value}")
+            _count_at_least(value, name, least)
         threads = (os.cpu_count() or 1) if threads is None else _threads(threads, "threads")
-        auto_compact_edges = _count(auto_compact_edges, "auto_compact_edges")
-        if auto_compact_edges < 0:
-            raise InvalidArgumentError(f"auto_compact_edges must be >= 0 (0: never), got {auto_compact_edges}")
+        auto_compact_edges = _count_at_least(auto_compact_edges, "auto_compact_edges", 0, " (0: never)")
         self._filterable = _filterable(filterable)
         self._engine = _core.Engine(dim, _choice(metric, "metric", _METRICS), connectivity, expansion_add,
                                     expansion_search, threads, auto_compact_edges, list(self._filterable.items()))
@@ -604,18 +608,15 @@ class Graph:
         """
         sync = _choice(sync, "sync", ("always", "interval", "off"))
         sync_interval_ms = _count(sync_interval_ms, "sync_interval_ms")
-        segment_bytes = _count(segment_bytes, "segment_bytes")
         if not 1 <= sync_interval_ms <= 86_400_000:
             raise InvalidArgumentError(f"sync_interval_ms must be in [1, 86400000] (one day), got {sync_interval_ms}")
-        if segment_bytes < 4096:
-            raise InvalidArgumentError(f"segment_bytes must be >= 4096, got {segment_bytes}")
-        if _count(auto_compact_edges, "auto_compact_edges") < 0:
-            raise InvalidArgumentError(f"auto_compact_edges must be >= 0 (0: never), got {auto_compact_edges}")
+        segment_bytes = _count_at_least(segment_bytes, "segment_bytes", 4096)
+        _count_at_least(auto_compact_edges, "auto_compact_edges", 0, " (0: never)")
         background_indexing = _flag(background_indexing, "background_indexing")
         if metric is not None:
             metric = _choice(metric, "metric", _METRICS)
-        if dim is not None and _count(dim, "dim") < 1:
-            raise InvalidArgumentError(f"dim must be >= 1, got {dim}")
+        if dim is not None:
+            _count_at_least(dim, "dim", 1)
         raw_path = os.fspath(path)
         if not isinstance(raw_path, str) or not raw_path:
             raise TypeError(f"path must be a non-empty str or os.PathLike, got {path!r}")
@@ -824,10 +825,7 @@ class Graph:
         Raises:
             TypeError: ``limit`` is not an int. InvalidArgumentError: ``limit`` < 0.
         """
-        limit = _count(limit, "limit")
-        if limit < 0:
-            raise InvalidArgumentError(f"limit must be >= 0, got {limit}")
-        return list(self._engine.verify(limit))
+        return list(self._engine.verify(_count_at_least(limit, "limit", 0)))
 
     def sync(self) -> None:
         """Make every write so far durable (fsync), whatever the sync policy."""
@@ -1612,10 +1610,9 @@ class Graph:
         rrf_k = _real(rrf_k, "rrf_k")
         if not (rrf_k > 0 and math.isfinite(rrf_k)):
             raise InvalidArgumentError(f"rrf_k must be finite and > 0, got {rrf_k}")
-        for name, value, low in (("seeds", seeds, 1), ("hops", hops, 0), ("max_visited", max_visited, 1),
-                                 ("max_fanout", max_fanout, 1)):
-            if _count(value, name) < low:
-                raise InvalidArgumentError(f"{name} must be >= {low}, got {value}")
+        for name, value, least in (("seeds", seeds, 1), ("hops", hops, 0), ("max_visited", max_visited, 1),
+                                   ("max_fanout", max_fanout, 1)):
+            _count_at_least(value, name, least)
         if vector is None and text is not None and embedder is not None:
             vector = self.embed_query(text, embedder)
         if vector is None and text is None:

@@ -53,12 +53,10 @@ class SeedIndex {
     /// (nothing moves: safe beside adds and searches, not beside another reservation); returns
     /// false and reserves nothing when the index would have to grow.
     bool reserve_in_place(std::size_t count);
-    /// Indexes store rows [first, first + count) as nodes of the same ids, on up to `threads`
-    /// threads, each leasing a context slot from `contexts`. Safe concurrently with searches
-    /// (USearch locks the members it links), after reserve_more(count). A node indexed again
-    /// (an upsert) gets a second member; searches return each node once.
-    Status add_range(node_id_t first, std::size_t count, std::size_t threads, detail::ContextPool& contexts);
-    /// Indexes the given nodes (after reserve_more); same rules as add_range.
+    /// Indexes the given store rows as nodes of the same ids, on up to `threads` threads, each
+    /// leasing a context slot from `contexts`. Safe concurrently with searches and other adds
+    /// (USearch locks the members it links), after reserve_more or reserve_in_place(count). A
+    /// node indexed again (an upsert) gets a second member; searches return each node once.
     Status add_nodes(const node_id_t* nodes, std::size_t count, std::size_t threads, detail::ContextPool& contexts);
 
     /// True when members were added by inserts that ran beside each other (a call on more than
