@@ -36,15 +36,24 @@ struct row_ref_t {
 };
 
 // Distance = -score, so that smaller is closer for every metric.
+// Slots below `identity_slots` hold the node of the same id (SeedIndex::slots_in_node_order).
+inline node_id_t node_at(const detail::huge_vector<node_id_t>& slot_to_node, std::size_t identity_slots,
+                         std::size_t slot) noexcept {
+    return slot < identity_slots ? static_cast<node_id_t>(slot) : slot_to_node[slot];
+}
+
+// Inserts read identity_slots live: it grows during a batch, and a slot below it never changes.
 struct metric_t {
     const VectorStore* store;
     const detail::huge_vector<node_id_t>* slot_to_node;
+    const std::atomic<std::size_t>* identity_slots;
     simd::dot_i8_fn dot;
 
     row_ref_t ref(const row_ref_t& row) const noexcept { return row; }
     template <typename entry_at>
     row_ref_t ref(const entry_at& entry) const noexcept {
-        node_id_t node = (*slot_to_node)[static_cast<std::size_t>(get_slot(entry))];
+        node_id_t node = node_at(*slot_to_node, identity_slots->load(std::memory_order_relaxed),
+                                 static_cast<std::size_t>(get_slot(entry)));
         return {store->codes(node), store->scale(node), store->sq_norm(node)};
     }
     template <typename a_at, typename b_at>
@@ -61,28 +70,309 @@ struct metric_t {
 struct prefetch_rows_t {
     const VectorStore* store;
     const detail::huge_vector<node_id_t>* slot_to_node;
+    const std::atomic<std::size_t>* identity_slots;
 
     template <typename member_iterator_at>
     void operator()(member_iterator_at begin, member_iterator_at end) const noexcept {
         const std::size_t stride = store->stride_bytes();
+        const std::size_t identity = identity_slots->load(std::memory_order_relaxed);
         for (; begin != end; ++begin) {
-            node_id_t node = (*slot_to_node)[static_cast<std::size_t>(get_slot(begin))];
+            node_id_t node = node_at(*slot_to_node, identity, static_cast<std::size_t>(get_slot(begin)));
             if (node == invalid_id) continue;  // a slot another thread is still adding
             detail::prefetch_bytes_l2(store->row_data(node), stride);
         }
     }
 };
 
-// Held while members are added or updated. Searches that use USearch's prefetch hook must not
-// overlap those (see SeedIndex::search): new searches see `inserting` and go without it; the
-// ones already using it are waited for.
+// ------------------------------------------------------------------------------ search walk
+//
+// Searches walk USearch's graph with a loop of their own. It is USearch's search algorithm
+// (greedy descent through the upper levels, then a best-first beam of width ef on the base
+// level, the filter applied to what enters the beam) with the memory traffic reordered.
+// USearch's loop loads a candidate's neighbour list only when it pops the candidate, then the
+// slot -> node map and the rows of the neighbours: three misses in a row per candidate, and
+// the list miss alone was about half of a search's time. This loop asks for the next
+// candidate's list while it measures the current candidate's neighbours, asks for a member's
+// node-table entry when it joins the queue, and measures a candidate's new neighbours with one
+// gathered kernel call.
+//
+// The node table (`nodes_`) and the entry point (`entry_slot_`) are private members of
+// index_gt. They are reached through member pointers formed in explicit instantiations, where
+// access checking does not apply ([temp.explicit]). The tape read here is the layout of the
+// pinned USearch release (index_gt::node_t): key (8 bytes), level (int16), then per level from
+// 0 up a uint32 count and that level's slots (2M on level 0, M above). The C++ tests check it
+// against index_gt::neighbors() and this walk against USearch's own search.
+//
+// Inserts may rewrite a list while a search reads it, as with USearch's own search (which
+// takes no lock on the base level): counts are clamped to the list's room, slots at or beyond
+// the members counted when the search began are skipped, and so are members whose tape or node
+// is not set yet.
+
+template <typename Tag, auto Member>
+struct member_access {
+    friend constexpr auto member_of(Tag) noexcept { return Member; }
+};
+struct nodes_member {
+    friend constexpr auto member_of(nodes_member) noexcept;
+};
+struct entry_member {
+    friend constexpr auto member_of(entry_member) noexcept;
+};
+template struct member_access<nodes_member, &hnsw_t::nodes_>;
+template struct member_access<entry_member, &hnsw_t::entry_slot_>;
+
+struct Candidate {
+    float distance;
+    std::uint32_t slot;
+};
+// Heap orders: `next` pops the nearest, `top` keeps the farthest of the beam at its front.
+inline bool farther_first(const Candidate& a, const Candidate& b) noexcept { return a.distance > b.distance; }
+inline bool nearer_first(const Candidate& a, const Candidate& b) noexcept { return a.distance < b.distance; }
+
+// Per search context; reused, so a search allocates only while its buffers grow.
+struct WalkScratch {
+    static constexpr std::uint32_t empty = ~std::uint32_t{0};
+    std::vector<std::uint32_t> visited;  // open addressing; capacity a power of two
+    std::size_t count_visited = 0;
+    unsigned visited_bits = 0;
+    std::vector<Candidate> next;
+    std::vector<Candidate> top;
+    std::vector<std::uint32_t> batch_slots;
+    std::vector<std::uint32_t> batch_rows;
+    std::vector<std::int32_t> batch_dots;
+    std::vector<float> batch_distances;
+
+    void clear_visited() {
+        if (visited.empty()) {
+            visited_bits = 12;
+            visited.assign(std::size_t{1} << visited_bits, empty);
+        } else if (count_visited) {
+            std::fill(visited.begin(), visited.end(), empty);
+        }
+        count_visited = 0;
+    }
+    // True when `slot` was not visited before (it is now).
+    bool visit(std::uint32_t slot) {
+        if ((count_visited + 1) * 2 > visited.size()) grow_visited();
+        const std::size_t mask = visited.size() - 1;
+        for (std::size_t at = hash(slot);; at = (at + 1) & mask) {
+            if (visited[at] == slot) return false;
+            if (visited[at] == empty) {
+                visited[at] = slot;
+                ++count_visited;
+                return true;
+            }
+        }
+    }
+
+  private:
+    std::size_t hash(std::uint32_t slot) const noexcept {
+        return static_cast<std::size_t>((std::uint64_t{slot} * 0x9E3779B97F4A7C15ull) >> (64 - visited_bits));
+    }
+    void grow_visited() {
+        std::vector<std::uint32_t> old(std::size_t{1} << (visited_bits + 1), empty);
+        old.swap(visited);
+        ++visited_bits;
+        count_visited = 0;
+        for (std::uint32_t slot : old)
+            if (slot != empty) visit(slot);
+    }
+};
+
+// Reads members' neighbour lists straight from their tapes.
+class Tapes {
+  public:
+    explicit Tapes(const hnsw_t& index)
+        : nodes_(index.*member_of(nodes_member{})),
+          base_room_(index.config().connectivity_base),
+          level_room_(index.config().connectivity) {}
+
+    std::size_t base_room() const noexcept { return base_room_; }
+    std::size_t level_room() const noexcept { return level_room_; }
+
+    // The tape of `slot`: nullptr while the member is being added.
+    const std::uint8_t* tape(std::uint32_t slot) const noexcept {
+        return reinterpret_cast<const std::uint8_t*>(nodes_[slot].tape());
+    }
+    const void* table_entry(std::uint32_t slot) const noexcept { return nodes_.data() + slot; }
+    static int level_of(const std::uint8_t* tape) noexcept {
+        std::int16_t level;
+        std::memcpy(&level, tape + sizeof(std::uint64_t), sizeof(level));
+        return level;
+    }
+    // The list of `tape` on `level` (a uint32 count, then the slots), or nullptr when there is
+    // no tape or the member is not on that level.
+    const std::uint8_t* list(const std::uint8_t* tape, int level) const noexcept {
+        if (!tape || level_of(tape) < level) return nullptr;
+        if (level == 0) return tape + head_bytes;
+        return tape + head_bytes + list_bytes(base_room_) + static_cast<std::size_t>(level - 1) * list_bytes(level_room_);
+    }
+    // Asks for the head and base-level list of `slot`'s tape.
+    void prefetch_base(std::uint32_t slot) const noexcept {
+        if (const std::uint8_t* at = tape(slot)) detail::prefetch_bytes(at, head_bytes + list_bytes(base_room_));
+    }
+    // The count of a list, clamped to the room of its level.
+    static std::uint32_t count_of(const std::uint8_t* list, std::size_t room) noexcept {
+        std::uint32_t count;
+        std::memcpy(&count, list, sizeof(count));
+        return static_cast<std::uint32_t>(std::min<std::size_t>(count, room));
+    }
+    static std::uint32_t slot_at(const std::uint8_t* list, std::size_t i) noexcept {
+        std::uint32_t slot;
+        std::memcpy(&slot, list + sizeof(std::uint32_t) * (1 + i), sizeof(slot));
+        return slot;
+    }
+
+  private:
+    static constexpr std::size_t head_bytes = sizeof(std::uint64_t) + sizeof(std::int16_t);
+    static std::size_t list_bytes(std::size_t room) noexcept { return sizeof(std::uint32_t) * (1 + room); }
+
+    const std::remove_reference_t<decltype(std::declval<const hnsw_t&>().*member_of(nodes_member{}))>& nodes_;
+    const std::size_t base_room_;
+    const std::size_t level_room_;
+};
+
+class Walk {
+  public:
+    Walk(const hnsw_t& index, const VectorStore& store, const detail::huge_vector<node_id_t>& slot_to_node,
+         std::size_t identity_slots, const row_ref_t& query, WalkScratch& scratch)
+        : tapes_(index),
+          store_(store),
+          slot_to_node_(slot_to_node),
+          query_(query),
+          scratch_(scratch),
+          size_(index.size()),
+          identity_slots_(identity_slots),
+          dot_rows_(simd::active().dot_rows_i8) {
+        entry_ = static_cast<std::uint32_t>(index.*member_of(entry_member{}));
+    }
+
+    // The `ef` members nearest the query (all admitted by `admits(node)`) into scratch.top,
+    // nearest first.
+    template <typename admits_at>
+    void run(std::size_t ef, admits_at&& admits) {
+        WalkScratch& s = scratch_;
+        s.next.clear();
+        s.top.clear();
+        s.clear_visited();
+        if (entry_ >= size_) return;
+        Candidate start = descend();
+        if (start.slot == WalkScratch::empty) return;
+        s.visit(start.slot);
+        s.next.push_back(start);
+        float radius = start.distance;
+        if (admits(node_of(start.slot))) s.top.push_back(start);
+        while (!s.next.empty()) {
+            const Candidate candidate = s.next.front();
+            if (candidate.distance > radius && s.top.size() == ef) break;
+            std::pop_heap(s.next.begin(), s.next.end(), farther_first);
+            s.next.pop_back();
+            if (!s.next.empty()) tapes_.prefetch_base(s.next.front().slot);
+            const std::uint8_t* list = tapes_.list(tapes_.tape(candidate.slot), 0);
+            if (!list) continue;
+            const std::size_t count = measure(list, tapes_.base_room(), true);
+            for (std::size_t i = 0; i < count; ++i) {
+                const Candidate found{s.batch_distances[i], s.batch_slots[i]};
+                if (s.top.size() < ef || found.distance < radius) {
+                    s.next.push_back(found);
+                    std::push_heap(s.next.begin(), s.next.end(), farther_first);
+                    detail::prefetch_read(tapes_.table_entry(found.slot));
+                    if (admits(s.batch_rows[i])) {
+                        s.top.push_back(found);
+                        std::push_heap(s.top.begin(), s.top.end(), nearer_first);
+                        if (s.top.size() > ef) {
+                            std::pop_heap(s.top.begin(), s.top.end(), nearer_first);
+                            s.top.pop_back();
+                        }
+                        radius = s.top.front().distance;
+                    }
+                }
+            }
+        }
+        std::sort(s.top.begin(), s.top.end(), [](const Candidate& a, const Candidate& b) {
+            return a.distance != b.distance ? a.distance < b.distance : a.slot < b.slot;
+        });
+    }
+
+    node_id_t node_of(std::uint32_t slot) const noexcept {
+        return node_at(slot_to_node_, identity_slots_, slot);
+    }
+
+  private:
+    // Measures the members of `list` (a count, then slots; at most `room`) that are set and, when
+    // `visit`, not visited before: their slots, nodes and distances go to the scratch batch.
+    std::size_t measure(const std::uint8_t* list, std::size_t room, bool visit) {
+        WalkScratch& s = scratch_;
+        const std::uint32_t count = Tapes::count_of(list, room);
+        s.batch_slots.resize(count);
+        s.batch_rows.resize(count);
+        const std::size_t stride = store_.stride_bytes();
+        std::size_t n = 0;
+        for (std::uint32_t i = 0; i < count; ++i) {
+            const std::uint32_t slot = Tapes::slot_at(list, i);
+            if (slot >= size_ || (visit && !s.visit(slot))) continue;
+            const node_id_t node = node_of(slot);
+            if (node == invalid_id) continue;  // a member another thread is still adding
+            detail::prefetch_bytes_l2(store_.row_data(node), stride);
+            s.batch_slots[n] = slot;
+            s.batch_rows[n] = node;
+            ++n;
+        }
+        s.batch_dots.resize(n);
+        s.batch_distances.resize(n);
+        if (n == 0) return 0;
+        dot_rows_(query_.codes, store_.codes_data(), stride, s.batch_rows.data(), n, store_.dim(), s.batch_dots.data());
+        for (std::size_t i = 0; i < n; ++i) {
+            const node_id_t node = s.batch_rows[i];
+            s.batch_distances[i] = -score_from_dot(store_.metric(), s.batch_dots[i], query_.scale, query_.sq_norm,
+                                                   store_.scale(node), store_.sq_norm(node));
+        }
+        return n;
+    }
+
+    // Greedy descent from the entry point through the upper levels: the base level's start.
+    Candidate descend() {
+        WalkScratch& s = scratch_;
+        Candidate best{0.0f, entry_};
+        const std::uint8_t* at = tapes_.tape(entry_);
+        const node_id_t entry_node = node_of(entry_);
+        if (!at || entry_node == invalid_id) return {0.0f, WalkScratch::empty};
+        std::uint32_t entry_row = entry_node;
+        std::int32_t dot;
+        dot_rows_(query_.codes, store_.codes_data(), store_.stride_bytes(), &entry_row, 1, store_.dim(), &dot);
+        best.distance = -score_from_dot(store_.metric(), dot, query_.scale, query_.sq_norm, store_.scale(entry_node),
+                                        store_.sq_norm(entry_node));
+        for (int level = Tapes::level_of(at); level > 0; --level) {
+            for (bool moved = true; moved;) {
+                moved = false;
+                const std::uint8_t* list = tapes_.list(tapes_.tape(best.slot), level);
+                if (!list) break;
+                const std::size_t count = measure(list, tapes_.level_room(), false);
+                for (std::size_t i = 0; i < count; ++i)
+                    if (s.batch_distances[i] < best.distance) {
+                        best = {s.batch_distances[i], s.batch_slots[i]};
+                        moved = true;
+                    }
+            }
+        }
+        return best;
+    }
+
+    const Tapes tapes_;
+    const VectorStore& store_;
+    const detail::huge_vector<node_id_t>& slot_to_node_;
+    const row_ref_t query_;
+    WalkScratch& scratch_;
+    const std::size_t size_;
+    const std::size_t identity_slots_;  // slots below map to the node of the same id
+    const simd::dot_rows_i8_fn dot_rows_;
+    std::uint32_t entry_ = 0;
+};
+
+// Counts the add_nodes() and relink_unreachable() calls inserting (SeedIndex::adds_running).
 class InsertScope {
   public:
-    InsertScope(std::atomic<std::size_t>& inserting, const std::atomic<std::size_t>& prefetching_searches)
-        : inserting_(inserting) {
-        inserting_.fetch_add(1);
-        while (prefetching_searches.load() > 0) std::this_thread::yield();
-    }
+    explicit InsertScope(std::atomic<std::size_t>& inserting) : inserting_(inserting) { inserting_.fetch_add(1); }
     ~InsertScope() { inserting_.fetch_sub(1); }
     InsertScope(const InsertScope&) = delete;
     InsertScope& operator=(const InsertScope&) = delete;
@@ -96,16 +386,98 @@ std::string take_error(us::error_t& error) {
     return message ? message : "unknown error";
 }
 
+// Moves the members of a saved graph (USearch's stream: header, one int16 level per member,
+// then each member's tape in slot order) so that each member's slot is its key, when the keys
+// are exactly 0..n-1; otherwise leaves the bytes as they are. Neighbour slots and the entry
+// point are mapped the same way; slots beyond the members are kept for verify() to report.
+// Call only after the layout check (the levels and the byte count add up).
+void renumber_by_node(std::vector<char>& bytes, us::index_serialized_header_t& header, std::size_t links,
+                      std::size_t base_links) {
+    using level_t = std::int16_t;
+    const std::size_t n = static_cast<std::size_t>(header.size);
+    if (n == 0 || header.entry_slot >= n) return;
+    const std::size_t levels_at = sizeof(header), tapes_at = levels_at + n * sizeof(level_t);
+    const std::size_t head_bytes = sizeof(std::uint64_t) + sizeof(level_t);
+    const std::size_t base_list_bytes = sizeof(std::uint32_t) * (1 + base_links);
+    const std::size_t list_bytes = sizeof(std::uint32_t) * (1 + links);
+    auto level_of = [&](std::size_t member) {
+        level_t level;
+        std::memcpy(&level, bytes.data() + levels_at + member * sizeof(level_t), sizeof(level));
+        return static_cast<std::size_t>(level);
+    };
+    auto tape_bytes = [&](std::size_t level) { return head_bytes + base_list_bytes + level * list_bytes; };
+    std::vector<std::size_t> offset(n);
+    std::vector<std::uint32_t> key(n), member_of_key(n, ~std::uint32_t{0});
+    bool in_order = true;
+    for (std::size_t i = 0, at = tapes_at; i < n; ++i) {
+        offset[i] = at;
+        std::uint64_t k;
+        std::memcpy(&k, bytes.data() + at, sizeof(k));
+        if (k >= n || member_of_key[k] != ~std::uint32_t{0}) return;  // not a permutation of 0..n-1
+        key[i] = static_cast<std::uint32_t>(k);
+        member_of_key[k] = static_cast<std::uint32_t>(i);
+        in_order = in_order && k == i;
+        at += tape_bytes(level_of(i));
+    }
+    if (in_order) return;
+    std::vector<char> out(bytes.size());
+    for (std::size_t i = 0; i < n; ++i)
+        std::memcpy(out.data() + levels_at + key[i] * sizeof(level_t), bytes.data() + levels_at + i * sizeof(level_t),
+                    sizeof(level_t));
+    for (std::size_t k = 0, at = tapes_at; k < n; ++k) {
+        const std::size_t i = member_of_key[k], level = level_of(i), size = tape_bytes(level);
+        char* tape = out.data() + at;
+        std::memcpy(tape, bytes.data() + offset[i], size);
+        for (std::size_t l = 0; l <= level; ++l) {
+            char* list = tape + head_bytes + (l == 0 ? 0 : base_list_bytes + (l - 1) * list_bytes);
+            std::uint32_t count;
+            std::memcpy(&count, list, sizeof(count));
+            count = static_cast<std::uint32_t>(std::min<std::size_t>(count, l == 0 ? base_links : links));
+            for (std::uint32_t j = 0; j < count; ++j) {
+                char* at_slot = list + sizeof(std::uint32_t) * (1 + j);
+                std::uint32_t slot;
+                std::memcpy(&slot, at_slot, sizeof(slot));
+                if (slot < n) std::memcpy(at_slot, &key[slot], sizeof(slot));
+            }
+        }
+        at += size;
+    }
+    header.entry_slot = key[static_cast<std::size_t>(header.entry_slot)];
+    std::memcpy(out.data(), &header, sizeof(header));
+    bytes.swap(out);
+}
+
 }  // namespace
 
 struct SeedIndex::Impl {
+    Impl(std::size_t connectivity, std::size_t count_contexts)
+        : index(us::index_config_t(connectivity)), count_contexts(count_contexts), walk_scratch(count_contexts) {}
+
     hnsw_t index;
     detail::huge_vector<node_id_t> slot_to_node;
     std::size_t count_contexts;
+    std::vector<WalkScratch> walk_scratch;  // one per search context
+    // Every slot below this holds the node of the same id, so a search reads no slot_to_node
+    // entry for it. Batch inserts take their slots in node order (slot_order) and load()
+    // renumbers a saved graph's slots by node, so a graph built in batches or reopened keeps
+    // it for all its members; an upsert, or inserts of separate calls that take their slots
+    // out of node order, stop it there.
+    std::atomic<std::size_t> identity_slots{0};
+    std::mutex slot_order;  // held by a batch insert from taking the next node to taking its slot
+
+    // Raises identity_slots past the slots that now map to themselves (called after each
+    // slot_to_node entry is set; the fence pairs with the other inserters' so that of two
+    // inserts setting adjacent entries at once, one sees both).
+    void extend_identity() noexcept {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        std::size_t at = identity_slots.load();
+        while (at < slot_to_node.size() && slot_to_node[at] == at)
+            if (identity_slots.compare_exchange_weak(at, at + 1)) ++at;
+    }
 };
 
 SeedIndex::SeedIndex(const VectorStore& store, HnswParams params, std::size_t count_contexts)
-    : store_(store), params_(params), impl_(new Impl{hnsw_t(us::index_config_t(params.connectivity)), {}, count_contexts}) {}
+    : store_(store), params_(params), impl_(new Impl(params.connectivity, count_contexts)) {}
 
 SeedIndex::~SeedIndex() = default;
 
@@ -152,9 +524,9 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
             while (!reserved.compare_exchange_weak(now, now - std::min(now, count))) {}
         }
     } release{reserved_, count};
-    InsertScope inserting(inserting_, prefetching_searches_);
-    metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
-    prefetch_rows_t prefetch{&store_, &impl_->slot_to_node};
+    InsertScope inserting(inserting_);
+    metric_t metric{&store_, &impl_->slot_to_node, &impl_->identity_slots, simd::active().dot_i8};
+    prefetch_rows_t prefetch{&store_, &impl_->slot_to_node, &impl_->identity_slots};
     threads = std::max<std::size_t>(1, std::min({threads, impl_->count_contexts, count / 256 + 1}));
     // Inserts that run side by side can leave a member unreachable (see relink_unreachable):
     // the members of such calls are kept as suspects for the next check.
@@ -186,7 +558,13 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
         us::index_update_config_t config;
         config.expansion = params_.expansion_add;
         config.thread = lease.slot();
-        for (std::size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < count;) {
+        while (!failed.load(std::memory_order_relaxed)) {
+            // The next node and its slot are taken together, so that the slots of a batch follow
+            // its nodes (Impl::identity_slots); USearch takes the slot early in add(), before
+            // the search and linking that are nearly all of an insert.
+            std::unique_lock<std::mutex> in_order(impl_->slot_order);
+            const std::size_t i = next.fetch_add(1);
+            if (i >= count) break;
             node_id_t node = nodes[i];
             row_ref_t value{store_.codes(node), store_.scale(node), store_.sq_norm(node)};
             auto result = index.add(
@@ -194,8 +572,11 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
                 [&](hnsw_t::member_ref_t member) {
                     impl_->slot_to_node[member.slot] = node;
                     slots[i] = static_cast<std::uint32_t>(member.slot);
+                    in_order.unlock();
+                    impl_->extend_identity();
                 },
                 prefetch);
+            if (in_order.owns_lock()) in_order.unlock();
             if (result && !has_entry_.load(std::memory_order_relaxed)) has_entry_.store(true, std::memory_order_release);
             if (!result) {
                 std::lock_guard<std::mutex> lock(failure_mutex);
@@ -304,8 +685,8 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
             if (!reached[i]) unreachable.push_back(suspects[i]);
     }
     if (unreachable.empty()) return 0;
-    InsertScope inserting(inserting_, prefetching_searches_);  // update() rewrites lists as an insert does
-    metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
+    InsertScope inserting(inserting_);  // update() rewrites lists as an insert does
+    metric_t metric{&store_, &impl_->slot_to_node, &impl_->identity_slots, simd::active().dot_i8};
     detail::ContextPool::Lease lease(contexts);
     us::index_update_config_t config;
     config.expansion = params_.expansion_add;
@@ -347,6 +728,10 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
     }
     count_relinked_.fetch_add(relinked, std::memory_order_relaxed);
     return relinked;
+}
+
+std::size_t SeedIndex::slots_in_node_order() const noexcept {
+    return std::min(impl_->identity_slots.load(std::memory_order_acquire), impl_->index.size());
 }
 
 void SeedIndex::count_reindexed(std::size_t count) noexcept { count_reindexed_.fetch_add(count, std::memory_order_relaxed); }
@@ -393,6 +778,7 @@ Status SeedIndex::load(const std::string& path, std::size_t count_nodes) {
     auto fail = [&](const std::string& why) {
         index.reset();
         std::fill(impl_->slot_to_node.begin(), impl_->slot_to_node.end(), invalid_id);
+        impl_->identity_slots = 0;
         return Status::corruption("HNSW index file " + path + ": " + why);
     };
     // Read the whole file and check that its layout adds up before USearch parses it: USearch
@@ -432,6 +818,7 @@ Status SeedIndex::load(const std::string& path, std::size_t count_nodes) {
     }
     if (expected != bytes.size())
         return fail(std::to_string(bytes.size()) + " bytes where the header and levels make " + std::to_string(expected));
+    renumber_by_node(bytes, header, links, base_links);
     std::size_t offset = 0;
     auto input = [&](void* data, std::size_t length) {
         if (length > bytes.size() - offset) return false;
@@ -456,6 +843,8 @@ Status SeedIndex::load(const std::string& path, std::size_t count_nodes) {
                                             " of a graph of " + std::to_string(count_nodes) + " nodes");
         impl_->slot_to_node[slot] = static_cast<node_id_t>(key);
     }
+    impl_->identity_slots = 0;
+    impl_->extend_identity();
     auto problems = verify(count_nodes, nullptr, 1);
     if (!problems.empty()) return fail(problems.front());
     count_reindexed_ = 0;
@@ -469,6 +858,7 @@ std::vector<std::string> SeedIndex::verify(std::size_t count_nodes, const std::u
     const std::size_t size = index.size();
     const std::size_t top = index.max_level();
     const std::size_t base_links = index.config().connectivity_base, links = index.config().connectivity;
+    const Tapes tapes(index);
     std::vector<std::uint8_t> held(count_nodes, 0);
     auto report = [&](std::string line) {
         if (problems.size() < limit) problems.push_back(std::move(line));
@@ -493,6 +883,16 @@ std::vector<std::string> SeedIndex::verify(std::size_t count_nodes, const std::u
         }
         for (std::size_t l = 0; l <= level; ++l) {
             auto neighbors = index.neighbors(member, l);
+            // Searches read the lists from the tapes themselves (Walk): the same lists.
+            const std::uint8_t* list = tapes.list(tapes.tape(member), static_cast<int>(l));
+            bool same = list && Tapes::count_of(list, ~std::size_t{0}) == neighbors.size();
+            for (std::size_t i = 0; same && i < neighbors.size(); ++i)
+                same = Tapes::slot_at(list, i) == (neighbors.begin() + static_cast<std::ptrdiff_t>(i)).slot();
+            if (!same) {
+                report("HNSW member " + std::to_string(slot) + ": the search walk reads another neighbour list on level " +
+                       std::to_string(l) + " than USearch holds");
+                break;
+            }
             std::size_t most = l == 0 ? base_links : links;
             if (neighbors.size() > most) {
                 report("HNSW member " + std::to_string(slot) + " has " + std::to_string(neighbors.size()) +
@@ -516,63 +916,67 @@ std::vector<std::string> SeedIndex::verify(std::size_t count_nodes, const std::u
 void SeedIndex::search(const QuantizedVector& query, std::size_t wanted, std::size_t expansion,
                        const NodeFilter* filter, const NodeColumns& columns, std::size_t context,
                        std::vector<ScoredNode>& out) const {
+    find(query, wanted, expansion, filter, columns, context, false, out);
+}
+
+void SeedIndex::search_with_usearch(const QuantizedVector& query, std::size_t wanted, std::size_t expansion,
+                                    const NodeFilter* filter, const NodeColumns& columns, std::size_t context,
+                                    std::vector<ScoredNode>& out) const {
+    find(query, wanted, expansion, filter, columns, context, true, out);
+}
+
+void SeedIndex::find(const QuantizedVector& query, std::size_t wanted, std::size_t expansion,
+                     const NodeFilter* filter, const NodeColumns& columns, std::size_t context, bool usearch_loop,
+                     std::vector<ScoredNode>& out) const {
     out.clear();
     const hnsw_t& index = impl_->index;
     // USearch counts the first member before it is the entry point: until that add returns, a
     // search would start from a slot with no node yet.
     if (wanted == 0 || !has_entry_.load(std::memory_order_acquire) || index.size() == 0) return;
-    // USearch sizes its buffers by these: never more than the index holds.
     // A node indexed more than once (upserts) can come back more than once: ask for enough to
     // drop repeats, and more again while repeats leave fewer than asked.
     const std::size_t asked = wanted;
     const std::size_t reindexed = count_reindexed_.load(std::memory_order_relaxed);
     if (reindexed) wanted += std::min(wanted, reindexed);
-    metric_t metric{&store_, &impl_->slot_to_node, simd::active().dot_i8};
-    row_ref_t value{query.codes.data(), query.scale, query.sq_norm};
-    prefetch_rows_t prefetch{&store_, &impl_->slot_to_node};
-    us::index_search_config_t config;
-    config.thread = context;
-    // USearch's prefetch hook walks a neighbour list with an iterator that re-reads the list's
-    // length at every step and stops only on equality: an insert that rewrites the list at the
-    // same time can leave the length below the iterator, which then reads past the list. The
-    // hook is used only while no insert runs (a Dekker handshake on two seq_cst counters with
-    // add_nodes(), which waits for the searches already using it).
-    prefetching_searches_.fetch_add(1);
-    const bool use_prefetch = inserting_.load() == 0;
-    if (!use_prefetch) prefetching_searches_.fetch_sub(1);
-    struct Leave {
-        std::atomic<std::size_t>* count;
-        ~Leave() {
-            if (count) count->fetch_sub(1);
-        }
-    } leave{use_prefetch ? &prefetching_searches_ : nullptr};
-    auto run = [&](auto&& predicate) {
-        return use_prefetch ? index.search(value, wanted, metric, config, predicate, prefetch)
-                            : index.search(value, wanted, metric, config, predicate);
-    };
-    auto collect = [&](auto&& result) {
-        if (!result) {
-            take_error(result.error);
+    const row_ref_t value{query.codes.data(), query.scale, query.sq_norm};
+    const detail::huge_vector<node_id_t>& slots = impl_->slot_to_node;
+    const bool filtered = filter && filter->needed(columns);
+    auto admits = [&](node_id_t node) { return !filtered || filter->admits(columns, node); };
+    auto run = [&](std::size_t count, std::size_t ef) {
+        if (!usearch_loop) {
+            Walk walk(index, store_, slots, impl_->identity_slots.load(std::memory_order_acquire), value,
+                      impl_->walk_scratch[context]);
+            walk.run(ef, admits);
+            const std::vector<Candidate>& top = impl_->walk_scratch[context].top;
+            for (std::size_t i = 0; i < top.size() && i < count; ++i)
+                out.push_back({walk.node_of(top[i].slot), -top[i].distance});
             return;
         }
-        for (std::size_t i = 0; i < result.size(); ++i) {
-            auto match = result[i];
-            out.push_back({static_cast<node_id_t>(match.member.key), -match.distance});
-        }
+        metric_t metric{&store_, &slots, &impl_->identity_slots, simd::active().dot_i8};
+        us::index_search_config_t config;
+        config.thread = context;
+        config.expansion = ef;
+        auto collect = [&](auto&& result) {
+            if (!result) {
+                take_error(result.error);
+                return;
+            }
+            for (std::size_t i = 0; i < result.size(); ++i) {
+                auto match = result[i];
+                out.push_back({static_cast<node_id_t>(match.member.key), -match.distance});
+            }
+        };
+        if (filtered)
+            collect(index.search(value, count, metric, config,
+                                 [&](hnsw_t::member_cref_t member) { return admits(slots[member.slot]); }));
+        else
+            collect(index.search(value, count, metric, config));
     };
     while (true) {
         wanted = std::min(wanted, index.size());
-        config.expansion = std::min(std::max(expansion ? expansion : params_.expansion_search, wanted), index.size());
+        const std::size_t ef = std::min(std::max(expansion ? expansion : params_.expansion_search, wanted), index.size());
         out.clear();
-        if (filter && filter->needed(columns)) {
-            const detail::huge_vector<node_id_t>& slots = impl_->slot_to_node;
-            auto predicate = [&](hnsw_t::member_cref_t member) {
-                return filter->admits(columns, slots[member.slot]);
-            };
-            collect(run(predicate));
-        } else {
-            collect(run(us::dummy_predicate_t{}));
-        }
+        run(wanted, ef);
         const std::size_t returned = out.size();
         std::sort(out.begin(), out.end(), [](const ScoredNode& a, const ScoredNode& b) {
             return a.score != b.score ? a.score > b.score : a.node < b.node;

@@ -26,6 +26,7 @@ namespace {
 // Visits `neighbor` through `edge` if it is new and admitted; returns false once max_visited is reached.
 struct Visitor {
     TraversalScratch& scratch;
+    const VectorStore& store;
     const NodeColumns& columns;
     const NodeFilter* filter;
     std::size_t max_visited;
@@ -38,6 +39,7 @@ struct Visitor {
         if (filter && !filter->admits(columns, neighbor)) return true;
         scratch.visit(neighbor);
         scratch.push_visited(neighbor, hop, parent, edge);
+        detail::prefetch_bytes_l2(store.row_data(neighbor), store.stride_bytes());
         return scratch.visited.size() < max_visited;
     }
 };
@@ -124,7 +126,7 @@ void traverse_and_score(const GraphView& graph, const VectorStore& store, const 
     for (std::uint32_t hop = 1; hop <= params.hops && room; ++hop) {
         std::size_t level_end = scratch.visited.size();
         if (level_begin == level_end) break;
-        Visitor visit{scratch, columns, filter, params.max_visited, hop};
+        Visitor visit{scratch, store, columns, filter, params.max_visited, hop};
         AdjacencyPrefetcher ahead{*graph.base, params.direction, scratch};
         for (std::size_t v = level_begin; v < level_end && room; ++v) {
             ahead(level_end, v);
@@ -138,8 +140,6 @@ void traverse_and_score(const GraphView& graph, const VectorStore& store, const 
     if (count == 0) return;
     scratch.dots.resize(count);
     scratch.scores.resize(count);
-    simd::active().dot_rows_i8(scratch.query.codes.data(), store.codes_data(), store.stride_bytes(),
-                               scratch.visited.data(), count, store.dim(), scratch.dots.data());
     const Metric metric = store.metric();
     const QuantizedVector& q = scratch.query;
     const bool decay = params.hop_decay != 1.0;
@@ -149,13 +149,26 @@ void traverse_and_score(const GraphView& graph, const VectorStore& store, const 
         for (std::size_t h = 0; h <= deepest; ++h)
             scratch.decay_pow[h] = static_cast<float>(std::pow(params.hop_decay, static_cast<double>(h)));
     }
-    for (std::size_t i = 0; i < count; ++i) {
-        node_id_t node = scratch.visited[i];
-        float score = score_from_dot(metric, scratch.dots[i], q.scale, q.sq_norm, store.scale(node), store.sq_norm(node));
-        // Decay always moves a score down: a negative score (l2, opposed vectors) is divided.
-        if (decay) score = score >= 0.f ? score * scratch.decay_pow[scratch.visited_hops[i]]
-                                        : score / scratch.decay_pow[scratch.visited_hops[i]];
-        scratch.scores[i] = score;
+    // Scored in blocks, each block's scales read while its rows are still in L1 (a row's
+    // scale and squared norm share its first cache line).
+    constexpr std::size_t block_rows = 64;
+    const simd::dot_rows_i8_fn dot_rows = simd::active().dot_rows_i8;
+    for (std::size_t begin = 0; begin < count; begin += block_rows) {
+        const std::size_t end = std::min(count, begin + block_rows);
+        dot_rows(q.codes.data(), store.codes_data(), store.stride_bytes(), scratch.visited.data() + begin, end - begin,
+                 store.dim(), scratch.dots.data() + begin);
+        // The kernel asks for rows ahead only within a call: the next block's first rows are
+        // asked for here, so that their misses overlap this block's scales.
+        for (std::size_t j = end; j < std::min(count, end + 8); ++j)
+            detail::prefetch_bytes_l2(store.row_data(scratch.visited[j]), store.stride_bytes());
+        for (std::size_t i = begin; i < end; ++i) {
+            node_id_t node = scratch.visited[i];
+            float score = score_from_dot(metric, scratch.dots[i], q.scale, q.sq_norm, store.scale(node), store.sq_norm(node));
+            // Decay always moves a score down: a negative score (l2, opposed vectors) is divided.
+            if (decay) score = score >= 0.f ? score * scratch.decay_pow[scratch.visited_hops[i]]
+                                            : score / scratch.decay_pow[scratch.visited_hops[i]];
+            scratch.scores[i] = score;
+        }
     }
     select_top_k(scratch.visited.data(), scratch.scores.data(), count, params.k, scratch.order);
     hits.reserve(scratch.order.size());

@@ -1,10 +1,13 @@
 // Seed index: USearch's HNSW graph (`index_gt`) over node vectors.
 //
 // USearch stores only the graph and the keys; distances are computed by our own metric over
-// the int8 VectorStore, so vectors are held once. Keys are node ids. The node filter is
-// passed to USearch's predicate-filtered search, so filtered-out nodes are still used for
-// navigation but never returned (Malkov & Yashunin, "Efficient and robust approximate nearest
-// neighbor search using Hierarchical Navigable Small World graphs", TPAMI 2018).
+// the int8 VectorStore, so vectors are held once. Keys are node ids. USearch builds and links
+// the graph; searches walk it with a loop of our own (seed_index.cpp, "search walk"): USearch's
+// search algorithm, with the next candidate's neighbour list requested ahead and each
+// candidate's new neighbours measured with one gathered kernel call. The node filter is
+// applied as USearch applies its predicate: filtered-out nodes are still used for navigation
+// but never returned (Malkov & Yashunin, "Efficient and robust approximate nearest neighbor
+// search using Hierarchical Navigable Small World graphs", TPAMI 2018).
 #pragma once
 
 #include <atomic>
@@ -85,6 +88,12 @@ class SeedIndex {
     /// Members re-linked by relink_unreachable() since this index was made.
     std::size_t count_relinked() const noexcept { return count_relinked_.load(std::memory_order_relaxed); }
 
+    /// How many members, from slot 0 up, sit in the slot of their node's id (searches map those
+    /// slots to nodes without reading the slot table). All of them after batch inserts and after
+    /// load(); an upsert's second member, or inserts of separate calls that take their slots out
+    /// of node order, end the run.
+    std::size_t slots_in_node_order() const noexcept;
+
     /// Records that `count` nodes were indexed again (so searches ask for extra results).
     void count_reindexed(std::size_t count) noexcept;
 
@@ -107,15 +116,22 @@ class SeedIndex {
     /// `context` is a slot leased from a pool of `count_contexts`; `expansion` 0 means the default.
     void search(const QuantizedVector& query, std::size_t wanted, std::size_t expansion, const NodeFilter* filter,
                 const NodeColumns& columns, std::size_t context, std::vector<ScoredNode>& out) const;
+    /// The same search with USearch's own search loop (index_gt::search) over the same graph, for
+    /// tests and benchmarks of the walk that search() runs.
+    void search_with_usearch(const QuantizedVector& query, std::size_t wanted, std::size_t expansion,
+                             const NodeFilter* filter, const NodeColumns& columns, std::size_t context,
+                             std::vector<ScoredNode>& out) const;
 
   private:
+    void find(const QuantizedVector& query, std::size_t wanted, std::size_t expansion, const NodeFilter* filter,
+              const NodeColumns& columns, std::size_t context, bool usearch_loop, std::vector<ScoredNode>& out) const;
+
     struct Impl;
     const VectorStore& store_;
     HnswParams params_;
     std::atomic<std::size_t> count_reindexed_{0};  // members that repeat a node (upserts)
     std::atomic<std::size_t> reserved_{0};         // reserved by reserve_more, not yet added
     std::atomic<std::size_t> inserting_{0};             // add_nodes() calls running
-    mutable std::atomic<std::size_t> prefetching_searches_{0};  // searches using USearch's prefetch hook
     std::atomic<bool> has_entry_{false};           // the first member's add has returned (it is the entry point)
     std::atomic<bool> needs_relink_{false};        // suspect_slots_ is not empty
     std::atomic<std::size_t> count_relinked_{0};

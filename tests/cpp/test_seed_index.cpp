@@ -1,0 +1,198 @@
+// Seed index: the search walk reads USearch's graph as USearch does (the same neighbour lists,
+// the same results as USearch's own search), with and without filters, on every kernel table.
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "temp_dir.hpp"
+#include "vecgraph/detail/context_pool.hpp"
+#include "vecgraph/node_filter.hpp"
+#include "vecgraph/seed_index.hpp"
+#include "vecgraph/vector_store.hpp"
+
+using namespace vecgraph;
+
+namespace {
+
+// `count` vectors around `count_clusters` random centres, so that neighbours are meaningful.
+std::vector<float> clustered(std::size_t count, std::size_t dim, std::size_t count_clusters, std::mt19937& rng) {
+    std::normal_distribution<float> normal;
+    std::vector<float> centres(count_clusters * dim), out(count * dim);
+    for (float& x : centres) x = normal(rng);
+    std::uniform_int_distribution<std::size_t> pick(0, count_clusters - 1);
+    for (std::size_t i = 0; i < count; ++i) {
+        const float* centre = centres.data() + pick(rng) * dim;
+        for (std::size_t j = 0; j < dim; ++j) out[i * dim + j] = centre[j] + 0.6f * normal(rng);
+    }
+    return out;
+}
+
+struct Built {
+    VectorStore store;
+    detail::ContextPool contexts{4};
+    SeedIndex index;
+    std::vector<label_id_t> labels;
+
+    Built(std::size_t count, std::size_t dim, std::size_t threads, std::mt19937& rng)
+        : store(dim, Metric::cos), index(store, HnswParams{8, 48, 48}, 4) {
+        std::vector<float> rows = clustered(count, dim, 24, rng);
+        store.append(rows.data(), count, 1);
+        std::vector<node_id_t> nodes(count);
+        for (std::size_t i = 0; i < count; ++i) nodes[i] = static_cast<node_id_t>(i);
+        REQUIRE(index.reserve_more(count).ok());
+        REQUIRE(index.add_nodes(nodes.data(), count, threads, contexts).ok());
+        if (index.needs_relink()) index.relink_unreachable(contexts);
+        std::uniform_int_distribution<int> label(0, 2);
+        for (std::size_t i = 0; i < count; ++i) labels.push_back(static_cast<label_id_t>(label(rng)));
+    }
+};
+
+std::vector<node_id_t> nodes_of(const std::vector<ScoredNode>& found) {
+    std::vector<node_id_t> out;
+    for (const ScoredNode& s : found) out.push_back(s.node);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("verify finds every neighbour list the walk reads equal to USearch's") {
+    for (std::size_t threads : {1u, 2u}) {
+        std::mt19937 rng(7 + static_cast<unsigned>(threads));
+        Built built(3000, 24, threads, rng);
+        CHECK_EQ(built.index.size(), std::size_t{3000});
+        std::vector<std::string> problems = built.index.verify(3000, nullptr, 5);
+        CHECK_EQ(problems.size(), std::size_t{0});
+        for (const std::string& p : problems) std::fprintf(stderr, "  %s\n", p.c_str());
+    }
+}
+
+TEST_CASE("the search walk returns what USearch's own search returns") {
+    std::mt19937 rng(11);
+    const std::size_t count = 6000, dim = 40;
+    Built built(count, dim, 2, rng);
+    std::vector<float> queries = clustered(300, dim, 24, rng);
+    NodeColumns columns;
+    columns.labels = built.labels.data();
+    NodeFilter label_one;
+    label_one.allow_labels() = {0, 1, 0};
+    std::size_t identical = 0, total = 0, shared = 0, listed = 0;
+    for (const NodeFilter* filter : {static_cast<const NodeFilter*>(nullptr), static_cast<const NodeFilter*>(&label_one)}) {
+        for (std::size_t ef : {std::size_t{10}, std::size_t{64}}) {
+            for (std::size_t q = 0; q < 300; ++q) {
+                QuantizedVector query = built.store.quantize(queries.data() + q * dim);
+                std::vector<ScoredNode> walk, reference;
+                built.index.search(query, 10, ef, filter, columns, 0, walk);
+                built.index.search_with_usearch(query, 10, ef, filter, columns, 0, reference);
+                CHECK_EQ(walk.size(), reference.size());
+                for (const ScoredNode& s : walk) {
+                    CHECK(s.node < count);
+                    if (filter) CHECK_EQ(built.labels[s.node], label_id_t{1});
+                    CHECK_EQ(s.score, built.store.score(query, s.node));
+                }
+                for (std::size_t i = 1; i < walk.size(); ++i) CHECK(walk[i - 1].score >= walk[i].score);
+                std::vector<node_id_t> a = nodes_of(walk), b = nodes_of(reference);
+                identical += a == b;
+                ++total;
+                std::sort(a.begin(), a.end());
+                std::sort(b.begin(), b.end());
+                std::vector<node_id_t> both;
+                std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+                shared += both.size();
+                listed += b.size();
+            }
+        }
+    }
+    // The same algorithm over the same graph: only ties between equal distances may be taken
+    // in another order.
+    std::printf("  identical result lists: %zu of %zu; shared members %zu of %zu\n", identical, total, shared, listed);
+    CHECK(identical * 100 >= total * 97);
+    CHECK(shared * 1000 >= listed * 995);
+}
+
+TEST_CASE("the search walk on an empty index, on one member, and asking for more than there is") {
+    std::mt19937 rng(3);
+    VectorStore store(8, Metric::cos);
+    detail::ContextPool contexts(2);
+    SeedIndex index(store, HnswParams{}, 2);
+    NodeColumns columns;
+    std::vector<float> row = clustered(1, 8, 1, rng);
+    QuantizedVector query = store.quantize(row.data());
+    std::vector<ScoredNode> found{{5, 1.0f}};
+    index.search(query, 10, 0, nullptr, columns, 0, found);
+    CHECK_EQ(found.size(), std::size_t{0});
+    store.append(row.data(), 1, 1);
+    node_id_t node = 0;
+    REQUIRE(index.reserve_more(1).ok());
+    REQUIRE(index.add_nodes(&node, 1, 1, contexts).ok());
+    index.search(query, 10, 0, nullptr, columns, 0, found);
+    REQUIRE(found.size() == 1);
+    CHECK_EQ(found[0].node, node_id_t{0});
+    Built built(50, 8, 1, rng);
+    built.index.search(query, 80, 0, nullptr, columns, 1, found);
+    CHECK_EQ(found.size(), std::size_t{50});
+    std::vector<node_id_t> all = nodes_of(found);
+    std::sort(all.begin(), all.end());
+    CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+}
+
+TEST_CASE("batch inserts take slots in node order; load renumbers a graph whose slots are not") {
+    std::mt19937 rng(5);
+    const std::size_t count = 2500, dim = 16;
+    Built built(count, dim, 2, rng);
+    CHECK_EQ(built.index.slots_in_node_order(), count);
+
+    // Nodes inserted last to first: slot s holds node count - 1 - s.
+    VectorStore store(dim, Metric::cos);
+    std::vector<float> rows = clustered(count, dim, 12, rng);
+    store.append(rows.data(), count, 1);
+    detail::ContextPool contexts(2);
+    SeedIndex reversed(store, HnswParams{8, 48, 48}, 2);
+    std::vector<node_id_t> nodes(count);
+    for (std::size_t i = 0; i < count; ++i) nodes[i] = static_cast<node_id_t>(count - 1 - i);
+    REQUIRE(reversed.reserve_more(count).ok());
+    REQUIRE(reversed.add_nodes(nodes.data(), count, 1, contexts).ok());
+    CHECK_EQ(reversed.slots_in_node_order(), std::size_t{0});
+
+    vecgraph_test::TempDir dir;
+    const std::string path = dir.path("hnsw.usearch");
+    REQUIRE(reversed.save(path).ok());
+    SeedIndex loaded(store, HnswParams{8, 48, 48}, 2);
+    REQUIRE(loaded.load(path, count).ok());
+    CHECK_EQ(loaded.slots_in_node_order(), count);
+    CHECK_EQ(loaded.verify(count, nullptr, 5).size(), std::size_t{0});
+    // The same graph under other slot numbers: the same results, with both search loops.
+    NodeColumns columns;
+    std::vector<float> queries = clustered(100, dim, 12, rng);
+    std::size_t same = 0;
+    for (std::size_t q = 0; q < 100; ++q) {
+        QuantizedVector query = store.quantize(queries.data() + q * dim);
+        std::vector<ScoredNode> before, after, after_usearch;
+        reversed.search(query, 10, 32, nullptr, columns, 0, before);
+        loaded.search(query, 10, 32, nullptr, columns, 0, after);
+        loaded.search_with_usearch(query, 10, 32, nullptr, columns, 1, after_usearch);
+        same += nodes_of(before) == nodes_of(after);
+        CHECK(nodes_of(after) == nodes_of(after_usearch));
+    }
+    CHECK(same >= 97);
+
+    // An upsert's second member sits beyond every node: the run stops before it.
+    node_id_t again = 7;
+    REQUIRE(loaded.reserve_more(1).ok());
+    REQUIRE(loaded.add_nodes(&again, 1, 1, contexts).ok());
+    loaded.count_reindexed(1);
+    CHECK_EQ(loaded.size(), count + 1);
+    CHECK_EQ(loaded.slots_in_node_order(), count);
+    QuantizedVector query = store.quantize(rows.data() + 7 * dim);
+    std::vector<ScoredNode> found;
+    loaded.search(query, 5, 0, nullptr, columns, 0, found);
+    REQUIRE(!found.empty());
+    CHECK_EQ(found[0].node, node_id_t{7});
+    std::size_t sevens = 0;
+    for (const ScoredNode& s : found) sevens += s.node == 7;
+    CHECK_EQ(sevens, std::size_t{1});
+}
+
+TEST_MAIN()
