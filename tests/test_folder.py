@@ -312,3 +312,28 @@ def test_search_with_many_upserts_of_the_same_nodes_still_returns_k():
     for q in rng.standard_normal((5, 8)).astype(np.float32):
         res = g.search(q, k=10, seeds=10, hops=0)
         assert len(res.keys) == 10 and len(set(res.keys)) == 10
+
+
+def test_searches_during_the_recovery_pass_of_upserts_drop_repeated_seeds(tmp_path):
+    """Upserts replayed from the WAL give their nodes a second HNSW member in the background
+    pass; searches beside the pass already ask for enough seeds to drop the repeats, so every
+    seed is a distinct node and none is lost."""
+    rng = np.random.default_rng(21)
+    count, dim = 16_000, 24
+    vectors = rng.standard_normal((count, dim)).astype(np.float32)
+    keys = [f"n{i}" for i in range(count)]
+    with vg.Graph.open(tmp_path / "g", dim=dim, sync="off") as g:
+        g.add_nodes(keys, vectors)
+        g.checkpoint()
+        upserted = list(range(0, count, 2))  # 8,000 upserts: the pass runs in the background
+        g.upsert_nodes([keys[i] for i in upserted], vectors[upserted])
+    with vg.Graph.open(tmp_path / "g") as g:
+        during = bad = 0
+        while g.stats()["index_pending"]:
+            for r in g.search_batch(vectors[rng.integers(0, count, 32)], k=10, seeds=10, hops=0):
+                during += 1
+                bad += len(set(r.keys)) != 10 or r.count_seeds != 10
+        assert during > 0 and bad == 0
+        results = g.search_batch(vectors[:200], k=10, seeds=10, hops=0)
+        assert all(r.count_seeds == 10 and len(set(r.keys)) == 10 for r in results)
+        assert g.verify() == []

@@ -295,8 +295,10 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
 }
 
 Status Engine::index_applied(const PreparedNodes& applied) {
+    // Counted before the second members go in, so that searches beside the insert already drop
+    // repeats (a count above the members there are only makes them ask for a few more).
+    if (applied.count_reindexed) seed_index_->count_reindexed(applied.count_reindexed);
     Status status = insert_seeds(applied.to_index, false);
-    if (status.ok() && applied.count_reindexed) seed_index_->count_reindexed(applied.count_reindexed);
     {
         std::lock_guard<std::mutex> guard(in_flight_mutex_);
         --inserts_in_flight_;
@@ -1039,8 +1041,8 @@ Status Engine::flush_deferred(std::size_t background_min) {
         std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
         VG_RETURN_IF_ERROR(reserve_seed_index(pending.size(), moving));
     }
+    if (reindexed) seed_index_->count_reindexed(reindexed);  // before the inserts (see index_applied)
     VG_RETURN_IF_ERROR(insert_seeds(pending, true));
-    if (reindexed) seed_index_->count_reindexed(reindexed);
     return Status::OK();
 }
 
@@ -1066,7 +1068,8 @@ void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t re
     auto lock = write_lock();  // searches read background_nodes_ while a pass runs
     std::lock_guard<std::mutex> guard(background_mutex_);
     background_nodes_ = std::move(nodes);
-    background_reindexed_ = reindexed;
+    // Counted before the pass inserts the second members (see index_applied).
+    if (reindexed) seed_index_->count_reindexed(reindexed);
     background_status_ = Status::OK();
     background_stop_.store(false);
     background_done_.store(0, std::memory_order_release);
@@ -1100,7 +1103,6 @@ void Engine::background_index_pass() {
         relink_unreachable_members(true);
     }
     const bool complete = status.ok() && background_done_.load() == total;
-    if (complete && background_reindexed_) seed_index_->count_reindexed(background_reindexed_);
     std::lock_guard<std::mutex> guard(background_mutex_);
     background_status_ = status;
     // After a failure (or a stop) the nodes not reached stay pending: searches keep scanning them.

@@ -250,11 +250,10 @@ class Walk {
           slot_to_node_(slot_to_node),
           query_(query),
           scratch_(scratch),
-          size_(index.size()),
+          entry_(static_cast<std::uint32_t>(index.*member_of(entry_member{}))),
+          size_(read_size_after_entry(index)),
           identity_slots_(identity_slots),
-          dot_rows_(simd::active().dot_rows_i8) {
-        entry_ = static_cast<std::uint32_t>(index.*member_of(entry_member{}));
-    }
+          dot_rows_(simd::active().dot_rows_i8) {}
 
     // The `ef` members nearest the query (all admitted by `admits(node)`) into scratch.top,
     // nearest first.
@@ -308,6 +307,13 @@ class Walk {
     }
 
   private:
+    // The entry point is read first: a member is counted in size() before it can become the
+    // entry point, so the entry is always below the size read after it.
+    static std::size_t read_size_after_entry(const hnsw_t& index) noexcept {
+        std::atomic_thread_fence(std::memory_order_acquire);
+        return index.size();
+    }
+
     // Measures the members of `list` (a count, then slots; at most `room`) that are set and, when
     // `visit`, not visited before: their slots, nodes and distances go to the scratch batch.
     std::size_t measure(const std::uint8_t* list, std::size_t room, bool visit) {
@@ -351,19 +357,30 @@ class Walk {
         dot_rows_(query_.codes, store_.codes_data(), store_.stride_bytes(), &entry_row, 1, store_.dim(), &dot);
         best.distance = -score_from_dot(store_.metric(), dot, query_.scale, query_.sq_norm, store_.scale(entry_node),
                                         store_.sq_norm(entry_node));
+        // An insert links a new member's upper levels before its lower ones: a descent that
+        // steps into it can find its lists below still empty. It then goes back to the member
+        // it came from, which has lists on every level it descends through.
+        Candidate came_from = best;
         for (int level = Tapes::level_of(at); level > 0; --level) {
             for (bool moved = true; moved;) {
                 moved = false;
                 const std::uint8_t* list = tapes_.list(tapes_.tape(best.slot), level);
-                if (!list) break;
+                if (!list || Tapes::count_of(list, tapes_.level_room()) == 0) {
+                    best = came_from;
+                    break;
+                }
                 const std::size_t count = measure(list, tapes_.level_room(), false);
+                const Candidate before = best;
                 for (std::size_t i = 0; i < count; ++i)
                     if (s.batch_distances[i] < best.distance) {
                         best = {s.batch_distances[i], s.batch_slots[i]};
                         moved = true;
                     }
+                if (moved) came_from = before;
             }
         }
+        const std::uint8_t* base = tapes_.list(tapes_.tape(best.slot), 0);
+        if ((!base || Tapes::count_of(base, tapes_.base_room()) == 0) && size_ > 1) best = came_from;
         return best;
     }
 
@@ -372,10 +389,10 @@ class Walk {
     const detail::huge_vector<node_id_t>& slot_to_node_;
     const row_ref_t query_;
     WalkScratch& scratch_;
+    const std::uint32_t entry_;
     const std::size_t size_;
     const std::size_t identity_slots_;  // slots below map to the node of the same id
     const simd::dot_rows_i8_fn dot_rows_;
-    std::uint32_t entry_ = 0;
 };
 
 // Counts the add_nodes() and relink_unreachable() calls inserting (SeedIndex::adds_running).

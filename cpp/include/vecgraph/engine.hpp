@@ -468,7 +468,6 @@ class Engine {
     std::mutex background_mutex_;  // guards index_thread_ and background_status_
     std::thread index_thread_;
     std::vector<node_id_t> background_nodes_;
-    std::size_t background_reindexed_ = 0;
     Status background_status_;
     std::atomic<std::size_t> background_done_{0};
     std::atomic<bool> background_running_{false};
