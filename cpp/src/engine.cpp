@@ -295,10 +295,7 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
 }
 
 Status Engine::index_applied(const PreparedNodes& applied) {
-    // Counted before the second members go in, so that searches beside the insert already drop
-    // repeats (a count above the members there are only makes them ask for a few more).
-    if (applied.count_reindexed) seed_index_->count_reindexed(applied.count_reindexed);
-    Status status = insert_seeds(applied.to_index, false);
+    Status status = insert_seeds(applied.to_index, applied.count_reindexed, false);
     {
         std::lock_guard<std::mutex> guard(in_flight_mutex_);
         --inserts_in_flight_;
@@ -307,7 +304,10 @@ Status Engine::index_applied(const PreparedNodes& applied) {
     return status;
 }
 
-Status Engine::insert_seeds(const std::vector<node_id_t>& nodes, bool wait_for_relink) {
+Status Engine::insert_seeds(const std::vector<node_id_t>& nodes, std::size_t reindexed, bool wait_for_relink) {
+    // Counted before the second members go in, so that searches beside the insert already drop
+    // repeats (a count above the members there are only makes them ask for a few more).
+    if (reindexed) seed_index_->count_reindexed(reindexed);
     std::shared_lock<std::shared_mutex> in_place(insert_mutex_);
     {
         std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
@@ -1041,8 +1041,7 @@ Status Engine::flush_deferred(std::size_t background_min) {
         std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
         VG_RETURN_IF_ERROR(reserve_seed_index(pending.size(), moving));
     }
-    if (reindexed) seed_index_->count_reindexed(reindexed);  // before the inserts (see index_applied)
-    VG_RETURN_IF_ERROR(insert_seeds(pending, true));
+    VG_RETURN_IF_ERROR(insert_seeds(pending, reindexed, true));
     return Status::OK();
 }
 
@@ -1068,7 +1067,7 @@ void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t re
     auto lock = write_lock();  // searches read background_nodes_ while a pass runs
     std::lock_guard<std::mutex> guard(background_mutex_);
     background_nodes_ = std::move(nodes);
-    // Counted before the pass inserts the second members (see index_applied).
+    // Counted before the pass inserts the second members, for the whole pass (see insert_seeds).
     if (reindexed) seed_index_->count_reindexed(reindexed);
     background_status_ = Status::OK();
     background_stop_.store(false);
@@ -1095,7 +1094,7 @@ void Engine::background_index_pass() {
                 if (!node_dead_[background_nodes_[i]]) live.push_back(background_nodes_[i]);
             status = reserve_seed_index(live.size(), moving);
         }
-        if (status.ok()) status = insert_seeds(live, false);
+        if (status.ok()) status = insert_seeds(live, 0, false);
         if (status.ok()) background_done_.store(end, std::memory_order_release);
     }
     if (status.ok()) {  // the chunks' checks may have been put off by writes beside the pass

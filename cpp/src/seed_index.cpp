@@ -43,20 +43,84 @@ struct entry_member {
 template struct member_access<nodes_member, &hnsw_t::nodes_>;
 template struct member_access<entry_member, &hnsw_t::entry_slot_>;
 
+// Reads members' neighbour lists straight from their tapes (layout: see "search walk" below).
+class Tapes {
+  public:
+    explicit Tapes(const hnsw_t& index)
+        : nodes_(index.*member_of(nodes_member{})),
+          base_room_(index.config().connectivity_base),
+          level_room_(index.config().connectivity) {}
+
+    // The tape layout: key, level, then per level from 0 up a uint32 count and room for
+    // `base_room` (level 0) or `level_room` slots. Also that of a saved graph's tapes.
+    static constexpr std::size_t head_bytes = sizeof(std::uint64_t) + sizeof(std::int16_t);
+    static std::size_t list_offset(std::size_t level, std::size_t base_room, std::size_t level_room) noexcept {
+        return level == 0 ? head_bytes : head_bytes + list_bytes(base_room) + (level - 1) * list_bytes(level_room);
+    }
+    static std::size_t tape_bytes(std::size_t level, std::size_t base_room, std::size_t level_room) noexcept {
+        return list_offset(level + 1, base_room, level_room);
+    }
+
+    std::size_t base_room() const noexcept { return base_room_; }
+    std::size_t level_room() const noexcept { return level_room_; }
+
+    // The tape of `slot`: nullptr while the member is being added.
+    const std::uint8_t* tape(std::uint32_t slot) const noexcept {
+        return reinterpret_cast<const std::uint8_t*>(nodes_[slot].tape());
+    }
+    const void* table_entry(std::uint32_t slot) const noexcept { return nodes_.data() + slot; }
+    static int level_of(const std::uint8_t* tape) noexcept {
+        std::int16_t level;
+        std::memcpy(&level, tape + sizeof(std::uint64_t), sizeof(level));
+        return level;
+    }
+    // The list of `tape` on `level` (a uint32 count, then the slots), or nullptr when there is
+    // no tape or the member is not on that level.
+    const std::uint8_t* list(const std::uint8_t* tape, int level) const noexcept {
+        if (!tape || level_of(tape) < level) return nullptr;
+        return tape + list_offset(static_cast<std::size_t>(level), base_room_, level_room_);
+    }
+    // Asks for the head and base-level list of `slot`'s tape (into L1, or L2 and below).
+    void prefetch_base(std::uint32_t slot) const noexcept {
+        if (const std::uint8_t* at = tape(slot)) detail::prefetch_bytes(at, tape_bytes(0, base_room_, level_room_));
+    }
+    void prefetch_base_l2(std::uint32_t slot) const noexcept {
+        if (const std::uint8_t* at = tape(slot)) detail::prefetch_bytes_l2(at, tape_bytes(0, base_room_, level_room_));
+    }
+    // The count of a list, clamped to the room of its level.
+    static std::uint32_t count_of(const std::uint8_t* list, std::size_t room) noexcept {
+        std::uint32_t count;
+        std::memcpy(&count, list, sizeof(count));
+        return static_cast<std::uint32_t>(std::min<std::size_t>(count, room));
+    }
+    static std::uint32_t slot_at(const std::uint8_t* list, std::size_t i) noexcept {
+        std::uint32_t slot;
+        std::memcpy(&slot, list + sizeof(std::uint32_t) * (1 + i), sizeof(slot));
+        return slot;
+    }
+
+  private:
+    static std::size_t list_bytes(std::size_t room) noexcept { return sizeof(std::uint32_t) * (1 + room); }
+
+    const std::remove_reference_t<decltype(std::declval<const hnsw_t&>().*member_of(nodes_member{}))>& nodes_;
+    const std::size_t base_room_;
+    const std::size_t level_room_;
+};
+
 struct row_ref_t {
     const std::int8_t* codes;
     float scale;
     float sq_norm;
 };
 
-// Distance = -score, so that smaller is closer for every metric.
 // Slots below `identity_slots` hold the node of the same id (SeedIndex::slots_in_node_order).
 inline node_id_t node_at(const detail::huge_vector<node_id_t>& slot_to_node, std::size_t identity_slots,
                          std::size_t slot) noexcept {
     return slot < identity_slots ? static_cast<node_id_t>(slot) : slot_to_node[slot];
 }
 
-// Inserts read identity_slots live: it grows during a batch, and a slot below it never changes.
+// Distance = -score, so that smaller is closer for every metric. Inserts read identity_slots
+// live: it grows during a batch, and a slot below it never changes.
 struct metric_t {
     const VectorStore* store;
     const detail::huge_vector<node_id_t>* slot_to_node;
@@ -87,8 +151,7 @@ struct prefetch_rows_t {
     const VectorStore* store;
     const detail::huge_vector<node_id_t>* slot_to_node;
     const std::atomic<std::size_t>* identity_slots;
-    const hnsw_t* index;
-    std::size_t tape_bytes;  // key, level and the base-level list
+    const Tapes* tapes;
 
     template <typename member_iterator_at>
     void operator()(member_iterator_at begin, member_iterator_at end) const noexcept {
@@ -99,8 +162,7 @@ struct prefetch_rows_t {
             node_id_t node = node_at(*slot_to_node, identity, slot);
             if (node == invalid_id) continue;  // a slot another thread is still adding
             detail::prefetch_bytes_l2(store->row_data(node), stride);
-            if (const void* tape = (index->*member_of(nodes_member{}))[slot].tape())
-                detail::prefetch_bytes_l2(tape, tape_bytes);
+            tapes->prefetch_base_l2(static_cast<std::uint32_t>(slot));
         }
     }
 };
@@ -188,59 +250,6 @@ struct WalkScratch {
     }
 };
 
-// Reads members' neighbour lists straight from their tapes.
-class Tapes {
-  public:
-    explicit Tapes(const hnsw_t& index)
-        : nodes_(index.*member_of(nodes_member{})),
-          base_room_(index.config().connectivity_base),
-          level_room_(index.config().connectivity) {}
-
-    std::size_t base_room() const noexcept { return base_room_; }
-    std::size_t level_room() const noexcept { return level_room_; }
-
-    // The tape of `slot`: nullptr while the member is being added.
-    const std::uint8_t* tape(std::uint32_t slot) const noexcept {
-        return reinterpret_cast<const std::uint8_t*>(nodes_[slot].tape());
-    }
-    const void* table_entry(std::uint32_t slot) const noexcept { return nodes_.data() + slot; }
-    static int level_of(const std::uint8_t* tape) noexcept {
-        std::int16_t level;
-        std::memcpy(&level, tape + sizeof(std::uint64_t), sizeof(level));
-        return level;
-    }
-    // The list of `tape` on `level` (a uint32 count, then the slots), or nullptr when there is
-    // no tape or the member is not on that level.
-    const std::uint8_t* list(const std::uint8_t* tape, int level) const noexcept {
-        if (!tape || level_of(tape) < level) return nullptr;
-        if (level == 0) return tape + head_bytes;
-        return tape + head_bytes + list_bytes(base_room_) + static_cast<std::size_t>(level - 1) * list_bytes(level_room_);
-    }
-    // Asks for the head and base-level list of `slot`'s tape.
-    void prefetch_base(std::uint32_t slot) const noexcept {
-        if (const std::uint8_t* at = tape(slot)) detail::prefetch_bytes(at, head_bytes + list_bytes(base_room_));
-    }
-    // The count of a list, clamped to the room of its level.
-    static std::uint32_t count_of(const std::uint8_t* list, std::size_t room) noexcept {
-        std::uint32_t count;
-        std::memcpy(&count, list, sizeof(count));
-        return static_cast<std::uint32_t>(std::min<std::size_t>(count, room));
-    }
-    static std::uint32_t slot_at(const std::uint8_t* list, std::size_t i) noexcept {
-        std::uint32_t slot;
-        std::memcpy(&slot, list + sizeof(std::uint32_t) * (1 + i), sizeof(slot));
-        return slot;
-    }
-
-  private:
-    static constexpr std::size_t head_bytes = sizeof(std::uint64_t) + sizeof(std::int16_t);
-    static std::size_t list_bytes(std::size_t room) noexcept { return sizeof(std::uint32_t) * (1 + room); }
-
-    const std::remove_reference_t<decltype(std::declval<const hnsw_t&>().*member_of(nodes_member{}))>& nodes_;
-    const std::size_t base_room_;
-    const std::size_t level_room_;
-};
-
 class Walk {
   public:
     Walk(const hnsw_t& index, const VectorStore& store, const detail::huge_vector<node_id_t>& slot_to_node,
@@ -255,8 +264,8 @@ class Walk {
           identity_slots_(identity_slots),
           dot_rows_(simd::active().dot_rows_i8) {}
 
-    // The `ef` members nearest the query (all admitted by `admits(node)`) into scratch.top,
-    // nearest first.
+    // The `ef` members nearest the query (all admitted by `admits(node)`) into scratch.top, in
+    // no order.
     template <typename admits_at>
     void run(std::size_t ef, admits_at&& admits) {
         WalkScratch& s = scratch_;
@@ -297,9 +306,6 @@ class Walk {
                 }
             }
         }
-        std::sort(s.top.begin(), s.top.end(), [](const Candidate& a, const Candidate& b) {
-            return a.distance != b.distance ? a.distance < b.distance : a.slot < b.slot;
-        });
     }
 
     node_id_t node_of(std::uint32_t slot) const noexcept {
@@ -337,12 +343,12 @@ class Walk {
         s.batch_distances.resize(n);
         if (n == 0) return 0;
         dot_rows_(query_.codes, store_.codes_data(), stride, s.batch_rows.data(), n, store_.dim(), s.batch_dots.data());
-        for (std::size_t i = 0; i < n; ++i) {
-            const node_id_t node = s.batch_rows[i];
-            s.batch_distances[i] = -score_from_dot(store_.metric(), s.batch_dots[i], query_.scale, query_.sq_norm,
-                                                   store_.scale(node), store_.sq_norm(node));
-        }
+        for (std::size_t i = 0; i < n; ++i) s.batch_distances[i] = distance(s.batch_rows[i], s.batch_dots[i]);
         return n;
+    }
+
+    float distance(node_id_t node, std::int32_t dot) const noexcept {
+        return -score_from_dot(store_.metric(), dot, query_.scale, query_.sq_norm, store_.scale(node), store_.sq_norm(node));
     }
 
     // Greedy descent from the entry point through the upper levels: the base level's start.
@@ -355,8 +361,7 @@ class Walk {
         std::uint32_t entry_row = entry_node;
         std::int32_t dot;
         dot_rows_(query_.codes, store_.codes_data(), store_.stride_bytes(), &entry_row, 1, store_.dim(), &dot);
-        best.distance = -score_from_dot(store_.metric(), dot, query_.scale, query_.sq_norm, store_.scale(entry_node),
-                                        store_.sq_norm(entry_node));
+        best.distance = distance(entry_node, dot);
         // An insert links a new member's upper levels before its lower ones: a descent that
         // steps into it can find its lists below still empty. It then goes back to the member
         // it came from, which has lists on every level it descends through.
@@ -423,15 +428,12 @@ void renumber_by_node(std::vector<char>& bytes, us::index_serialized_header_t& h
     const std::size_t n = static_cast<std::size_t>(header.size);
     if (n == 0 || header.entry_slot >= n) return;
     const std::size_t levels_at = sizeof(header), tapes_at = levels_at + n * sizeof(level_t);
-    const std::size_t head_bytes = sizeof(std::uint64_t) + sizeof(level_t);
-    const std::size_t base_list_bytes = sizeof(std::uint32_t) * (1 + base_links);
-    const std::size_t list_bytes = sizeof(std::uint32_t) * (1 + links);
     auto level_of = [&](std::size_t member) {
         level_t level;
         std::memcpy(&level, bytes.data() + levels_at + member * sizeof(level_t), sizeof(level));
         return static_cast<std::size_t>(level);
     };
-    auto tape_bytes = [&](std::size_t level) { return head_bytes + base_list_bytes + level * list_bytes; };
+    auto tape_bytes = [&](std::size_t level) { return Tapes::tape_bytes(level, base_links, links); };
     std::vector<std::size_t> offset(n);
     std::vector<std::uint32_t> key(n), member_of_key(n, ~std::uint32_t{0});
     bool in_order = true;
@@ -455,7 +457,7 @@ void renumber_by_node(std::vector<char>& bytes, us::index_serialized_header_t& h
         char* tape = out.data() + at;
         std::memcpy(tape, bytes.data() + offset[i], size);
         for (std::size_t l = 0; l <= level; ++l) {
-            char* list = tape + head_bytes + (l == 0 ? 0 : base_list_bytes + (l - 1) * list_bytes);
+            char* list = tape + Tapes::list_offset(l, base_links, links);
             std::uint32_t count;
             std::memcpy(&count, list, sizeof(count));
             count = static_cast<std::uint32_t>(std::min<std::size_t>(count, l == 0 ? base_links : links));
@@ -552,9 +554,8 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
     } release{reserved_, count};
     InsertScope inserting(inserting_);
     metric_t metric{&store_, &impl_->slot_to_node, &impl_->identity_slots, simd::active().dot_i8};
-    const std::size_t tape_bytes =
-        sizeof(std::uint64_t) + sizeof(std::int16_t) + sizeof(std::uint32_t) * (1 + index.config().connectivity_base);
-    prefetch_rows_t prefetch{&store_, &impl_->slot_to_node, &impl_->identity_slots, &index, tape_bytes};
+    const Tapes tapes(index);
+    prefetch_rows_t prefetch{&store_, &impl_->slot_to_node, &impl_->identity_slots, &tapes};
     threads = std::max<std::size_t>(1, std::min({threads, impl_->count_contexts, count / 256 + 1}));
     // Inserts that run side by side can leave a member unreachable (see relink_unreachable):
     // the members of such calls are kept as suspects for the next check.
@@ -834,15 +835,13 @@ Status SeedIndex::load(const std::string& path, std::size_t count_nodes) {
     using level_t = std::int16_t;
     const std::size_t n = static_cast<std::size_t>(header.size);
     if ((bytes.size() - sizeof(header)) / sizeof(level_t) < n) return fail("shorter than its levels");
-    const std::size_t slot_bytes = sizeof(std::uint32_t), count_bytes = sizeof(std::uint32_t);
-    const std::size_t head_bytes = sizeof(std::uint64_t) + sizeof(level_t);
     std::size_t expected = sizeof(header) + n * sizeof(level_t);
     for (std::size_t i = 0; i < n; ++i) {
         level_t level;
         std::memcpy(&level, bytes.data() + sizeof(header) + i * sizeof(level_t), sizeof(level));
         if (level < 0 || static_cast<std::uint64_t>(level) > header.max_level)
             return fail("member " + std::to_string(i) + " has level " + std::to_string(level));
-        expected += head_bytes + base_links * slot_bytes + count_bytes + static_cast<std::size_t>(level) * (links * slot_bytes + count_bytes);
+        expected += Tapes::tape_bytes(static_cast<std::size_t>(level), base_links, links);
     }
     if (expected != bytes.size())
         return fail(std::to_string(bytes.size()) + " bytes where the header and levels make " + std::to_string(expected));
@@ -970,14 +969,13 @@ void SeedIndex::find(const QuantizedVector& query, std::size_t wanted, std::size
     const detail::huge_vector<node_id_t>& slots = impl_->slot_to_node;
     const bool filtered = filter && filter->needed(columns);
     auto admits = [&](node_id_t node) { return !filtered || filter->admits(columns, node); };
+    // Into `out`: up to `count` nodes (USearch's loop), or the whole beam of `ef` (the walk).
     auto run = [&](std::size_t count, std::size_t ef) {
         if (!usearch_loop) {
             Walk walk(index, store_, slots, impl_->identity_slots.load(std::memory_order_acquire), value,
                       impl_->walk_scratch[context]);
             walk.run(ef, admits);
-            const std::vector<Candidate>& top = impl_->walk_scratch[context].top;
-            for (std::size_t i = 0; i < top.size() && i < count; ++i)
-                out.push_back({walk.node_of(top[i].slot), -top[i].distance});
+            for (const Candidate& c : impl_->walk_scratch[context].top) out.push_back({walk.node_of(c.slot), -c.distance});
             return;
         }
         metric_t metric{&store_, &slots, &impl_->identity_slots, simd::active().dot_i8};
@@ -1005,10 +1003,12 @@ void SeedIndex::find(const QuantizedVector& query, std::size_t wanted, std::size
         const std::size_t ef = std::min(std::max(expansion ? expansion : params_.expansion_search, wanted), index.size());
         out.clear();
         run(wanted, ef);
-        const std::size_t returned = out.size();
-        std::sort(out.begin(), out.end(), [](const ScoredNode& a, const ScoredNode& b) {
-            return a.score != b.score ? a.score > b.score : a.node < b.node;
-        });
+        const std::size_t returned = std::min(out.size(), wanted);
+        std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(returned), out.end(),
+                          [](const ScoredNode& a, const ScoredNode& b) {
+                              return a.score != b.score ? a.score > b.score : a.node < b.node;
+                          });
+        out.resize(returned);
         if (!reindexed) return;
         // All members of an upserted node score the same (the metric reads the current row), so
         // after the sort its repeats are adjacent.

@@ -345,10 +345,10 @@ class Engine {
     Status finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn, PreparedNodes* to_index = nullptr);
     /// The HNSW inserts of an applied add/upsert (finish_write, writer lock released).
     Status index_applied(const PreparedNodes& applied);
-    /// Inserts `nodes` (reserved) into the seed index beside searches and other inserts, holding
-    /// insert_mutex_ shared, then re-links what inserts side by side left unreachable
-    /// (relink_unreachable_members(wait_for_relink)).
-    Status insert_seeds(const std::vector<node_id_t>& nodes, bool wait_for_relink);
+    /// Inserts `nodes` (reserved; `reindexed` of them upserted, counted first) into the seed index
+    /// beside searches and other inserts, holding insert_mutex_ shared, then re-links what inserts
+    /// side by side left unreachable (relink_unreachable_members(wait_for_relink)).
+    Status insert_seeds(const std::vector<node_id_t>& nodes, std::size_t reindexed, bool wait_for_relink);
     /// Reserves `count` seed-index members (exclusive lock held). Growing the index moves its
     /// storage, so `moving` (on insert_mutex_) is locked first when the reservation does not fit.
     Status reserve_seed_index(std::size_t count, std::unique_lock<std::shared_mutex>& moving);
