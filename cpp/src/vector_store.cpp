@@ -41,6 +41,18 @@ Status validate_vector(const float* x, std::size_t dim, Metric metric, const cha
     return Status::OK();
 }
 
+namespace {
+
+// std::nearbyint for |v| < 2^22 under the default rounding mode (to nearest, ties to even),
+// inline: adding and subtracting 1.5 * 2^23 leaves no bits below the units place. The compiler
+// may not fold the two operations (no -ffast-math on this code).
+inline float round_half_even(float v) noexcept {
+    constexpr float shift = 12582912.f;  // 1.5 * 2^23
+    return (v + shift) - shift;
+}
+
+}  // namespace
+
 void quantize_vector(const float* x, std::size_t dim, Metric metric, std::int8_t* codes, float* scale,
                      float* sq_norm) noexcept {
     double norm = 1.0;
@@ -49,11 +61,11 @@ void quantize_vector(const float* x, std::size_t dim, Metric metric, std::int8_t
         for (std::size_t i = 0; i < dim; ++i) sum_squares += static_cast<double>(x[i]) * static_cast<double>(x[i]);
         norm = std::sqrt(sum_squares);
     }
-    float max_abs = 0.f;
-    for (std::size_t i = 0; i < dim; ++i) {
-        float value = static_cast<float>(static_cast<double>(x[i]) / norm);
-        max_abs = std::max(max_abs, std::fabs(value));
-    }
+    // max |x_i / norm| (each quotient rounded to float) is the largest |x_i| divided the same
+    // way: dividing by a positive number and rounding to nearest are monotonic and symmetric.
+    float max_x = 0.f;
+    for (std::size_t i = 0; i < dim; ++i) max_x = std::max(max_x, std::fabs(x[i]));
+    const float max_abs = static_cast<float>(static_cast<double>(max_x) / norm);
     if (max_abs == 0.f) {
         std::fill(codes, codes + dim, std::int8_t{0});
         *scale = 0.f;
@@ -64,7 +76,7 @@ void quantize_vector(const float* x, std::size_t dim, Metric metric, std::int8_t
     std::int64_t sum_codes_squared = 0;
     for (std::size_t i = 0; i < dim; ++i) {
         float value = static_cast<float>(static_cast<double>(x[i]) / norm);
-        float rounded = std::nearbyint(value * inverse);
+        float rounded = round_half_even(value * inverse);
         rounded = std::min(127.f, std::max(-127.f, rounded));
         codes[i] = static_cast<std::int8_t>(rounded);
         sum_codes_squared += static_cast<std::int64_t>(codes[i]) * codes[i];

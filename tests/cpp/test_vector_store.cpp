@@ -1,4 +1,5 @@
 // Quantization: saturation, symmetric scale, cosine normalisation, validation, scores.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -88,3 +89,58 @@ TEST_CASE("parallel append equals serial append") {
 }
 
 TEST_MAIN()
+
+// The quantizer written the plain way: every quotient rounded to float, max |quotient| found
+// over the quotients, std::nearbyint for rounding.
+static void quantize_reference(const float* x, std::size_t dim, Metric metric, std::int8_t* codes, float* scale) {
+    double norm = 1.0;
+    if (metric == Metric::cos) {
+        double sum_squares = 0.0;
+        for (std::size_t i = 0; i < dim; ++i) sum_squares += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+        norm = std::sqrt(sum_squares);
+    }
+    std::vector<float> values(dim);
+    float max_abs = 0.f;
+    for (std::size_t i = 0; i < dim; ++i) {
+        values[i] = static_cast<float>(static_cast<double>(x[i]) / norm);
+        max_abs = std::max(max_abs, std::fabs(values[i]));
+    }
+    *scale = max_abs / 127.f;
+    for (std::size_t i = 0; i < dim; ++i) {
+        float rounded = max_abs == 0.f ? 0.f : std::nearbyint(values[i] * (127.f / max_abs));
+        codes[i] = static_cast<std::int8_t>(std::min(127.f, std::max(-127.f, rounded)));
+    }
+    if (max_abs == 0.f) *scale = 0.f;
+}
+
+TEST_CASE("quantize_vector equals the plain reference bit for bit (halves, tiny and huge values)") {
+    std::mt19937 rng(23);
+    std::normal_distribution<float> normal;
+    std::uniform_int_distribution<int> half_steps(-254, 254);
+    std::uniform_real_distribution<float> exponent(-30.f, 15.f);
+    std::size_t cases = 0;
+    for (std::size_t dim : {1u, 3u, 16u, 17u, 97u, 384u}) {
+        for (int kind = 0; kind < 4; ++kind) {
+            for (int trial = 0; trial < 50; ++trial) {
+                std::vector<float> x(dim);
+                const float magnitude = std::pow(10.f, exponent(rng));
+                for (float& v : x) {
+                    if (kind == 0) v = normal(rng);
+                    else if (kind == 1) v = normal(rng) * magnitude;
+                    else if (kind == 2) v = static_cast<float>(half_steps(rng)) / 2.f;  // ties at .5 steps
+                    else v = static_cast<float>(half_steps(rng)) / 254.f;
+                }
+                for (Metric metric : {Metric::cos, Metric::ip, Metric::l2}) {
+                    std::vector<std::int8_t> codes(dim), expected(dim);
+                    float scale, sq_norm, expected_scale;
+                    quantize_vector(x.data(), dim, metric, codes.data(), &scale, &sq_norm);
+                    quantize_reference(x.data(), dim, metric, expected.data(), &expected_scale);
+                    CHECK(codes == expected);
+                    CHECK_EQ(scale, expected_scale);
+                    ++cases;
+                }
+            }
+        }
+    }
+    CHECK_EQ(cases, std::size_t{6 * 4 * 50 * 3});
+}
