@@ -472,3 +472,118 @@ def test_hop_decay_accepts_any_positive_finite_float(decay):
     assert list(res.hops) == ([0, 1] if decay < 1 else [1, 0])
     hop1 = float(res.scores[res.keys.index("b")])
     assert hop1 == float(np.float32(float(res.scores[res.keys.index("a")]) * decay))  # 0.0 or inf in float32
+
+
+def _outcome(fn, *args):
+    """(True, result with each item's type) or (False, exception type and message)."""
+    try:
+        result = fn(*args)
+    except Exception as exc:  # noqa: BLE001 - the two paths must fail alike
+        return False, (type(exc), str(exc))
+    return True, tuple((type(item), item) for item in result)
+
+
+def test_search_argument_fast_path_equals_the_checked_path():
+    """Graph._search_args takes the common call (plain ints, no filters) in one expression; for
+    every mix of plain, unusual and bad values it returns what the full checks return, or raises
+    the same error."""
+    from hypothesis import given, settings, strategies as st
+
+    graph = vg.Graph(4)
+    ints = st.one_of(st.integers(-3, 3000), st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, True, False]),
+                     st.builds(np.int64, st.integers(0, 50)), st.sampled_from([2.0, "3", None]))
+    optional_ints = st.one_of(st.none(), ints)
+    names = st.one_of(st.none(), st.sampled_from(["a", ["a", "b"], ("x",), [], 3, [1]]))
+    directions = st.sampled_from(["out", "in", "both", "BOTH", "", None, b"out", 1])
+    decays = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1, 0, True, "1", None]),
+                       st.builds(np.float32, st.floats(0, 1, width=32)))
+    flags = st.sampled_from([True, False, np.bool_(True), 0, 1, None, "yes"])
+    times = st.one_of(st.none(), st.sampled_from([0, -5, 2**63, 1.5]))
+
+    common = (10, 8, 2, 2000, 256, "both", None, None, None, None, None, 1.0, False, None)
+    odd = (ints, ints, ints, ints, ints, directions, names, names, names, times, times, decays, flags, optional_ints)
+    plain = st.integers(0, 5000)  # plain ints near the common call's
+
+    @settings(max_examples=800, deadline=None)
+    @given(data=st.data())
+    def check(data):
+        # The common call with a few positions changed: most draws stay near the fast path's edge.
+        args = list(common)
+        for position in (0, 1, 2, 3, 4, 13):
+            if data.draw(st.booleans()):
+                args[position] = data.draw(plain)
+        for position in data.draw(st.lists(st.integers(0, len(common) - 1), max_size=2)):
+            args[position] = data.draw(odd[position])
+        fast, checked = _outcome(graph._search_args, *args), _outcome(graph._search_args_checked, *args)
+        if fast[0] or checked[0]:
+            assert fast == checked
+        else:
+            assert fast[1][0] is checked[1][0] and fast[1][1] == checked[1][1]
+
+    check()
+    # The common call itself takes the fast path and gives the core's tuple.
+    assert graph._search_args(10, 8, 2, 2000, 256, "both", None, None, None, None, None, 1.0, False, None) == (
+        10, 8, 2, 2000, 256, "both", None, None, None, -(2**63), 2**63 - 1, 1.0, False, 0)
+
+
+def _hard_graph(n: int, **kwargs) -> tuple[vg.Graph, np.ndarray]:
+    """n unclustered 32-d nodes (a hard case for a greedy HNSW walk), built on one thread so
+    that the HNSW graph is the same on every run, with a ring of edges; and 200 queries."""
+    rng = np.random.default_rng(4)
+    vectors = rng.standard_normal((n, 32)).astype(np.float32)
+    g = vg.Graph(32, "cos", threads=1, connectivity=4, expansion_add=8, **kwargs)
+    g.add_nodes(list(range(n)), vectors, labels=["odd" if i % 2 else "even" for i in range(n)])
+    g.add_edges(list(range(n)), [(i + 1) % n for i in range(n)], rels="next")
+    return g, rng.standard_normal((200, 32)).astype(np.float32)
+
+
+def test_full_scan_seeds_equal_exact_seeds_up_to_the_threshold():
+    """At or below full_scan_max_nodes, seeds come from an exact scan: every search (filters,
+    deletes, hops, tiny ef) equals the same search with exact=True; one node more, and seeds come
+    from HNSW again, where ef=1 misses some of them on this data."""
+    n = 1500
+    g, queries = _hard_graph(n, full_scan_max_nodes=n)
+    assert g.full_scan_max_nodes == n and g.stats()["full_scan_max_nodes"] == n
+    g.delete_nodes([3, 4, 5])  # deleted rows still count towards the threshold
+    for i, q in enumerate(queries):
+        params = dict(k=10, seeds=1 + i % 8, hops=i % 3, ef=1, labels=["odd"] if i % 4 == 0 else None)
+        assert_same(g.search(q, **params), g.search(q, exact=True, **params))
+
+    def misses(graph: vg.Graph) -> int:
+        return sum(graph.search(q, k=8, seeds=8, hops=0, ef=1).keys != graph.search(q, k=8, seeds=8, hops=0,
+                                                                                      exact=True).keys
+                   for q in queries)
+
+    assert misses(g) == 0
+    g.full_scan_max_nodes = n - 1
+    assert misses(g) > 0  # HNSW with ef raised only to seeds: approximate on this data
+    g.full_scan_max_nodes = 0
+    assert misses(g) > 0
+
+
+def test_full_scan_threshold_defaults_environment_and_bad_values(tmp_path, monkeypatch):
+    monkeypatch.delenv("VECGRAPH_FULL_SCAN_MAX_NODES", raising=False)
+    assert vg.Graph(4).full_scan_max_nodes == vg.FULL_SCAN_MAX_NODES == 4096
+    monkeypatch.setenv("VECGRAPH_FULL_SCAN_MAX_NODES", "123")
+    assert vg.Graph(4).full_scan_max_nodes == 123
+    assert vg.Graph(4, full_scan_max_nodes=7).full_scan_max_nodes == 7  # the argument wins
+    with vg.Graph.open(tmp_path / "g", dim=4, full_scan_max_nodes=9) as g:
+        assert g.full_scan_max_nodes == 9
+    with vg.Graph.open(tmp_path / "g") as g:  # a search setting: not kept in the folder
+        assert g.full_scan_max_nodes == 123
+    monkeypatch.setenv("VECGRAPH_FULL_SCAN_MAX_NODES", "many")
+    with pytest.raises(vg.InvalidArgumentError, match="VECGRAPH_FULL_SCAN_MAX_NODES must be an int >= 0, got 'many'"):
+        vg.Graph(4)
+    monkeypatch.setenv("VECGRAPH_FULL_SCAN_MAX_NODES", "-1")
+    with pytest.raises(vg.InvalidArgumentError, match="VECGRAPH_FULL_SCAN_MAX_NODES must be >= 0"):
+        vg.Graph(4)
+    monkeypatch.setenv("VECGRAPH_FULL_SCAN_MAX_NODES", "0")
+    g = vg.Graph(4)
+    with pytest.raises(vg.InvalidArgumentError, match="full_scan_max_nodes must be >= 0 .*got -5"):
+        g.full_scan_max_nodes = -5
+    for bad in (True, 2.5, "10", None):
+        with pytest.raises(TypeError, match="full_scan_max_nodes must be an int"):
+            g.full_scan_max_nodes = bad
+    with pytest.raises(vg.InvalidArgumentError, match="full_scan_max_nodes"):
+        vg.Graph(4, full_scan_max_nodes=-1)
+    assert g.full_scan_max_nodes == 0  # rejected values changed nothing

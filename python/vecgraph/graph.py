@@ -30,6 +30,11 @@ __all__ = ["Graph", "SearchResult", "Hit", "Edge", "quantize"]
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _DIRECTIONS = ("out", "in", "both")
+FULL_SCAN_MAX_NODES = 4096
+"""Default of ``full_scan_max_nodes``: graphs of at most this many nodes find seeds by an exact
+scan (scanning 4,096 rows of 384-d int8 codes takes about as long as an HNSW search at ef 64,
+and a third of one at ef 128; see :class:`Graph`). The environment variable
+``VECGRAPH_FULL_SCAN_MAX_NODES`` replaces it for graphs made without the argument."""
 _METRICS = ("cos", "ip", "l2")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 TEXT_INDEX_DIR = "text"
@@ -441,6 +446,23 @@ def _real(value: Any, name: str) -> float:
     return float(value)
 
 
+def _full_scan_max_nodes(value: Any) -> int:
+    """The argument, or (None) the environment's VECGRAPH_FULL_SCAN_MAX_NODES, or the default."""
+    if value is None:
+        raw = os.environ.get("VECGRAPH_FULL_SCAN_MAX_NODES")
+        if raw is None or raw.strip() == "":
+            return FULL_SCAN_MAX_NODES
+        try:
+            value = int(raw)
+        except ValueError:
+            raise InvalidArgumentError(
+                f"VECGRAPH_FULL_SCAN_MAX_NODES must be an int >= 0, got {raw!r}") from None
+        name = "VECGRAPH_FULL_SCAN_MAX_NODES"
+    else:
+        name = "full_scan_max_nodes"
+    return _count_at_least(value, name, 0, " (0: HNSW always)")
+
+
 def _threads(value: Any, name: str) -> int:
     threads = _count(value, name)
     if not 1 <= threads <= _MAX_THREADS:
@@ -493,6 +515,14 @@ class Graph:
             float, datetime). Each node's value is read from its ``props`` dict (a timestamp as
             microseconds since the epoch; datetimes in props are stored that way); a missing
             value or one of another type never passes a filter.
+        full_scan_max_nodes: while the graph holds at most this many nodes (deleted ones
+            count until a compaction drops them), searches find their seeds by an exact scan
+            of the int8 codes instead of HNSW: as fast or faster at that size, and exact (the
+            seeds ``exact=True`` would give). Default :data:`FULL_SCAN_MAX_NODES` (4,096), or
+            the environment variable ``VECGRAPH_FULL_SCAN_MAX_NODES``; 0: HNSW always. Also
+            the settable property of the same name. On this project's 2-core test machine
+            (AVX2, 384-d, k=10, 8 seeds, hops=0), seeds by scan against HNSW at ef 128: 15 against
+            67 µs at 1,000 nodes, 77 against 137 µs at 5,000; the two meet near 10,000 nodes.
 
     Vectors are stored once, as int8 codes with a float32 scale per vector (see
     :func:`quantize`); the HNSW index (Malkov & Yashunin, TPAMI 2018, via USearch) computes its
@@ -520,6 +550,7 @@ class Graph:
         threads: Optional[int] = None,
         auto_compact_edges: int = 100_000,
         filterable: Optional[dict] = None,
+        full_scan_max_nodes: Optional[int] = None,
     ) -> None:
         dim = _count_at_least(dim, "dim", 1)
         for name, value, least in (("connectivity", connectivity, 2), ("expansion_add", expansion_add, 1),
@@ -528,8 +559,10 @@ class Graph:
         threads = (os.cpu_count() or 1) if threads is None else _threads(threads, "threads")
         auto_compact_edges = _count_at_least(auto_compact_edges, "auto_compact_edges", 0, " (0: never)")
         self._filterable = _filterable(filterable)
+        full_scan_max_nodes = _full_scan_max_nodes(full_scan_max_nodes)
         self._engine = _core.Engine(dim, _choice(metric, "metric", _METRICS), connectivity, expansion_add,
-                                    expansion_search, threads, auto_compact_edges, list(self._filterable.items()))
+                                    expansion_search, threads, auto_compact_edges, list(self._filterable.items()),
+                                    full_scan_max_nodes)
         self._hnsw = {"connectivity": connectivity, "expansion_add": expansion_add, "expansion_search": expansion_search}
         self._path: Optional[str] = None
         self._lock: Optional[storage.FolderLock] = None
@@ -562,6 +595,7 @@ class Graph:
         auto_compact_edges: int = 100_000,
         filterable: Optional[dict] = None,
         background_indexing: bool = True,
+        full_scan_max_nodes: Optional[int] = None,
         _inspect: bool = False,
     ) -> "Graph":
         """Open the graph in folder ``path``, creating it if it does not exist, or recovering it.
@@ -598,6 +632,7 @@ class Graph:
                 must equal what the MANIFEST holds.
             background_indexing: insert the nodes the HNSW graph lacks after recovery in a
                 background thread (True) or before returning (False).
+            full_scan_max_nodes: as for :class:`Graph` (a search setting: not kept in the folder).
 
         Raises:
             InvalidArgumentError: a new graph without dim, a bad sync policy, metric mismatch.
@@ -613,6 +648,7 @@ class Graph:
         segment_bytes = _count_at_least(segment_bytes, "segment_bytes", 4096)
         _count_at_least(auto_compact_edges, "auto_compact_edges", 0, " (0: never)")
         background_indexing = _flag(background_indexing, "background_indexing")
+        full_scan_max_nodes = _full_scan_max_nodes(full_scan_max_nodes)
         if metric is not None:
             metric = _choice(metric, "metric", _METRICS)
         if dim is not None:
@@ -653,7 +689,8 @@ class Graph:
                 manifest["filterable"] = declared
                 graph = cls(manifest["dim"], metric, connectivity=connectivity, expansion_add=expansion_add,
                             expansion_search=expansion_search, threads=threads,
-                            auto_compact_edges=auto_compact_edges, filterable=declared)
+                            auto_compact_edges=auto_compact_edges, filterable=declared,
+                            full_scan_max_nodes=full_scan_max_nodes)
                 storage.write_manifest(folder, manifest)
             else:
                 if dim is not None and _count(dim, "dim") != manifest["dim"]:
@@ -673,7 +710,8 @@ class Graph:
                             connectivity=hnsw.get("connectivity", connectivity),
                             expansion_add=hnsw.get("expansion_add", expansion_add),
                             expansion_search=hnsw.get("expansion_search", expansion_search),
-                            threads=threads, auto_compact_edges=auto_compact_edges, filterable=declared)
+                            threads=threads, auto_compact_edges=auto_compact_edges, filterable=declared,
+                            full_scan_max_nodes=full_scan_max_nodes)
                     g._engine.defer_indexing(True)  # HNSW: from the cached file, or one pass at the end
                     return g
 
@@ -742,6 +780,19 @@ class Graph:
     def path(self) -> Optional[str]:
         """The graph folder, or None for an in-memory graph."""
         return self._path
+
+    @property
+    def full_scan_max_nodes(self) -> int:
+        """Searches find seeds by an exact scan while the graph holds at most this many nodes
+        (see :class:`Graph`); settable at any time, 0 for HNSW always. Raises
+        InvalidArgumentError for a negative value, TypeError for a non-int."""
+        return self._engine.full_scan_max_nodes
+
+    @full_scan_max_nodes.setter
+    def full_scan_max_nodes(self, value: int) -> None:
+        if value is None:
+            raise TypeError("full_scan_max_nodes must be an int >= 0, got None")
+        self._engine.full_scan_max_nodes = _full_scan_max_nodes(value)
 
     def checkpoint(self) -> dict:
         """Write the current state as an Arrow snapshot, commit it in the MANIFEST, and drop
@@ -1396,6 +1447,23 @@ class Graph:
 
     def _search_args(self, k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
                      ts_min, ts_max, hop_decay, exact, ef, since=None, until=None) -> tuple:
+        # The common call (plain ints, no filters, no time window) in one expression; anything
+        # else takes the checks below, which accept a superset and give the same tuple.
+        if (type(k) is int and type(seeds) is int and type(hops) is int and type(max_visited) is int
+                and type(max_fanout) is int and (ef is None or type(ef) is int) and type(hop_decay) is float
+                and type(exact) is bool and rels is None and labels is None and tenants is None
+                and ts_min is None and ts_max is None and since is None and until is None
+                and direction in _DIRECTIONS and type(direction) is str
+                and _INT64_MIN <= min(k, seeds, hops, max_visited, max_fanout)
+                and max(k, seeds, hops, max_visited, max_fanout) <= _INT64_MAX
+                and (ef is None or _INT64_MIN <= ef <= _INT64_MAX)):
+            return (k, seeds, hops, max_visited, max_fanout, direction, None, None, None, _INT64_MIN, _INT64_MAX,
+                    hop_decay, exact, 0 if ef is None else ef)
+        return self._search_args_checked(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
+                                         ts_min, ts_max, hop_decay, exact, ef, since, until)
+
+    def _search_args_checked(self, k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
+                             ts_min, ts_max, hop_decay, exact, ef, since=None, until=None) -> tuple:
         if since is not None:
             if ts_min is not None:
                 raise InvalidArgumentError("give since or ts_min, not both")
@@ -1490,8 +1558,10 @@ class Graph:
         """
         args = self._search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
                                  ts_min, ts_max, hop_decay, exact, ef, since, until)
+        # where (and extra_seeds) go positionally: pybind11 takes keyword arguments a slow way
+        # (about 5 µs a call).
         return SearchResult(self._engine.search(_float_array(query, "query", 1), *args,
-                                                where=_where(where, self._filterable)), self._engine)
+                                                _where(where, self._filterable)), self._engine)
 
     def search_batch(
         self,
@@ -1533,7 +1603,7 @@ class Graph:
                                  ts_min, ts_max, hop_decay, exact, ef, since, until)
         threads = 0 if threads is None else _threads(threads, "threads")
         raw = self._engine.search_batch(_float_array(queries, "queries", 2), *args, threads,
-                                        where=_where(where, self._filterable))
+                                        _where(where, self._filterable))
         return [SearchResult(r, self._engine) for r in raw]
 
     def hybrid_search(
@@ -1637,7 +1707,7 @@ class Graph:
         def admitted(keys: list) -> list:
             if not keys:
                 return []
-            flags = self._engine.admits(keys, args[7], args[8], ts_min, ts_max, where=conditions)
+            flags = self._engine.admits(keys, args[7], args[8], ts_min, ts_max, conditions)
             return [key for key, ok in zip(keys, flags) if ok]
 
         def bm25() -> list:
@@ -1662,17 +1732,17 @@ class Graph:
         similar: list = []
         if "dense" in runnable:
             dense_args = (depth, max(depth, args[1]), 0) + args[3:]
-            similar = self._engine.search(query, *dense_args, where=conditions)[0]
+            similar = self._engine.search(query, *dense_args, conditions)[0]
             lists["dense"] = similar[:depth]
         if "graph" in runnable:
             if "dense" in runnable:
                 # The dense channel's best nodes are the similarity seeds: one HNSW search, not two.
                 extra = named + [key for key in similar[: args[1]] if key not in set(named)]
                 graph_args = (args[0], 0) + args[2:]
-                raw = self._engine.search(query, *graph_args, where=conditions, extra_seeds=extra or None) \
-                    if extra else self._engine.search(query, *args, where=conditions)
+                raw = self._engine.search(query, *graph_args, conditions, extra or None) \
+                    if extra else self._engine.search(query, *args, conditions)
             else:
-                raw = self._engine.search(query, *args, where=conditions, extra_seeds=named or None)
+                raw = self._engine.search(query, *args, conditions, named or None)
             graph_result = SearchResult(raw, self._engine)
             lists["graph"] = list(graph_result.keys)
         if "entity" in runnable:
@@ -1741,8 +1811,9 @@ class Graph:
         ``index_pending``: nodes waiting for their HNSW insert (see :meth:`open`);
         ``index_relinked``: HNSW members re-linked since open because inserts running side by
         side (``threads`` > 1, or a background pass beside writes) had left them with no
-        in-link, so that no search could reach them."""
-        return self._engine.stats()
+        in-link, so that no search could reach them; ``full_scan_max_nodes`` (see
+        :class:`Graph`)."""
+        return dict(self._engine.stats(), full_scan_max_nodes=self._engine.full_scan_max_nodes)
 
     def wait_for_indexing(self) -> None:
         """Waits until every node is in the HNSW seed index (see ``background_indexing`` of

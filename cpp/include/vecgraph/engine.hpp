@@ -63,6 +63,10 @@ struct EngineConfig {
     HnswParams hnsw;
     std::size_t threads = 0;  // threads for bulk work (quantization, HNSW build); 0: all cores
     std::size_t auto_compact_edges = 100000;  // background compaction past this many delta edges; 0: never
+    // Graphs of at most this many node rows (deleted ones included until compaction drops them)
+    // find seeds by an exact scan instead of HNSW: a scan of a few thousand rows is as fast as an
+    // HNSW search, and exact. 0: HNSW always. Changed later with set_full_scan_max_nodes().
+    std::size_t full_scan_max_nodes = 0;
     std::vector<PropSpec> filterable;         // node properties kept in typed columns for filters
 };
 
@@ -189,6 +193,9 @@ class Engine {
     ~Engine();
 
     const EngineConfig& config() const noexcept { return config_; }
+    /// The node count up to which searches find seeds by an exact scan (EngineConfig::full_scan_max_nodes).
+    std::size_t full_scan_max_nodes() const noexcept { return full_scan_max_nodes_.load(std::memory_order_relaxed); }
+    void set_full_scan_max_nodes(std::size_t count) noexcept { full_scan_max_nodes_.store(count, std::memory_order_relaxed); }
     std::size_t count_nodes() const;
     std::size_t count_edges() const;
     /// Edge ids in use, deleted edges included (ids are [0, count_edge_ids())).
@@ -452,6 +459,7 @@ class Engine {
     std::mutex thread_mutex_;      // guards compaction_thread_
     std::thread compaction_thread_;
     std::atomic<bool> compaction_running_{false};
+    std::atomic<std::size_t> full_scan_max_nodes_{0};
     std::shared_ptr<wal::Writer> wal_;  // shared: a write syncing after it released the writer lock keeps it alive
     wal::SyncPolicy sync_policy_ = wal::SyncPolicy::off;
     std::string read_only_;  // why writes are refused; empty: writable
