@@ -432,3 +432,58 @@ def test_special_keys_round_trip():
 def test_contains_never_raises(probe, expected):
     g = make_graph()
     assert (probe in g) is expected
+
+
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+def test_vectors_too_small_for_a_normal_int8_scale_are_refused(metric):
+    """Under ip and l2 a row is quantized with 127 / max|x|, which overflows float32 below
+    max|x| ~ 1.5e-36 (every code would become +-127); such rows are refused by row, an all-zero
+    row is fine (codes 0, scale 0), and cos (which normalises first) takes any finite non-zero row."""
+    g = vg.Graph(4, metric)
+    tiny = np.array([[1.0, 0, 0, 0], [2e-37, 0.0, 1e-37, -5e-38]], np.float32)
+    with pytest.raises(vg.InvalidArgumentError, match=r"row 1 has largest \|value\| 2e-37; metric '"
+                                                      + metric + r"' needs at least 1.5e-36"):
+        g.add_nodes(["a", "b"], tiny)
+    assert len(g) == 0  # the batch left no trace
+    with pytest.raises(vg.InvalidArgumentError, match="row 0 has largest"):
+        vg.quantize(tiny[1:], metric)
+    codes, scales = vg.quantize(np.array([[1.6e-36, 0, 8e-37, -4e-37], [0, 0, 0, 0]], np.float32), metric)
+    assert codes.tolist() == [[127, 0, 64, -32], [0, 0, 0, 0]]  # 63.5 rounds half to even
+    assert scales[1] == 0 and np.isclose(scales[0], 1.6e-36 / 127, rtol=1e-6)
+    g.add_nodes(["zero", "one"], np.array([[0, 0, 0, 0], [1, 0, 0, 0]], np.float32))
+    with pytest.raises(vg.InvalidArgumentError, match="largest"):
+        g.search(np.float32(1e-37) * np.array([1, 0, 0, 0.1], np.float32), k=2)
+    cos_codes, _ = vg.quantize(tiny[1:], "cos")
+    assert cos_codes.tolist() == [[127, 0, 64, -32]]
+
+
+def _quantize_reference(x: np.ndarray, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """vg.quantize's documented rule in NumPy: float32 arithmetic after (cos) a float64
+    normalisation whose squares are summed in row order."""
+    codes = np.zeros(x.shape, np.int8)
+    scales = np.zeros(x.shape[0], np.float32)
+    for r, row in enumerate(x):
+        if metric == "cos":
+            norm = np.sqrt(np.cumsum(row.astype(np.float64) ** 2)[-1])
+            row = (row.astype(np.float64) / norm).astype(np.float32)
+        top = np.max(np.abs(row))
+        if top == 0:
+            continue
+        scales[r] = top / np.float32(127)
+        factor = np.float32(127) / top
+        codes[r] = np.clip(np.rint(row * factor), -127, 127).astype(np.int8)
+    return codes, scales
+
+
+@pytest.mark.parametrize("metric", ["cos", "ip", "l2"])
+def test_quantize_follows_its_documented_rule_bit_for_bit(metric):
+    rng = np.random.default_rng(31)
+    rows = [rng.standard_normal((300, 97)), rng.integers(-254, 255, (300, 16)) / 2.0,   # exact .5 steps
+            rng.uniform(-1, 1, (300, 5)) * 10.0 ** rng.uniform(-30, 15, (300, 1))]
+    for x in rows:
+        x = x.astype(np.float32)
+        x[np.all(x == 0, axis=1), 0] = 1
+        codes, scales = vg.quantize(x, metric)
+        want_codes, want_scales = _quantize_reference(x, metric)
+        assert np.array_equal(codes, want_codes)
+        assert scales.view(np.uint32).tolist() == want_scales.view(np.uint32).tolist()

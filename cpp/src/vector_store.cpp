@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -14,11 +15,15 @@ namespace vecgraph {
 namespace {
 // A quarter of FLT_MAX: q_sq_norm + v_sq_norm and 2 * dot * scales then stay below FLT_MAX.
 constexpr double max_sq_norm = 3.4028234663852886e38 / 4.0;
+// 127 times the smallest normal float32: the least non-zero max|x| of an ip / l2 row.
+constexpr float min_max_abs = 127.f * 1.17549435e-38f;
 }  // namespace
 
 Status validate_vector(const float* x, std::size_t dim, Metric metric, const char* what, std::size_t row) {
     double sum_squares = 0.0;
+    float max_abs = 0.f;
     for (std::size_t i = 0; i < dim; ++i) {
+        max_abs = std::max(max_abs, std::fabs(x[i]));
         if (!std::isfinite(x[i])) {
             return Status::invalid_argument(std::string(what) + " row " + std::to_string(row) + " has " +
                                             (std::isnan(x[i]) ? "NaN" : "inf") + " at position " +
@@ -37,6 +42,17 @@ Status validate_vector(const float* x, std::size_t dim, Metric metric, const cha
                                         std::to_string(sum_squares) + "; metric '" + metric_name(metric) +
                                         "' needs at most " + std::to_string(max_sq_norm) +
                                         " so that float32 scores stay finite (rescale the vectors)");
+    }
+    // Under ip and l2 the codes are x * (127 / max|x|) and the scale max|x| / 127: below this,
+    // 127 / max|x| overflows float32 and the scale is no longer a normal float32 (cos rows are
+    // normalised first, so their max|x| is at least 1 / sqrt(dim)).
+    if (metric != Metric::cos && max_abs > 0.f && max_abs < min_max_abs) {
+        char text[32];
+        std::snprintf(text, sizeof(text), "%.3g", static_cast<double>(max_abs));
+        return Status::invalid_argument(std::string(what) + " row " + std::to_string(row) + " has largest |value| " +
+                                        text + "; metric '" + metric_name(metric) +
+                                        "' needs at least 1.5e-36 (or an all-zero row) so that its int8 scale is a "
+                                        "normal float32 (rescale the vectors)");
     }
     return Status::OK();
 }
@@ -65,7 +81,7 @@ void quantize_vector(const float* x, std::size_t dim, Metric metric, std::int8_t
     // way: dividing by a positive number and rounding to nearest are monotonic and symmetric.
     float max_x = 0.f;
     for (std::size_t i = 0; i < dim; ++i) max_x = std::max(max_x, std::fabs(x[i]));
-    const float max_abs = static_cast<float>(static_cast<double>(max_x) / norm);
+    const float max_abs = max_x == 0.f ? 0.f : static_cast<float>(static_cast<double>(max_x) / norm);
     if (max_abs == 0.f) {
         std::fill(codes, codes + dim, std::int8_t{0});
         *scale = 0.f;

@@ -479,11 +479,16 @@ def quantize(vectors: Any, metric: str = "cos") -> tuple[np.ndarray, np.ndarray]
 
     Returns:
         ``(codes, scales)``: int8 array (n, dim) and float32 array (n,), with
-        ``vector ≈ codes * scale``; ``scale = max|x| / 127`` per row and
-        ``code = round(x / scale)`` (round half to even), so codes lie in [-127, 127].
+        ``vector ≈ codes * scale``. Per row, in float32 (under "cos" x is the row divided by its
+        L2 norm, computed in float64): ``scale = max|x| / 127`` and
+        ``code = round(x * (127 / max|x|))``, rounding half to even, so codes lie in
+        [-127, 127]. (At an exact tie this can differ by one from ``round(x / scale)``.) An
+        all-zero row gives codes 0 and scale 0.
 
     Raises:
-        InvalidArgumentError: NaN or inf anywhere, or an all-zero row under "cos".
+        InvalidArgumentError: NaN or inf anywhere, an all-zero row under "cos", or under "ip"
+            and "l2" a row whose largest |value| is below 1.5e-36 (its scale would not be a
+            normal float32) or whose squared norm passes 8.5e37 (scores would overflow).
     """
     matrix = _float_array(vectors, "vectors", 2)
     if matrix.shape[1] == 0:
@@ -516,7 +521,8 @@ class Graph:
             microseconds since the epoch; datetimes in props are stored that way); a missing
             value or one of another type never passes a filter.
         full_scan_max_nodes: while the graph holds at most this many nodes (deleted ones
-            count until a compaction drops them), searches find their seeds by an exact scan
+            count until their rows are reclaimed: when the graph is reopened from a checkpoint
+            taken after the deletes), searches find their seeds by an exact scan
             of the int8 codes instead of HNSW: as fast or faster at that size, and exact (the
             seeds ``exact=True`` would give). Default :data:`FULL_SCAN_MAX_NODES` (4,096), or
             the environment variable ``VECGRAPH_FULL_SCAN_MAX_NODES``; 0: HNSW always. Also

@@ -143,4 +143,14 @@ TEST_CASE("quantize_vector equals the plain reference bit for bit (halves, tiny 
         }
     }
     CHECK_EQ(cases, std::size_t{6 * 4 * 50 * 3});
+    // All-zero rows (validation refuses them under cos; quantize_vector still gives zeros).
+    for (Metric metric : {Metric::cos, Metric::ip, Metric::l2}) {
+        std::vector<float> zeros(17, 0.f);
+        std::vector<std::int8_t> codes(17, 5);
+        float scale = 1.f, sq_norm = 1.f;
+        quantize_vector(zeros.data(), zeros.size(), metric, codes.data(), &scale, &sq_norm);
+        CHECK(std::all_of(codes.begin(), codes.end(), [](std::int8_t c) { return c == 0; }));
+        CHECK_EQ(scale, 0.f);
+        CHECK_EQ(sq_norm, 0.f);
+    }
 }
