@@ -150,7 +150,6 @@ Engine::Engine(const EngineConfig& config)
       contexts_(count_context_slots),
       scratch_(count_context_slots) {
     config_.threads = default_threads(config.threads);
-    full_scan_max_nodes_.store(config.full_scan_max_nodes);
     seed_index_ = std::make_unique<SeedIndex>(node_vectors_, config_.hnsw, count_context_slots);
     prop_columns_.resize(config_.filterable.size());
     for (std::size_t p = 0; p < prop_columns_.size(); ++p) prop_columns_[p].type = config_.filterable[p].type;
@@ -1683,7 +1682,7 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
     scratch.seeds.clear();
     if (wanted_seeds == 0) {
         // Only the extra seeds below.
-    } else if (request.exact || count <= full_scan_max_nodes_.load(std::memory_order_relaxed)) {
+    } else if (request.exact || count <= full_scan_max_nodes()) {
         exact_seeds(scratch.query, wanted_seeds, active_filter, columns, scratch);
     } else {
         seed_index_->search(scratch.query, wanted_seeds, static_cast<std::size_t>(request.ef), active_filter, columns,

@@ -233,7 +233,7 @@ class PyEngine {
   public:
     PyEngine(std::size_t dim, const std::string& metric, std::size_t connectivity, std::size_t expansion_add,
              std::size_t expansion_search, std::size_t threads, std::size_t auto_compact_edges,
-             const std::vector<std::pair<std::string, std::string>>& filterable, std::size_t full_scan_max_nodes) {
+             const std::vector<std::pair<std::string, std::string>>& filterable) {
         EngineConfig config;
         config.dim = dim;
         if (!parse_metric(metric, &config.metric))
@@ -243,7 +243,6 @@ class PyEngine {
         config.hnsw.expansion_search = expansion_search;
         config.threads = threads;
         config.auto_compact_edges = auto_compact_edges;
-        config.full_scan_max_nodes = full_scan_max_nodes;
         for (const auto& [name, type] : filterable) {
             PropSpec spec{name, PropType::str};
             if (!parse_prop_type(type, &spec.type))
@@ -895,13 +894,11 @@ void bind_engine(py::module_& m) {
     constexpr std::int64_t ts_hi = std::numeric_limits<std::int64_t>::max();
     py::class_<PyEngine>(m, "Engine", "Core engine; use vecgraph.Graph instead.")
         .def(py::init<std::size_t, const std::string&, std::size_t, std::size_t, std::size_t, std::size_t,
-                      std::size_t, const std::vector<std::pair<std::string, std::string>>&, std::size_t>(),
+                      std::size_t, const std::vector<std::pair<std::string, std::string>>&>(),
              py::arg("dim"), py::arg("metric"), py::arg("connectivity"), py::arg("expansion_add"),
              py::arg("expansion_search"), py::arg("threads"), py::arg("auto_compact_edges") = 100000,
-             py::arg("filterable") = std::vector<std::pair<std::string, std::string>>{},
-             py::arg("full_scan_max_nodes") = 0)
-        .def_property("full_scan_max_nodes", [](const PyEngine& self) { return self.full_scan_max_nodes(); },
-                      [](PyEngine& self, std::size_t count) { self.set_full_scan_max_nodes(count); })
+             py::arg("filterable") = std::vector<std::pair<std::string, std::string>>{})
+        .def_property("full_scan_max_nodes", &PyEngine::full_scan_max_nodes, &PyEngine::set_full_scan_max_nodes)
         .def_property_readonly("dim", &PyEngine::dim)
         .def_property_readonly("metric", &PyEngine::metric)
         .def("add_nodes", &PyEngine::add_nodes, py::arg("keys"), py::arg("vectors"), py::arg("labels"),

@@ -13,7 +13,7 @@ class Engine:
     """
     Core engine; use vecgraph.Graph instead.
     """
-    def __init__(self, dim: typing.SupportsInt | typing.SupportsIndex, metric: str, connectivity: typing.SupportsInt | typing.SupportsIndex, expansion_add: typing.SupportsInt | typing.SupportsIndex, expansion_search: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex, auto_compact_edges: typing.SupportsInt | typing.SupportsIndex = 100000, filterable: collections.abc.Sequence[tuple[str, str]] = [], full_scan_max_nodes: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+    def __init__(self, dim: typing.SupportsInt | typing.SupportsIndex, metric: str, connectivity: typing.SupportsInt | typing.SupportsIndex, expansion_add: typing.SupportsInt | typing.SupportsIndex, expansion_search: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex, auto_compact_edges: typing.SupportsInt | typing.SupportsIndex = 100000, filterable: collections.abc.Sequence[tuple[str, str]] = []) -> None:
         ...
     def add_edges(self, src: collections.abc.Sequence, dst: collections.abc.Sequence, rels: typing.Any, weights: typing.Any, ts: typing.Any, texts: typing.Any, props: typing.Any, vectors: typing.Any) -> None:
         ...

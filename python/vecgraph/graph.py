@@ -32,8 +32,8 @@ _INT64_MAX = 2**63 - 1
 _DIRECTIONS = ("out", "in", "both")
 FULL_SCAN_MAX_NODES = 4096
 """Default of ``full_scan_max_nodes``: graphs of at most this many nodes find seeds by an exact
-scan (scanning 4,096 rows of 384-d int8 codes takes about as long as an HNSW search at ef 64,
-and a third of one at ef 128; see :class:`Graph`). The environment variable
+scan (at 4,096 nodes of 384-d int8 codes about as fast as an HNSW search at ef 128; see
+:class:`Graph`). The environment variable
 ``VECGRAPH_FULL_SCAN_MAX_NODES`` replaces it for graphs made without the argument."""
 _METRICS = ("cos", "ip", "l2")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -567,8 +567,8 @@ class Graph:
         self._filterable = _filterable(filterable)
         full_scan_max_nodes = _full_scan_max_nodes(full_scan_max_nodes)
         self._engine = _core.Engine(dim, _choice(metric, "metric", _METRICS), connectivity, expansion_add,
-                                    expansion_search, threads, auto_compact_edges, list(self._filterable.items()),
-                                    full_scan_max_nodes)
+                                    expansion_search, threads, auto_compact_edges, list(self._filterable.items()))
+        self._engine.full_scan_max_nodes = full_scan_max_nodes
         self._hnsw = {"connectivity": connectivity, "expansion_add": expansion_add, "expansion_search": expansion_search}
         self._path: Optional[str] = None
         self._lock: Optional[storage.FolderLock] = None
@@ -1459,7 +1459,7 @@ class Graph:
                 and type(max_fanout) is int and (ef is None or type(ef) is int) and type(hop_decay) is float
                 and type(exact) is bool and rels is None and labels is None and tenants is None
                 and ts_min is None and ts_max is None and since is None and until is None
-                and direction in _DIRECTIONS and type(direction) is str
+                and type(direction) is str and direction in _DIRECTIONS
                 and _INT64_MIN <= min(k, seeds, hops, max_visited, max_fanout)
                 and max(k, seeds, hops, max_visited, max_fanout) <= _INT64_MAX
                 and (ef is None or _INT64_MIN <= ef <= _INT64_MAX)):

@@ -63,11 +63,6 @@ struct EngineConfig {
     HnswParams hnsw;
     std::size_t threads = 0;  // threads for bulk work (quantization, HNSW build); 0: all cores
     std::size_t auto_compact_edges = 100000;  // background compaction past this many delta edges; 0: never
-    // Graphs of at most this many node rows (deleted ones included until a reopen from a later
-    // snapshot drops them) find seeds by an exact scan instead of HNSW: a scan of a few thousand
-    // rows is as fast as an HNSW search, and exact. 0: HNSW always. Changed later with
-    // set_full_scan_max_nodes().
-    std::size_t full_scan_max_nodes = 0;
     std::vector<PropSpec> filterable;         // node properties kept in typed columns for filters
 };
 
@@ -194,7 +189,9 @@ class Engine {
     ~Engine();
 
     const EngineConfig& config() const noexcept { return config_; }
-    /// The node count up to which searches find seeds by an exact scan (EngineConfig::full_scan_max_nodes).
+    /// Graphs of at most this many node rows (deleted ones included until a reopen from a later
+    /// snapshot drops them) find seeds by an exact scan instead of HNSW: a scan of a few thousand
+    /// rows is as fast as an HNSW search, and exact. 0 (the default): HNSW always.
     std::size_t full_scan_max_nodes() const noexcept { return full_scan_max_nodes_.load(std::memory_order_relaxed); }
     void set_full_scan_max_nodes(std::size_t count) noexcept { full_scan_max_nodes_.store(count, std::memory_order_relaxed); }
     std::size_t count_nodes() const;
