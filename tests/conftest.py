@@ -12,10 +12,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-# The tests' graphs are small: without this they would find seeds by an exact scan
-# (vecgraph.FULL_SCAN_MAX_NODES) and never reach the HNSW walk. Set for the subprocesses the
-# tests start too; tests of the scan itself pass full_scan_max_nodes explicitly.
+# The tests' graphs are small: without these they would find seeds by an exact scan
+# (vecgraph.FULL_SCAN_MAX_NODES, and FILTER_SCAN_MAX_NODES for filtered searches) and never
+# reach the HNSW walk. Set for the subprocesses the tests start too; tests of the scans pass
+# full_scan_max_nodes / filter_scan_max_nodes explicitly.
 os.environ["VECGRAPH_FULL_SCAN_MAX_NODES"] = "0"
+os.environ["VECGRAPH_FILTER_SCAN_MAX_NODES"] = "0"
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 if TESTS_DIR not in sys.path:

@@ -35,6 +35,7 @@ class StressReport:
     neighbor_reads: int = 0
     contains_checks: int = 0
     queries_for_deleted_vectors: int = 0
+    seeds_by: dict = field(default_factory=dict)  # stats() seed_* counters at the end
     live: int = 0
     deleted: int = 0
     errors: list = field(default_factory=list)
@@ -89,6 +90,10 @@ def _writer(g: vg.Graph, shared: _Shared, deadline: float, rng: random.Random, r
 
     while time.monotonic() < deadline:
         live = list(tenants)
+        # Tenant-filtered searches take turns between HNSW and the scan of the tenant's member
+        # list (filter_scan_max_nodes), so that both run beside these writes.
+        if rng.random() < 0.02:
+            g.filter_scan_max_nodes = rng.choice((0, vg.FILTER_SCAN_MAX_NODES))
         r = rng.random()
         if len(live) < 20 or (r < 0.30 and len(live) < LIVE_CAP):
             keys = [new_key() for _ in range(rng.randint(1, 8))]
@@ -255,6 +260,7 @@ def run_stress(folder: str, seconds: float, *, searchers: int = 4, seed: int = 0
         report.contains_checks += c["contains_checks"]
         report.queries_for_deleted_vectors += c["queries_for_deleted_vectors"]
     report.live, report.deleted = len(shared.live_vectors), len(shared.deleted)
+    report.seeds_by = {k: v for k, v in g.stats().items() if k.startswith("seed_")}
     if errors:
         g.close()
         return report
@@ -278,6 +284,8 @@ def test_searches_never_see_deleted_keys_while_one_thread_writes(tmp_path):
     for kind in ("add_nodes", "upsert_nodes", "add_edges", "delete_nodes", "delete_edges", "compact"):
         assert report.writes[kind] >= 2, f"only {report.writes[kind]} {kind} writes: {dict(report.writes)}"
     assert report.live >= 20 and report.deleted >= 20
+    # Seeds came from HNSW, from exact scans and from tenants' member lists.
+    assert min(report.seeds_by.values()) > 0, report.seeds_by
 
 
 def _run_child(script: str, *args: str, timeout: float = 120, prints: str = "exit") -> str:

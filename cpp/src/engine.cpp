@@ -481,8 +481,18 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
             const std::int8_t* row = prepared.rows.data() + i * stride;
             node_id_t node = prepared.existing[i];
             if (node != invalid_id) {  // upsert: replace in place, edges stay
+                const label_id_t old_label = node_labels_[node];
+                const tenant_id_t old_tenant = node_tenants_[node];
                 node_labels_[node] = labels_.intern(label);
                 node_tenants_[node] = tenants_.intern(tenant);
+                if (node_labels_[node] != old_label) {
+                    label_members_.add(node_labels_[node], node);
+                    label_members_.remove(old_label, node_labels_.data(), node_dead_.data());
+                }
+                if (node_tenants_[node] != old_tenant) {
+                    tenant_members_.add(node_tenants_[node], node);
+                    tenant_members_.remove(old_tenant, node_tenants_.data(), node_dead_.data());
+                }
                 node_ts_[node] = ts;
                 node_texts_.set(node, text);
                 node_props_.set(node, props);
@@ -496,6 +506,8 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
             node_keys_.push_back(&inserted->first);
             node_labels_.push_back(labels_.intern(label));
             node_tenants_.push_back(tenants_.intern(tenant));
+            label_members_.add(node_labels_.back(), node);
+            tenant_members_.add(node_tenants_.back(), node);
             node_ts_.push_back(ts);
             node_texts_.push_back(text);
             node_props_.push_back(props);
@@ -770,8 +782,11 @@ std::vector<node_id_t> Engine::tenant_nodes(const std::string& tenant) const {
     std::vector<node_id_t> nodes;
     tenant_id_t id;
     if (!tenants_.find(tenant, &id)) return nodes;
-    for (std::size_t n = 0; n < node_keys_.size(); ++n)
-        if (!node_dead_[n] && node_tenants_[n] == id) nodes.push_back(static_cast<node_id_t>(n));
+    for (node_id_t n : tenant_members_.list(id))
+        if (!node_dead_[n] && node_tenants_[n] == id) nodes.push_back(n);
+    // In node order, each once (a list may repeat a node that moved away and back).
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
     return nodes;
 }
 
@@ -792,6 +807,8 @@ void Engine::apply_node_deletes(const std::vector<node_id_t>& nodes) {
         if (node_dead_[node]) continue;
         node_dead_[node] = 1;
         ++count_dead_nodes_;
+        label_members_.remove(node_labels_[node], node_labels_.data(), node_dead_.data());
+        tenant_members_.remove(node_tenants_[node], node_tenants_.data(), node_dead_.data());
         for_each_allowed_edge(graph_view(), node, every_edge, [&](node_id_t, edge_id_t edge) {
             if (!edge_dead_[edge]) {
                 edge_dead_[edge] = 1;
@@ -1216,6 +1233,31 @@ std::vector<std::string> Engine::verify(std::size_t limit) const {
     }
     if (dead_nodes != count_dead_nodes_)
         report(text(dead_nodes) + " nodes are flagged deleted but the count says " + text(count_dead_nodes_));
+    // Member lists: every live node in its label's and tenant's list; live counts exact.
+    auto check_members = [&](const char* name, const detail::MemberLists& members,
+                             const std::vector<std::uint32_t>& column, std::size_t ids) {
+        std::vector<std::size_t> live(ids, 0);
+        for (std::size_t v = 0; v < n; ++v)
+            if (!node_dead_[v] && column[v] < ids) ++live[column[v]];
+        std::vector<node_id_t> listed;
+        for (std::uint32_t id = 0; id < ids; ++id) {
+            if (members.live(id) != live[id])
+                report(std::string(name) + " " + text(id) + " counts " + text(members.live(id)) + " live members, not " +
+                       text(live[id]));
+            listed.clear();
+            for (node_id_t v : members.list(id)) {
+                if (v >= n) report(std::string(name) + " " + text(id) + " lists node " + text(v) + " beyond the nodes");
+                else if (!node_dead_[v] && column[v] == id) listed.push_back(v);
+            }
+            std::sort(listed.begin(), listed.end());
+            listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
+            if (listed.size() != live[id])
+                report(std::string(name) + " " + text(id) + " lists " + text(listed.size()) + " of its " + text(live[id]) +
+                       " live nodes");
+        }
+    };
+    check_members("label", label_members_, node_labels_, labels_.size());
+    check_members("tenant", tenant_members_, node_tenants_, tenants_.size());
     if (key_to_node_.size() != n - dead_nodes)
         report("the key map holds " + text(key_to_node_.size()) + " keys for " + text(n - dead_nodes) + " live nodes");
     for (const auto& [key, node] : key_to_node_) {
@@ -1683,8 +1725,16 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
     if (wanted_seeds == 0) {
         // Only the extra seeds below.
     } else if (request.exact || count <= full_scan_max_nodes()) {
+        count_seed_full_scans_.fetch_add(1, std::memory_order_relaxed);
         exact_seeds(scratch.query, wanted_seeds, active_filter, columns, scratch);
+    } else if (std::vector<const std::vector<node_id_t>*>& lists = scratch.member_lists;
+               filter_lists(request, lists) <= filter_scan_max_nodes()) {
+        // A label or tenant filter that admits few nodes: HNSW would walk past many rejected
+        // nodes for each admitted one; a scan of those few nodes is faster, and exact.
+        count_seed_list_scans_.fetch_add(1, std::memory_order_relaxed);
+        listed_seeds(scratch.query, wanted_seeds, lists, filter, columns, scratch);
     } else {
+        count_seed_hnsw_searches_.fetch_add(1, std::memory_order_relaxed);
         seed_index_->search(scratch.query, wanted_seeds, static_cast<std::size_t>(request.ef), active_filter, columns,
                             slot, scratch.seeds);
         if (background_running_.load(std::memory_order_acquire))
@@ -1798,6 +1848,69 @@ void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const
     }
     std::sort_heap(heap.begin(), heap.end(), ranks_before);  // best first
     scratch.visited.clear();
+}
+
+std::size_t Engine::filter_lists(const SearchRequest& request, std::vector<const std::vector<node_id_t>*>& lists) const {
+    // The lists of the named ids (each once), and the live nodes they hold.
+    auto gather = [](const detail::Interner& names, const detail::MemberLists& members,
+                     const std::vector<std::string>& named, std::vector<const std::vector<node_id_t>*>& out) {
+        out.clear();
+        std::size_t live = 0;
+        std::uint32_t id;
+        for (const std::string& name : named) {
+            if (!names.find(name, &id)) continue;
+            const std::vector<node_id_t>* list = &members.list(id);
+            if (std::find(out.begin(), out.end(), list) != out.end()) continue;
+            out.push_back(list);
+            live += members.live(id);
+        }
+        return live;
+    };
+    constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+    std::size_t by_tenant = none, by_label = none;
+    if (request.filter_tenants) by_tenant = gather(tenants_, tenant_members_, request.tenants, lists);
+    if (request.filter_labels) {
+        std::vector<const std::vector<node_id_t>*> label_lists;
+        by_label = gather(labels_, label_members_, request.labels, label_lists);
+        if (by_label < by_tenant) lists.swap(label_lists);
+    }
+    if (by_tenant == none && by_label == none) lists.clear();
+    return std::min(by_tenant, by_label);
+}
+
+void Engine::listed_seeds(const QuantizedVector& query, std::size_t wanted,
+                          const std::vector<const std::vector<node_id_t>*>& lists, const NodeFilter& filter,
+                          const NodeColumns& columns, TraversalScratch& scratch) const {
+    // The admitted nodes of the lists, each once (the visited set marks them while they are
+    // gathered, and is cleared again), then exact_seeds' blocks over them.
+    constexpr std::size_t block_rows = 4096;
+    std::vector<node_id_t>& rows = scratch.visited;  // borrowed; begin() reset it for this query
+    rows.clear();
+    for (const std::vector<node_id_t>* list : lists)
+        for (node_id_t node : *list)
+            if (scratch.visit(node)) rows.push_back(node);
+    std::size_t admitted = 0;
+    for (node_id_t node : rows) {
+        *scratch.seen_word(node) &= ~TraversalScratch::seen_bit(node);
+        if (filter.admits(columns, node)) rows[admitted++] = node;
+    }
+    rows.resize(admitted);
+    std::vector<ScoredNode>& heap = scratch.seeds;
+    heap.clear();
+    scratch.dots.resize(block_rows);
+    const std::size_t stride = node_vectors_.stride_bytes();
+    for (std::size_t begin = 0; begin < rows.size(); begin += block_rows) {
+        const std::size_t end = std::min(rows.size(), begin + block_rows);
+        simd::active().dot_rows_i8(query.codes.data(), node_vectors_.codes_data(), stride, rows.data() + begin,
+                                   end - begin, config_.dim, scratch.dots.data());
+        for (std::size_t i = begin; i < end; ++i) {
+            node_id_t node = rows[i];
+            offer_best(heap, wanted, {node, score_from_dot(config_.metric, scratch.dots[i - begin], query.scale, query.sq_norm,
+                                                           node_vectors_.scale(node), node_vectors_.sq_norm(node))});
+        }
+    }
+    std::sort_heap(heap.begin(), heap.end(), ranks_before);  // best first
+    rows.clear();
 }
 
 void Engine::unindexed_seeds(const QuantizedVector& query, std::size_t wanted, const NodeFilter* filter,
@@ -1950,6 +2063,10 @@ EngineStats Engine::stats() const {
     std::size_t key_bytes = key_to_node_.bucket_count() * sizeof(void*) + node_keys_.capacity() * sizeof(void*);
     for (const auto& entry : key_to_node_) key_bytes += sizeof(entry) + 2 * sizeof(void*) + entry.first.capacity();
     s.key_bytes = key_bytes;
+    s.member_list_bytes = label_members_.memory_bytes() + tenant_members_.memory_bytes();
+    s.count_seed_full_scans = count_seed_full_scans_.load(std::memory_order_relaxed);
+    s.count_seed_list_scans = count_seed_list_scans_.load(std::memory_order_relaxed);
+    s.count_seed_hnsw_searches = count_seed_hnsw_searches_.load(std::memory_order_relaxed);
     s.prop_bytes = 0;
     for (const PropColumn& column : prop_columns_)
         s.prop_bytes += column.str_ids.capacity() * sizeof(std::uint32_t) + column.ints.capacity() * sizeof(std::int64_t) +

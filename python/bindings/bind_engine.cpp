@@ -257,6 +257,8 @@ class PyEngine {
     std::size_t dim() const { return engine_->config().dim; }
     std::size_t full_scan_max_nodes() const { return engine_->full_scan_max_nodes(); }
     void set_full_scan_max_nodes(std::size_t count) { engine_->set_full_scan_max_nodes(count); }
+    std::size_t filter_scan_max_nodes() const { return engine_->filter_scan_max_nodes(); }
+    void set_filter_scan_max_nodes(std::size_t count) { engine_->set_filter_scan_max_nodes(count); }
     std::string metric() const { return metric_name(engine_->config().metric); }
 
     template <typename call_at>
@@ -871,6 +873,10 @@ class PyEngine {
         d["key_bytes"] = s.key_bytes;
         d["text_bytes"] = s.text_bytes;
         d["prop_bytes"] = s.prop_bytes;
+        d["member_list_bytes"] = s.member_list_bytes;
+        d["seed_full_scans"] = s.count_seed_full_scans;
+        d["seed_list_scans"] = s.count_seed_list_scans;
+        d["seed_hnsw_searches"] = s.count_seed_hnsw_searches;
         d["isa"] = simd::active_isa();
         d["deleted_nodes"] = s.count_deleted_nodes;
         d["deleted_edges"] = s.count_deleted_edges;
@@ -899,6 +905,7 @@ void bind_engine(py::module_& m) {
              py::arg("expansion_search"), py::arg("threads"), py::arg("auto_compact_edges") = 100000,
              py::arg("filterable") = std::vector<std::pair<std::string, std::string>>{})
         .def_property("full_scan_max_nodes", &PyEngine::full_scan_max_nodes, &PyEngine::set_full_scan_max_nodes)
+        .def_property("filter_scan_max_nodes", &PyEngine::filter_scan_max_nodes, &PyEngine::set_filter_scan_max_nodes)
         .def_property_readonly("dim", &PyEngine::dim)
         .def_property_readonly("metric", &PyEngine::metric)
         .def("add_nodes", &PyEngine::add_nodes, py::arg("keys"), py::arg("vectors"), py::arg("labels"),

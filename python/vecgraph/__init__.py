@@ -25,7 +25,7 @@ from .errors import (
     ReadOnlyError,
     StorageError,
 )
-from .graph import FULL_SCAN_MAX_NODES, Graph, Hit, SearchResult, quantize
+from .graph import FILTER_SCAN_MAX_NODES, FULL_SCAN_MAX_NODES, Graph, Hit, SearchResult, quantize
 from . import embedders, hybrid, ingest, snapshot, text
 from .fusion import rrf, rrf_with_ranks
 
@@ -53,6 +53,7 @@ __all__ = [
     "Hit",
     "SearchResult",
     "quantize",
+    "FILTER_SCAN_MAX_NODES",
     "FULL_SCAN_MAX_NODES",
     "ingest",
     "embedders",

@@ -35,6 +35,11 @@ FULL_SCAN_MAX_NODES = 4096
 scan (at 4,096 nodes of 384-d int8 codes about as fast as an HNSW search at ef 128; see
 :class:`Graph`). The environment variable
 ``VECGRAPH_FULL_SCAN_MAX_NODES`` replaces it for graphs made without the argument."""
+FILTER_SCAN_MAX_NODES = 10_000
+"""Default of ``filter_scan_max_nodes``: a search whose label or tenant filter admits at most this
+many live nodes finds its seeds by scanning just those nodes instead of HNSW (see
+:class:`Graph`). The environment variable ``VECGRAPH_FILTER_SCAN_MAX_NODES`` replaces it for
+graphs made without the argument."""
 _METRICS = ("cos", "ip", "l2")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 TEXT_INDEX_DIR = "text"
@@ -446,20 +451,19 @@ def _real(value: Any, name: str) -> float:
     return float(value)
 
 
-def _full_scan_max_nodes(value: Any) -> int:
-    """The argument, or (None) the environment's VECGRAPH_FULL_SCAN_MAX_NODES, or the default."""
+def _scan_max_nodes(value: Any, name: str, default: int) -> int:
+    """``full_scan_max_nodes`` or ``filter_scan_max_nodes``: the argument, or (None) the
+    environment variable VECGRAPH_<NAME>, or the default."""
     if value is None:
-        raw = os.environ.get("VECGRAPH_FULL_SCAN_MAX_NODES")
+        variable = "VECGRAPH_" + name.upper()
+        raw = os.environ.get(variable)
         if raw is None or raw.strip() == "":
-            return FULL_SCAN_MAX_NODES
+            return default
         try:
             value = int(raw)
         except ValueError:
-            raise InvalidArgumentError(
-                f"VECGRAPH_FULL_SCAN_MAX_NODES must be an int >= 0, got {raw!r}") from None
-        name = "VECGRAPH_FULL_SCAN_MAX_NODES"
-    else:
-        name = "full_scan_max_nodes"
+            raise InvalidArgumentError(f"{variable} must be an int >= 0, got {raw!r}") from None
+        name = variable
     return _count_at_least(value, name, 0, " (0: HNSW always)")
 
 
@@ -529,6 +533,19 @@ class Graph:
             the settable property of the same name. On this project's 2-core test machine
             (AVX2, 384-d, k=10, 8 seeds, hops=0), seeds by scan against HNSW at ef 128: 15 against
             67 µs at 1,000 nodes, 77 against 137 µs at 5,000; the two meet near 10,000 nodes.
+        filter_scan_max_nodes: a search whose ``labels`` or ``tenants`` filter admits at most
+            this many live nodes finds its seeds by scanning just those nodes, read from
+            per-label and per-tenant member lists, instead of HNSW: exact (the seeds
+            ``exact=True`` would give), and far faster for a selective filter, which HNSW
+            walks past many rejected nodes to satisfy (the same choice as Qdrant's
+            payload-index cardinality check and Weaviate's flat-search cutoff). With both
+            filters, the one admitting fewer nodes supplies the lists. Default
+            :data:`FILTER_SCAN_MAX_NODES` (10,000), or the environment variable
+            ``VECGRAPH_FILTER_SCAN_MAX_NODES``; 0: HNSW always. Also a settable property. On
+            this project's 2-core test machine (AVX2, 384-d, seeds only), a label admitting
+            1,000 of 100,000 nodes: 52 µs against 6.8 ms by HNSW; 10,000 of 1,000,000: 0.47
+            against 14.5 ms; the two meet near 14,000 admitted nodes at 100,000 and 30,000 at
+            1,000,000.
 
     Vectors are stored once, as int8 codes with a float32 scale per vector (see
     :func:`quantize`); the HNSW index (Malkov & Yashunin, TPAMI 2018, via USearch) computes its
@@ -557,6 +574,7 @@ class Graph:
         auto_compact_edges: int = 100_000,
         filterable: Optional[dict] = None,
         full_scan_max_nodes: Optional[int] = None,
+        filter_scan_max_nodes: Optional[int] = None,
     ) -> None:
         dim = _count_at_least(dim, "dim", 1)
         for name, value, least in (("connectivity", connectivity, 2), ("expansion_add", expansion_add, 1),
@@ -565,10 +583,13 @@ class Graph:
         threads = (os.cpu_count() or 1) if threads is None else _threads(threads, "threads")
         auto_compact_edges = _count_at_least(auto_compact_edges, "auto_compact_edges", 0, " (0: never)")
         self._filterable = _filterable(filterable)
-        full_scan_max_nodes = _full_scan_max_nodes(full_scan_max_nodes)
+        full_scan_max_nodes = _scan_max_nodes(full_scan_max_nodes, "full_scan_max_nodes", FULL_SCAN_MAX_NODES)
+        filter_scan_max_nodes = _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes",
+                                                FILTER_SCAN_MAX_NODES)
         self._engine = _core.Engine(dim, _choice(metric, "metric", _METRICS), connectivity, expansion_add,
                                     expansion_search, threads, auto_compact_edges, list(self._filterable.items()))
         self._engine.full_scan_max_nodes = full_scan_max_nodes
+        self._engine.filter_scan_max_nodes = filter_scan_max_nodes
         self._hnsw = {"connectivity": connectivity, "expansion_add": expansion_add, "expansion_search": expansion_search}
         self._path: Optional[str] = None
         self._lock: Optional[storage.FolderLock] = None
@@ -602,6 +623,7 @@ class Graph:
         filterable: Optional[dict] = None,
         background_indexing: bool = True,
         full_scan_max_nodes: Optional[int] = None,
+        filter_scan_max_nodes: Optional[int] = None,
         _inspect: bool = False,
     ) -> "Graph":
         """Open the graph in folder ``path``, creating it if it does not exist, or recovering it.
@@ -638,7 +660,8 @@ class Graph:
                 must equal what the MANIFEST holds.
             background_indexing: insert the nodes the HNSW graph lacks after recovery in a
                 background thread (True) or before returning (False).
-            full_scan_max_nodes: as for :class:`Graph` (a search setting: not kept in the folder).
+            full_scan_max_nodes, filter_scan_max_nodes: as for :class:`Graph` (search settings:
+                not kept in the folder).
 
         Raises:
             InvalidArgumentError: a new graph without dim, a bad sync policy, metric mismatch.
@@ -654,7 +677,9 @@ class Graph:
         segment_bytes = _count_at_least(segment_bytes, "segment_bytes", 4096)
         _count_at_least(auto_compact_edges, "auto_compact_edges", 0, " (0: never)")
         background_indexing = _flag(background_indexing, "background_indexing")
-        full_scan_max_nodes = _full_scan_max_nodes(full_scan_max_nodes)
+        full_scan_max_nodes = _scan_max_nodes(full_scan_max_nodes, "full_scan_max_nodes", FULL_SCAN_MAX_NODES)
+        filter_scan_max_nodes = _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes",
+                                                FILTER_SCAN_MAX_NODES)
         if metric is not None:
             metric = _choice(metric, "metric", _METRICS)
         if dim is not None:
@@ -696,7 +721,7 @@ class Graph:
                 graph = cls(manifest["dim"], metric, connectivity=connectivity, expansion_add=expansion_add,
                             expansion_search=expansion_search, threads=threads,
                             auto_compact_edges=auto_compact_edges, filterable=declared,
-                            full_scan_max_nodes=full_scan_max_nodes)
+                            full_scan_max_nodes=full_scan_max_nodes, filter_scan_max_nodes=filter_scan_max_nodes)
                 storage.write_manifest(folder, manifest)
             else:
                 if dim is not None and _count(dim, "dim") != manifest["dim"]:
@@ -717,7 +742,7 @@ class Graph:
                             expansion_add=hnsw.get("expansion_add", expansion_add),
                             expansion_search=hnsw.get("expansion_search", expansion_search),
                             threads=threads, auto_compact_edges=auto_compact_edges, filterable=declared,
-                            full_scan_max_nodes=full_scan_max_nodes)
+                            full_scan_max_nodes=full_scan_max_nodes, filter_scan_max_nodes=filter_scan_max_nodes)
                     g._engine.defer_indexing(True)  # HNSW: from the cached file, or one pass at the end
                     return g
 
@@ -798,7 +823,20 @@ class Graph:
     def full_scan_max_nodes(self, value: int) -> None:
         if value is None:
             raise TypeError("full_scan_max_nodes must be an int >= 0, got None")
-        self._engine.full_scan_max_nodes = _full_scan_max_nodes(value)
+        self._engine.full_scan_max_nodes = _scan_max_nodes(value, "full_scan_max_nodes", FULL_SCAN_MAX_NODES)
+
+    @property
+    def filter_scan_max_nodes(self) -> int:
+        """Searches whose label or tenant filter admits at most this many live nodes find seeds
+        by scanning just those nodes (see :class:`Graph`); settable at any time, 0 for HNSW
+        always. Raises InvalidArgumentError for a negative value, TypeError for a non-int."""
+        return self._engine.filter_scan_max_nodes
+
+    @filter_scan_max_nodes.setter
+    def filter_scan_max_nodes(self, value: int) -> None:
+        if value is None:
+            raise TypeError("filter_scan_max_nodes must be an int >= 0, got None")
+        self._engine.filter_scan_max_nodes = _scan_max_nodes(value, "filter_scan_max_nodes", FILTER_SCAN_MAX_NODES)
 
     def checkpoint(self) -> dict:
         """Write the current state as an Arrow snapshot, commit it in the MANIFEST, and drop
@@ -872,7 +910,8 @@ class Graph:
 
     def verify(self, limit: int = 100) -> list[str]:
         """Check the invariants searches rely on: column lengths, the key map, tombstone
-        counts, the CSR (offsets, endpoints, edge ids, (weight desc, edge id asc) order, out
+        counts, the label and tenant member lists (live counts exact, every live node
+        listed), the CSR (offsets, endpoints, edge ids, (weight desc, edge id asc) order, out
         and in agreeing with the edge columns), the delta graph, and that the HNSW seed index
         holds every live node and links only to its own members.
 
@@ -1538,7 +1577,10 @@ class Graph:
             max_visited: cap on visited nodes (>= 1). max_fanout: cap on edges per node (>= 1).
             rels: relation types to follow (None: all; unknown names match nothing).
             direction: "out", "in" or "both".
-            labels, tenants: admit only nodes with these labels / tenants (None: all).
+            labels, tenants: admit only nodes with these labels / tenants (None: all). When
+                they admit at most ``filter_scan_max_nodes`` live nodes (see :class:`Graph`),
+                the seeds are those nodes' exact best, found by scanning them instead of
+                walking HNSW past the nodes the filter rejects.
             ts_min, ts_max: admit only nodes with ts in [ts_min, ts_max] (microseconds).
             since, until: the same window as datetimes (naive: UTC), dates or microseconds.
             where: conditions on the filterable properties declared when the graph was created,
@@ -1554,6 +1596,8 @@ class Graph:
 
         Returns:
             SearchResult with keys, scores (float32), hops (int32) and paths, best first.
+            ``stats()`` counts searches by how their seeds were found (seed_full_scans,
+            seed_list_scans, seed_hnsw_searches).
 
         Raises:
             DimensionMismatchError: query of the wrong length.
@@ -1818,8 +1862,13 @@ class Graph:
         ``index_relinked``: HNSW members re-linked since open because inserts running side by
         side (``threads`` > 1, or a background pass beside writes) had left them with no
         in-link, so that no search could reach them; ``full_scan_max_nodes`` (see
-        :class:`Graph`)."""
-        return dict(self._engine.stats(), full_scan_max_nodes=self._engine.full_scan_max_nodes)
+        :class:`Graph`); ``member_list_bytes``: the per-label and per-tenant member lists;
+        ``seed_full_scans``, ``seed_list_scans``, ``seed_hnsw_searches``: searches since the
+        graph was made or opened whose seeds came from an exact scan of every node (``exact=True``
+        or a small graph), from a scan of a selective label / tenant filter's member lists, or
+        from HNSW."""
+        return dict(self._engine.stats(), full_scan_max_nodes=self._engine.full_scan_max_nodes,
+                    filter_scan_max_nodes=self._engine.filter_scan_max_nodes)
 
     def wait_for_indexing(self) -> None:
         """Waits until every node is in the HNSW seed index (see ``background_indexing`` of

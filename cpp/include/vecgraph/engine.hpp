@@ -46,6 +46,7 @@
 #include "vecgraph/csr_graph.hpp"
 #include "vecgraph/detail/context_pool.hpp"
 #include "vecgraph/detail/interner.hpp"
+#include "vecgraph/detail/member_lists.hpp"
 #include "vecgraph/detail/string_column.hpp"
 #include "vecgraph/seed_index.hpp"
 #include "vecgraph/status.hpp"
@@ -179,6 +180,11 @@ struct EngineStats {
     std::size_t count_index_pending;  // nodes waiting for their HNSW insert (deferred or background)
     std::size_t count_index_relinked;  // HNSW members re-linked after side-by-side inserts left them unreachable
     std::size_t prop_bytes;
+    std::size_t member_list_bytes;  // the label and tenant member lists
+    // Seed searches since the engine started, by how their seeds were found: an exact scan of
+    // every node (exact=True, or a graph of at most full_scan_max_nodes rows), a scan of the
+    // member lists of the labels or tenants a filter names, or the HNSW graph.
+    std::uint64_t count_seed_full_scans, count_seed_list_scans, count_seed_hnsw_searches;
     std::uint64_t last_lsn;
     bool read_only;
 };
@@ -194,6 +200,11 @@ class Engine {
     /// rows is as fast as an HNSW search, and exact. 0 (the default): HNSW always.
     std::size_t full_scan_max_nodes() const noexcept { return full_scan_max_nodes_.load(std::memory_order_relaxed); }
     void set_full_scan_max_nodes(std::size_t count) noexcept { full_scan_max_nodes_.store(count, std::memory_order_relaxed); }
+    /// A search whose label or tenant filter admits at most this many live nodes finds its seeds
+    /// by scanning just those nodes (from the member lists) instead of HNSW, which walks past
+    /// many rejected nodes for each admitted one; exact, like exact=True. 0 (the default): never.
+    std::size_t filter_scan_max_nodes() const noexcept { return filter_scan_max_nodes_.load(std::memory_order_relaxed); }
+    void set_filter_scan_max_nodes(std::size_t count) noexcept { filter_scan_max_nodes_.store(count, std::memory_order_relaxed); }
     std::size_t count_nodes() const;
     std::size_t count_edges() const;
     /// Edge ids in use, deleted edges included (ids are [0, count_edge_ids())).
@@ -400,6 +411,13 @@ class Engine {
     EdgeRecord edge_locked(edge_id_t edge) const;
     void exact_seeds(const QuantizedVector& query, std::size_t wanted, const NodeFilter* filter,
                      const NodeColumns& columns, TraversalScratch& scratch) const;
+    /// The member lists that hold every node the request's label or tenant filter admits, and
+    /// how many live nodes they hold: the tenants' lists when a tenant filter is set and
+    /// admits no more than the label filter, else the labels' (no lists: no such filter).
+    std::size_t filter_lists(const SearchRequest& request, std::vector<const std::vector<node_id_t>*>& lists) const;
+    /// exact_seeds over the nodes of `lists` only (`filter` is applied to each).
+    void listed_seeds(const QuantizedVector& query, std::size_t wanted, const std::vector<const std::vector<node_id_t>*>& lists,
+                      const NodeFilter& filter, const NodeColumns& columns, TraversalScratch& scratch) const;
 
     EngineConfig config_;
     mutable std::shared_mutex mutex_;
@@ -415,6 +433,7 @@ class Engine {
     std::vector<std::int64_t> node_ts_;
     detail::StringColumn node_texts_, node_props_, node_aliases_;
     detail::Interner labels_, tenants_, rels_;
+    detail::MemberLists label_members_, tenant_members_;  // nodes by label id and by tenant id
     VectorStore node_vectors_;
 
     // Filterable properties: one typed column per declared property (config_.filterable order),
@@ -457,7 +476,8 @@ class Engine {
     std::mutex thread_mutex_;      // guards compaction_thread_
     std::thread compaction_thread_;
     std::atomic<bool> compaction_running_{false};
-    std::atomic<std::size_t> full_scan_max_nodes_{0};
+    std::atomic<std::size_t> full_scan_max_nodes_{0}, filter_scan_max_nodes_{0};
+    mutable std::atomic<std::uint64_t> count_seed_full_scans_{0}, count_seed_list_scans_{0}, count_seed_hnsw_searches_{0};
     std::shared_ptr<wal::Writer> wal_;  // shared: a write syncing after it released the writer lock keeps it alive
     wal::SyncPolicy sync_policy_ = wal::SyncPolicy::off;
     std::string read_only_;  // why writes are refused; empty: writable

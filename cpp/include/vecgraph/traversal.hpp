@@ -62,6 +62,7 @@ struct TraversalScratch {
     std::vector<std::uint32_t> order;
     std::vector<float> decay_pow;        // float(hop_decay ** hop) for hop = 0..deepest visited
     std::vector<ScoredNode> seeds;
+    std::vector<const std::vector<node_id_t>*> member_lists;  // a filter's label or tenant lists
     std::vector<std::uint8_t> rel_ok;
     std::vector<edge_id_t> path;         // one hit's path while results are assembled
     NodeFilter filter;

@@ -1,0 +1,192 @@
+"""Selective label and tenant filters: seeds from a scan of the member lists.
+
+When a search's label or tenant filter admits at most ``filter_scan_max_nodes`` live nodes, its
+seeds are the exact best of those nodes, found by scanning the per-label / per-tenant member
+lists instead of walking HNSW. Those searches must equal ``exact=True`` bit for bit, through
+upserts that move nodes between labels and tenants (and back), deletes, delete_tenant,
+compaction and reopening; ``verify()`` checks the lists themselves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vecgraph as vg
+from conftest import assert_same
+
+DIM = 32
+
+
+def _hard_graph(n: int, threshold: int, **kwargs) -> tuple[vg.Graph, np.ndarray]:
+    """n unclustered 32-d nodes on a sparse HNSW graph built on one thread (ef=1 walks miss
+    seeds on it), tenant "t<i % 30>", label "rare" on every 97th node else "odd"/"even", a ring
+    of edges; and 60 queries."""
+    rng = np.random.default_rng(11)
+    g = vg.Graph(DIM, "cos", threads=1, connectivity=4, expansion_add=8, full_scan_max_nodes=0,
+                 filter_scan_max_nodes=threshold, **kwargs)
+    labels = ["rare" if i % 97 == 0 else ("odd" if i % 2 else "even") for i in range(n)]
+    g.add_nodes(list(range(n)), rng.standard_normal((n, DIM)).astype(np.float32), labels=labels,
+                tenants=[f"t{i % 30}" for i in range(n)])
+    g.add_edges(list(range(n)), [(i + 1) % n for i in range(n)], rels="next")
+    return g, rng.standard_normal((60, DIM)).astype(np.float32)
+
+
+def _seed_paths(g: vg.Graph) -> tuple[int, int, int]:
+    s = g.stats()
+    return s["seed_full_scans"], s["seed_list_scans"], s["seed_hnsw_searches"]
+
+
+def test_selective_filters_scan_member_lists_and_equal_exact_search():
+    g, queries = _hard_graph(3000, threshold=200)  # 100 nodes a tenant, 31 "rare", 1,500 "odd"
+    assert g.stats()["member_list_bytes"] >= 2 * 3000 * 4
+    cases = [
+        (dict(tenants=["t3"]), "list"),                          # 100 nodes
+        (dict(tenants=["t3", "t4"]), "list"),                    # 200: at the threshold
+        (dict(tenants=["t3", "t4", "t5"]), "hnsw"),              # 300: one list too many
+        (dict(tenants=["t3", "t3", "t4"]), "list"),              # a repeated name counts once
+        (dict(labels=["rare"]), "list"),                         # 31 nodes
+        (dict(labels=["odd"]), "hnsw"),                          # 1,500
+        (dict(labels=["rare"], tenants=["t3", "t4", "t5"]), "list"),  # the smaller side's lists
+        (dict(labels=["odd"], tenants=["t3"]), "list"),          # tenant lists, label checked per node
+        (dict(tenants=["no such tenant"]), "list"),              # admits nothing
+        (dict(tenants=["t3"], ts_min=1), "list"),                # ts filter applied to the listed nodes
+        (dict(), "hnsw"),
+    ]
+    for filters, path in cases:
+        before = _seed_paths(g)
+        for i, q in enumerate(queries):
+            params = dict(k=10, seeds=1 + i % 8, hops=i % 3, ef=1, **filters)
+            res = g.search(q, **params)
+            if path == "list":  # HNSW at ef=1 misses seeds here (next test)
+                assert_same(res, g.search(q, exact=True, **params))
+            assert len(set(res.keys)) == len(res.keys)
+        full, listed, hnsw = (after - b for after, b in zip(_seed_paths(g), before))
+        n = len(queries)
+        assert (full, listed, hnsw) == ((n, n, 0) if path == "list" else (0, 0, n)), (filters, full, listed, hnsw)
+    # Unknown names admit nothing: no results, not an error.
+    assert g.search(queries[0], tenants=["no such tenant"]).keys == []
+
+
+def test_hnsw_with_the_same_selective_filter_misses_seeds():
+    """The list path above is not equal to exact search by chance: with HNSW (filter_scan_max_nodes 0) and
+    ef=1 the same tenant-filtered searches miss seeds on this graph."""
+    g, queries = _hard_graph(3000, threshold=0)
+    misses = 0
+    for q in queries:
+        params = dict(k=8, seeds=8, hops=0, ef=1, tenants=["t3"])
+        misses += g.search(q, **params).keys != g.search(q, exact=True, **params).keys
+    assert misses > 0
+    g.filter_scan_max_nodes = 100
+    assert all(g.search(q, k=8, seeds=8, hops=0, ef=1, tenants=["t3"]).keys ==
+               g.search(q, k=8, seeds=8, hops=0, exact=True, tenants=["t3"]).keys for q in queries)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_member_lists_follow_random_writes(tmp_path, seed):
+    """Random adds, upserts that move nodes between labels and tenants (and back), deletes,
+    delete_tenant, compaction, checkpoint and reopen: after each step verify() is clean and every
+    filtered search equals exact=True whichever path it takes."""
+    rng = np.random.default_rng(seed)
+    path = tmp_path / "g"
+    g = vg.Graph.open(path, dim=DIM, metric="cos", connectivity=4, expansion_add=8, threads=1,
+                      filter_scan_max_nodes=40, sync="off")
+    tenants, labels = [f"t{i}" for i in range(6)], [f"l{i}" for i in range(4)]
+    live: set[int] = set()
+    next_key = compared = 0
+    queries = rng.standard_normal((6, DIM)).astype(np.float32)
+    for step in range(40):
+        op = rng.integers(0, 10) if live else 0
+        if op <= 3:  # add
+            count = int(rng.integers(1, 60))
+            keys = list(range(next_key, next_key + count))
+            next_key += count
+            g.add_nodes(keys, rng.standard_normal((count, DIM)).astype(np.float32),
+                        labels=[labels[i] for i in rng.integers(0, len(labels), count)],
+                        tenants=[tenants[i] for i in rng.integers(0, len(tenants), count)])
+            g.add_edges(keys, [int(rng.choice(keys)) for _ in keys])
+            live.update(keys)
+        elif op <= 6:  # upsert: new label / tenant, some moving back and forth
+            keys = [int(k) for k in rng.choice(sorted(live), size=min(len(live), 30), replace=False)]
+            for _ in range(2):
+                g.upsert_nodes(keys, rng.standard_normal((len(keys), DIM)).astype(np.float32),
+                               labels=[labels[i] for i in rng.integers(0, len(labels), len(keys))],
+                               tenants=[tenants[i] for i in rng.integers(0, 2, len(keys))])
+        elif op == 7:  # delete
+            keys = [int(k) for k in rng.choice(sorted(live), size=max(1, len(live) // 3), replace=False)]
+            g.delete_nodes(keys)
+            live.difference_update(keys)
+        elif op == 8:
+            gone = {k for k in live if g.get_node(k)["tenant"] == "t0"}
+            assert g.delete_tenant("t0") == len(gone)
+            live -= gone
+        else:
+            g.compact()
+            if rng.integers(0, 2):
+                g.checkpoint()
+                g.close()
+                g = vg.Graph.open(path, filter_scan_max_nodes=40, sync="off")
+        assert g.verify() == [], step
+        assert len(g) == len(live)
+        for q in queries:
+            for filters in ([dict(tenants=[t]) for t in tenants[:3]] + [dict(labels=[lab]) for lab in labels[:2]]
+                            + [dict(tenants=["t1"], labels=["l1"])]):
+                params = dict(k=8, seeds=4, hops=1, ef=1, **filters)
+                listed = g.stats()["seed_list_scans"]
+                res = g.search(q, **params)
+                if g.stats()["seed_list_scans"] > listed:  # else HNSW at ef=1: approximate
+                    assert_same(res, g.search(q, exact=True, **params))
+                    compared += 1
+                assert len(set(res.keys)) == len(res.keys)
+    assert compared > 100 and g.stats()["seed_hnsw_searches"] > 0
+    g.close()
+
+
+def test_member_lists_drop_stale_entries():
+    """A list is rewritten once its stale entries (deleted nodes, nodes moved away) outnumber
+    its live ones: deleting most of a tenant shrinks the lists; moving nodes away and back
+    repeatedly does not make a search return a node twice."""
+    rng = np.random.default_rng(5)
+    g = vg.Graph(DIM, "cos", filter_scan_max_nodes=1000)
+    g.add_nodes(list(range(3000)), rng.standard_normal((3000, DIM)).astype(np.float32),
+                tenants=["big" if i < 1500 else "other" for i in range(3000)])
+    before = g.stats()["member_list_bytes"]
+    g.delete_nodes(list(range(1400)))
+    assert g.verify() == []
+    assert g.stats()["member_list_bytes"] <= before - 1400 * 4  # "big" now lists its 100 live nodes
+    moved = list(range(1400, 1450))
+    for tenant in ["other", "big"] * 3:
+        g.upsert_nodes(moved, rng.standard_normal((50, DIM)).astype(np.float32), tenants=[tenant] * 50)
+        assert g.verify() == []
+    q = rng.standard_normal(DIM).astype(np.float32)
+    for params in (dict(k=100, seeds=100, hops=0), dict(k=10, seeds=8, hops=2)):  # no edges: seeds only
+        res = g.search(q, tenants=["big"], **params)
+        assert len(set(res.keys)) == len(res.keys) == params["seeds"]
+        assert_same(res, g.search(q, tenants=["big"], exact=True, **params))
+    assert g.stats()["seed_list_scans"] == 2
+
+
+def test_filter_scan_threshold_defaults_environment_and_bad_values(tmp_path, monkeypatch):
+    monkeypatch.delenv("VECGRAPH_FILTER_SCAN_MAX_NODES", raising=False)
+    assert vg.Graph(4).filter_scan_max_nodes == vg.FILTER_SCAN_MAX_NODES == 10_000
+    monkeypatch.setenv("VECGRAPH_FILTER_SCAN_MAX_NODES", "123")
+    g = vg.Graph(4)
+    assert g.filter_scan_max_nodes == 123 and g.stats()["filter_scan_max_nodes"] == 123
+    assert vg.Graph(4, filter_scan_max_nodes=7).filter_scan_max_nodes == 7  # the argument wins
+    with vg.Graph.open(tmp_path / "g", dim=4, filter_scan_max_nodes=9) as g:
+        assert g.filter_scan_max_nodes == 9
+    with vg.Graph.open(tmp_path / "g") as g:  # a search setting: not kept in the folder
+        assert g.filter_scan_max_nodes == 123
+    monkeypatch.setenv("VECGRAPH_FILTER_SCAN_MAX_NODES", "few")
+    with pytest.raises(vg.InvalidArgumentError, match="VECGRAPH_FILTER_SCAN_MAX_NODES must be an int >= 0, got 'few'"):
+        vg.Graph(4)
+    monkeypatch.setenv("VECGRAPH_FILTER_SCAN_MAX_NODES", "0")
+    g = vg.Graph(4)
+    with pytest.raises(vg.InvalidArgumentError, match="filter_scan_max_nodes must be >= 0 .*got -5"):
+        g.filter_scan_max_nodes = -5
+    for bad in (True, 2.5, "10", None):
+        with pytest.raises(TypeError, match="filter_scan_max_nodes must be an int"):
+            g.filter_scan_max_nodes = bad
+    with pytest.raises(vg.InvalidArgumentError, match="filter_scan_max_nodes"):
+        vg.Graph(4, filter_scan_max_nodes=-1)
+    assert g.filter_scan_max_nodes == 0  # rejected values changed nothing
