@@ -32,8 +32,10 @@ def labelled():
     data, qs, _ = common.make_data(N, COUNT_QUERIES)
     u = np.random.default_rng(21).random(N)
     labels = np.full(N, "rest", dtype=object)
-    for share in sorted(SHARES, reverse=True):
-        labels[u < share] = f"s{share}"
+    low = 0.0
+    for share in SHARES:  # disjoint bands of u
+        labels[(u >= low) & (u < low + share)] = f"s{share}"
+        low += share
     g = vg.Graph(data.dim, "cos", full_scan_max_nodes=0, **common.HNSW)
     g.add_nodes(data.keys, data.vectors, labels=list(labels))
     g.add_edges(data.src, data.dst, rels=data.rels, weights=data.weights)
