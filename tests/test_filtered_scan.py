@@ -77,6 +77,10 @@ def test_hnsw_with_the_same_selective_filter_misses_seeds():
         params = dict(k=8, seeds=8, hops=0, ef=1, tenants=["t3"])
         misses += g.search(q, **params).keys != g.search(q, exact=True, **params).keys
     assert misses > 0
+    # 0: HNSW always, even for a filter that admits nothing.
+    before = _seed_paths(g)
+    assert g.search(queries[0], tenants=["no such tenant"], ef=1).keys == []
+    assert [a - b for a, b in zip(_seed_paths(g), before)] == [0, 0, 1]
     g.filter_scan_max_nodes = 100
     assert all(g.search(q, k=8, seeds=8, hops=0, ef=1, tenants=["t3"]).keys ==
                g.search(q, k=8, seeds=8, hops=0, exact=True, tenants=["t3"]).keys for q in queries)

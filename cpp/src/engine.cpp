@@ -1728,7 +1728,7 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
         count_seed_full_scans_.fetch_add(1, std::memory_order_relaxed);
         exact_seeds(scratch.query, wanted_seeds, active_filter, columns, scratch);
     } else if (std::vector<const std::vector<node_id_t>*>& lists = scratch.member_lists;
-               filter_lists(request, lists) <= filter_scan_max_nodes()) {
+               filter_scan_max_nodes() > 0 && filter_lists(request, lists) <= filter_scan_max_nodes()) {
         // A label or tenant filter that admits few nodes: HNSW would walk past many rejected
         // nodes for each admitted one; a scan of those few nodes is faster, and exact.
         count_seed_list_scans_.fetch_add(1, std::memory_order_relaxed);
