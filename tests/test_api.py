@@ -587,3 +587,19 @@ def test_full_scan_threshold_defaults_environment_and_bad_values(tmp_path, monke
     with pytest.raises(vg.InvalidArgumentError, match="full_scan_max_nodes"):
         vg.Graph(4, full_scan_max_nodes=-1)
     assert g.full_scan_max_nodes == 0  # rejected values changed nothing
+
+
+def test_arrays_that_went_through_pickle_are_accepted():
+    """A float32 array unpickled (multiprocessing, joblib) has a dtype equal to, but not the
+    same object as, NumPy's canonical one: accepted like any other (a byte-swapped one is
+    converted)."""
+    import pickle
+
+    vectors = pickle.loads(pickle.dumps(np.arange(16, dtype=np.float32).reshape(2, 8) + 1))
+    assert vectors.dtype == np.float32 and vectors.dtype is not np.dtype(np.float32)
+    g = vg.Graph(8)
+    g.add_nodes(["a", "b"], vectors)
+    query = pickle.loads(pickle.dumps(vectors[1].copy()))
+    assert g.search(query, k=1, hops=0).keys == ["b"]
+    assert g.search_batch(pickle.loads(pickle.dumps(vectors)), k=1, hops=0)[0].keys == ["a"]
+    assert g.search(vectors[0].astype(">f4"), k=1, hops=0).keys == ["a"]

@@ -194,3 +194,73 @@ def test_filter_scan_threshold_defaults_environment_and_bad_values(tmp_path, mon
     with pytest.raises(vg.InvalidArgumentError, match="filter_scan_max_nodes"):
         vg.Graph(4, filter_scan_max_nodes=-1)
     assert g.filter_scan_max_nodes == 0  # rejected values changed nothing
+
+
+def test_one_upsert_batch_adding_to_a_list_and_pruning_it():
+    """New keys join tenant/label "A" and, later in the same upsert batch, existing nodes leave
+    "A" while its list is due for a rewrite (many deleted entries): the rewrite keeps the new
+    nodes (their tombstone flags exist by then)."""
+    rng = np.random.default_rng(8)
+    for trial in range(60):
+        g = vg.Graph(8, full_scan_max_nodes=0, filter_scan_max_nodes=1000)
+        n = int(rng.integers(200, 3000))
+        g.add_nodes(list(range(n)), rng.standard_normal((n, 8)).astype(np.float32), labels="A", tenants="A",
+                    texts=["x" * int(rng.integers(0, 200)) for _ in range(n)])
+        keep, m = int(rng.integers(2, 20)), int(rng.integers(1, 60))
+        g.delete_nodes(list(range(keep, n)))
+        new = [f"new{i}" for i in range(m)]
+        g.upsert_nodes(new + list(range(keep)), rng.standard_normal((m + keep, 8)).astype(np.float32),
+                       labels=["A"] * m + ["B"] * keep, tenants=["A"] * m + ["B"] * keep)
+        assert g.verify() == [], trial
+        q = rng.standard_normal(8).astype(np.float32)
+        assert sorted(g.search(q, tenants=["A"], k=100, seeds=100, hops=0).keys) == sorted(new)
+        assert g.delete_tenant("A") == m and not any(k in g for k in new)
+
+
+def test_many_names_in_one_filter():
+    """A filter naming thousands of tenants (some repeated, some unknown) counts each once."""
+    rng = np.random.default_rng(9)
+    g = vg.Graph(8, full_scan_max_nodes=0, filter_scan_max_nodes=3000)
+    g.add_nodes(list(range(20_000)), rng.standard_normal((20_000, 8)).astype(np.float32),
+                tenants=[f"t{i}" for i in range(20_000)])
+    q = rng.standard_normal(8).astype(np.float32)
+    for names, path in (([f"t{i}" for i in range(0, 6000, 2)] * 2 + ["nobody"], "list"),  # 3,000 tenants
+                        ([f"t{i}" for i in range(3001)], "hnsw")):
+        listed = g.stats()["seed_list_scans"]
+        res = g.search(q, tenants=names, k=20, seeds=20, hops=0)
+        assert (g.stats()["seed_list_scans"] - listed == 1) == (path == "list")
+        if path == "list":
+            assert_same(res, g.search(q, tenants=names, k=20, seeds=20, hops=0, exact=True))
+
+
+def test_walk_gives_up_for_a_scan_when_any_filter_admits_very_few():
+    """A where= or ts filter has no member lists: the HNSW walk measures how few of the members
+    it walks the filter admits and, when filling the beam would cost more than a scan, gives up
+    for an exact scan (seed_scan_fallbacks); the seeds then equal exact=True's. A filter that
+    admits half the nodes keeps the walk. filter_scan_max_nodes=0: HNSW always."""
+    rng = np.random.default_rng(12)
+    n = 6000
+    g = vg.Graph(16, "cos", full_scan_max_nodes=0, filter_scan_max_nodes=1000, filterable={"group": "int64"})
+    g.add_nodes(list(range(n)), rng.standard_normal((n, 16)).astype(np.float32),
+                props=[{"group": i % 500} for i in range(n)], ts=[i for i in range(n)])
+    g.add_edges(list(range(n)), [(i * 7 + 1) % n for i in range(n)])
+    queries = rng.standard_normal((20, 16)).astype(np.float32)
+
+    def run(**filters) -> tuple[int, int]:
+        before = g.stats()
+        for i, q in enumerate(queries):
+            params = dict(k=10, seeds=1 + i % 8, hops=i % 3, ef=16, **filters)
+            fallbacks = g.stats()["seed_scan_fallbacks"]
+            res = g.search(q, **params)
+            if g.stats()["seed_scan_fallbacks"] > fallbacks:
+                assert_same(res, g.search(q, exact=True, **params))
+        after = g.stats()
+        return (after["seed_hnsw_searches"] - before["seed_hnsw_searches"],
+                after["seed_scan_fallbacks"] - before["seed_scan_fallbacks"])
+
+    assert run(where={"group": 3}) == (20, 20)          # 12 of 6,000 nodes
+    assert run(ts_min=100, ts_max=111) == (20, 20)      # 12 nodes
+    assert run(where={"group": {"<": 250}}) == (20, 0)  # half the nodes
+    assert run() == (20, 0)
+    g.filter_scan_max_nodes = 0
+    assert run(where={"group": 3}) == (20, 0)

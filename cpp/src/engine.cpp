@@ -506,6 +506,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
             node_keys_.push_back(&inserted->first);
             node_labels_.push_back(labels_.intern(label));
             node_tenants_.push_back(tenants_.intern(tenant));
+            node_dead_.push_back(0);  // before a later row's upsert can prune a list that holds this node
             label_members_.add(node_labels_.back(), node);
             tenant_members_.add(node_tenants_.back(), node);
             node_ts_.push_back(ts);
@@ -515,7 +516,6 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
             node_vectors_.append_rows(row, 1);
             write_props(node, i);
         }
-        node_dead_.resize(node_keys_.size(), 0);
         delta_.flags.resize(node_keys_.size(), 0);
         if (!prop_columns_.empty()) refresh_prop_views();
         if (!replaced.empty()) text_changed_ = true;
@@ -1727,18 +1727,25 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
     } else if (request.exact || count <= full_scan_max_nodes()) {
         count_seed_full_scans_.fetch_add(1, std::memory_order_relaxed);
         exact_seeds(scratch.query, wanted_seeds, active_filter, columns, scratch);
-    } else if (std::vector<const std::vector<node_id_t>*>& lists = scratch.member_lists;
-               filter_scan_max_nodes() > 0 && filter_lists(request, lists) <= filter_scan_max_nodes()) {
+    } else if (const std::size_t most = filter_scan_max_nodes(); most > 0 && filter_lists(request, most, scratch) <= most) {
         // A label or tenant filter that admits few nodes: HNSW would walk past many rejected
         // nodes for each admitted one; a scan of those few nodes is faster, and exact.
         count_seed_list_scans_.fetch_add(1, std::memory_order_relaxed);
-        listed_seeds(scratch.query, wanted_seeds, lists, filter, columns, scratch);
+        listed_seeds(scratch.query, wanted_seeds, scratch.member_lists, filter, columns, scratch);
     } else {
         count_seed_hnsw_searches_.fetch_add(1, std::memory_order_relaxed);
-        seed_index_->search(scratch.query, wanted_seeds, static_cast<std::size_t>(request.ef), active_filter, columns,
-                            slot, scratch.seeds);
-        if (background_running_.load(std::memory_order_acquire))
-            unindexed_seeds(scratch.query, wanted_seeds, active_filter, columns, scratch);
+        // Any filter (where=, ts, a label or tenant with too many nodes for its lists) that the
+        // walk finds to admit very few nodes: the walk gives up and the seeds come from an exact
+        // scan, as with exact=True (off with filter_scan_max_nodes 0: HNSW always).
+        const std::size_t scan_nodes = filter.active() && filter_scan_max_nodes() > 0 ? count : 0;
+        if (seed_index_->search(scratch.query, wanted_seeds, static_cast<std::size_t>(request.ef), active_filter,
+                                columns, slot, scratch.seeds, scan_nodes)) {
+            if (background_running_.load(std::memory_order_acquire))
+                unindexed_seeds(scratch.query, wanted_seeds, active_filter, columns, scratch);
+        } else {
+            count_seed_scan_fallbacks_.fetch_add(1, std::memory_order_relaxed);
+            exact_seeds(scratch.query, wanted_seeds, active_filter, columns, scratch);
+        }
     }
     if (!request.extra_seeds.empty()) {
         // Named seeds first (in the order given), scored like any node; then the similarity seeds.
@@ -1850,29 +1857,34 @@ void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const
     scratch.visited.clear();
 }
 
-std::size_t Engine::filter_lists(const SearchRequest& request, std::vector<const std::vector<node_id_t>*>& lists) const {
-    // The lists of the named ids (each once), and the live nodes they hold.
-    auto gather = [](const detail::Interner& names, const detail::MemberLists& members,
-                     const std::vector<std::string>& named, std::vector<const std::vector<node_id_t>*>& out) {
+std::size_t Engine::filter_lists(const SearchRequest& request, std::size_t limit, TraversalScratch& scratch) const {
+    // The lists of the named ids (each once), and the live nodes they hold; past `limit` the
+    // count stops growing (and the lists are not used).
+    std::vector<std::uint32_t>& ids = scratch.member_ids;
+    std::vector<const std::vector<node_id_t>*>& lists = scratch.member_lists;
+    auto gather = [&](const detail::Interner& names, const detail::MemberLists& members,
+                      const std::vector<std::string>& named, std::vector<const std::vector<node_id_t>*>& out) {
+        ids.clear();
+        std::uint32_t id;
+        for (const std::string& name : named)
+            if (names.find(name, &id)) ids.push_back(id);
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
         out.clear();
         std::size_t live = 0;
-        std::uint32_t id;
-        for (const std::string& name : named) {
-            if (!names.find(name, &id)) continue;
-            const std::vector<node_id_t>* list = &members.list(id);
-            if (std::find(out.begin(), out.end(), list) != out.end()) continue;
-            out.push_back(list);
-            live += members.live(id);
+        for (std::uint32_t each : ids) {
+            live += members.live(each);
+            if (live > limit) break;
+            out.push_back(&members.list(each));
         }
         return live;
     };
     constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
     std::size_t by_tenant = none, by_label = none;
     if (request.filter_tenants) by_tenant = gather(tenants_, tenant_members_, request.tenants, lists);
-    if (request.filter_labels) {
-        std::vector<const std::vector<node_id_t>*> label_lists;
-        by_label = gather(labels_, label_members_, request.labels, label_lists);
-        if (by_label < by_tenant) lists.swap(label_lists);
+    if (request.filter_labels && by_tenant > 0) {
+        by_label = gather(labels_, label_members_, request.labels, scratch.member_lists_other);
+        if (by_label < by_tenant) lists.swap(scratch.member_lists_other);
     }
     if (by_tenant == none && by_label == none) lists.clear();
     return std::min(by_tenant, by_label);
@@ -2067,6 +2079,7 @@ EngineStats Engine::stats() const {
     s.count_seed_full_scans = count_seed_full_scans_.load(std::memory_order_relaxed);
     s.count_seed_list_scans = count_seed_list_scans_.load(std::memory_order_relaxed);
     s.count_seed_hnsw_searches = count_seed_hnsw_searches_.load(std::memory_order_relaxed);
+    s.count_seed_scan_fallbacks = count_seed_scan_fallbacks_.load(std::memory_order_relaxed);
     s.prop_bytes = 0;
     for (const PropColumn& column : prop_columns_)
         s.prop_bytes += column.str_ids.capacity() * sizeof(std::uint32_t) + column.ints.capacity() * sizeof(std::int64_t) +

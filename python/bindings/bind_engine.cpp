@@ -877,6 +877,7 @@ class PyEngine {
         d["seed_full_scans"] = s.count_seed_full_scans;
         d["seed_list_scans"] = s.count_seed_list_scans;
         d["seed_hnsw_searches"] = s.count_seed_hnsw_searches;
+        d["seed_scan_fallbacks"] = s.count_seed_scan_fallbacks;
         d["isa"] = simd::active_isa();
         d["deleted_nodes"] = s.count_deleted_nodes;
         d["deleted_edges"] = s.count_deleted_edges;

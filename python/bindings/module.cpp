@@ -29,7 +29,7 @@ const simd::kernel_table_t& table_or_raise(const std::string& isa) {
 }
 
 py::array_t<std::int8_t> check_codes(const py::array& a, const char* name, int ndim) {
-    if (!a.dtype().is(py::dtype::of<std::int8_t>()))
+    if (!bindings::has_dtype<std::int8_t>(a))
         throw py::type_error(std::string(name) + " must have dtype int8, got " + bindings::dtype_text(a));
     if (a.ndim() != ndim)
         throw py::value_error(std::string(name) + " must be " + std::to_string(ndim) + "-dimensional, got shape " +

@@ -24,9 +24,19 @@ inline std::string shape_text(const py::array& a) {
 
 inline std::string dtype_text(const py::array& a) { return py::str(a.dtype()).cast<std::string>(); }
 
+/// `a` holds T in native byte order. An equivalent dtype object counts, not only NumPy's
+/// canonical one: an array that went through pickle (multiprocessing, joblib) carries a dtype
+/// equal to float32 that is a different object.
+template <typename T>
+inline bool has_dtype(const py::array& a) {
+    const py::dtype want = py::dtype::of<T>();
+    const py::dtype got = a.dtype();
+    return got.is(want) || py::detail::npy_api::get().PyArray_EquivTypes_(got.ptr(), want.ptr());
+}
+
 /// A C-contiguous float32 array of rank `ndim` whose last axis is `dim` (any leading size).
 inline py::array_t<float> check_float_array(const py::array& a, const char* name, int ndim, std::size_t dim) {
-    if (!a.dtype().is(py::dtype::of<float>()))
+    if (!has_dtype<float>(a))
         throw py::type_error(std::string(name) + " must have dtype float32, got " + dtype_text(a) +
                              "; convert with np.asarray(" + name + ", dtype=np.float32)");
     if (a.ndim() != ndim)
@@ -43,7 +53,7 @@ inline py::array_t<float> check_float_array(const py::array& a, const char* name
 
 template <typename T>
 inline py::array_t<T> check_1d(const py::array& a, const char* name, const char* dtype_name, std::size_t count) {
-    if (!a.dtype().is(py::dtype::of<T>()))
+    if (!has_dtype<T>(a))
         throw py::type_error(std::string(name) + " must have dtype " + dtype_name + ", got " + dtype_text(a));
     if (a.ndim() != 1 || static_cast<std::size_t>(a.shape(0)) != count)
         throw py::value_error(std::string(name) + " must have shape (" + std::to_string(count) + ",), got " +

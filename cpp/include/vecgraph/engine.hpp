@@ -185,6 +185,7 @@ struct EngineStats {
     // every node (exact=True, or a graph of at most full_scan_max_nodes rows), a scan of the
     // member lists of the labels or tenants a filter names, or the HNSW graph.
     std::uint64_t count_seed_full_scans, count_seed_list_scans, count_seed_hnsw_searches;
+    std::uint64_t count_seed_scan_fallbacks;  // HNSW searches whose walk gave up for an exact scan (a filter admitting very few)
     std::uint64_t last_lsn;
     bool read_only;
 };
@@ -414,7 +415,9 @@ class Engine {
     /// The member lists that hold every node the request's label or tenant filter admits, and
     /// how many live nodes they hold: the tenants' lists when a tenant filter is set and
     /// admits no more than the label filter, else the labels' (no lists: no such filter).
-    std::size_t filter_lists(const SearchRequest& request, std::vector<const std::vector<node_id_t>*>& lists) const;
+    /// (Into scratch.member_lists; the count stops growing past `limit`, and the lists are then
+    /// incomplete: they are used only at or below it.)
+    std::size_t filter_lists(const SearchRequest& request, std::size_t limit, TraversalScratch& scratch) const;
     /// exact_seeds over the nodes of `lists` only (`filter` is applied to each).
     void listed_seeds(const QuantizedVector& query, std::size_t wanted, const std::vector<const std::vector<node_id_t>*>& lists,
                       const NodeFilter& filter, const NodeColumns& columns, TraversalScratch& scratch) const;
@@ -477,7 +480,8 @@ class Engine {
     std::thread compaction_thread_;
     std::atomic<bool> compaction_running_{false};
     std::atomic<std::size_t> full_scan_max_nodes_{0}, filter_scan_max_nodes_{0};
-    mutable std::atomic<std::uint64_t> count_seed_full_scans_{0}, count_seed_list_scans_{0}, count_seed_hnsw_searches_{0};
+    mutable std::atomic<std::uint64_t> count_seed_full_scans_{0}, count_seed_list_scans_{0}, count_seed_hnsw_searches_{0},
+        count_seed_scan_fallbacks_{0};
     std::shared_ptr<wal::Writer> wal_;  // shared: a write syncing after it released the writer lock keeps it alive
     wal::SyncPolicy sync_policy_ = wal::SyncPolicy::off;
     std::string read_only_;  // why writes are refused; empty: writable

@@ -114,8 +114,12 @@ class SeedIndex {
 
     /// Up to `wanted` nodes admitted by `filter` (nullptr: all), best first by (score desc, id asc).
     /// `context` is a slot leased from a pool of `count_contexts`; `expansion` 0 means the default.
-    void search(const QuantizedVector& query, std::size_t wanted, std::size_t expansion, const NodeFilter* filter,
-                const NodeColumns& columns, std::size_t context, std::vector<ScoredNode>& out) const;
+    /// With `scan_nodes` > 0 and a filter, gives up (returns false, `out` empty) once the filter
+    /// admits so few of the members walked that an exact scan of `scan_nodes` rows is predicted
+    /// to be cheaper than filling the beam; the caller then scans.
+    bool search(const QuantizedVector& query, std::size_t wanted, std::size_t expansion, const NodeFilter* filter,
+                const NodeColumns& columns, std::size_t context, std::vector<ScoredNode>& out,
+                std::size_t scan_nodes = 0) const;
     /// The same search with USearch's own search loop (index_gt::search) over the same graph, for
     /// tests and benchmarks of the walk that search() runs.
     void search_with_usearch(const QuantizedVector& query, std::size_t wanted, std::size_t expansion,
@@ -123,8 +127,9 @@ class SeedIndex {
                              std::vector<ScoredNode>& out) const;
 
   private:
-    void find(const QuantizedVector& query, std::size_t wanted, std::size_t expansion, const NodeFilter* filter,
-              const NodeColumns& columns, std::size_t context, bool usearch_loop, std::vector<ScoredNode>& out) const;
+    bool find(const QuantizedVector& query, std::size_t wanted, std::size_t expansion, const NodeFilter* filter,
+              const NodeColumns& columns, std::size_t context, bool usearch_loop, std::vector<ScoredNode>& out,
+              std::size_t scan_nodes) const;
 
     struct Impl;
     const VectorStore& store_;
