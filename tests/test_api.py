@@ -561,32 +561,38 @@ def test_full_scan_seeds_equal_exact_seeds_up_to_the_threshold():
     assert misses(g) > 0
 
 
-def test_full_scan_threshold_defaults_environment_and_bad_values(tmp_path, monkeypatch):
-    monkeypatch.delenv("VECGRAPH_FULL_SCAN_MAX_NODES", raising=False)
-    assert vg.Graph(4).full_scan_max_nodes == vg.FULL_SCAN_MAX_NODES == 4096
-    monkeypatch.setenv("VECGRAPH_FULL_SCAN_MAX_NODES", "123")
-    assert vg.Graph(4).full_scan_max_nodes == 123
-    assert vg.Graph(4, full_scan_max_nodes=7).full_scan_max_nodes == 7  # the argument wins
-    with vg.Graph.open(tmp_path / "g", dim=4, full_scan_max_nodes=9) as g:
-        assert g.full_scan_max_nodes == 9
-    with vg.Graph.open(tmp_path / "g") as g:  # a search setting: not kept in the folder
-        assert g.full_scan_max_nodes == 123
-    monkeypatch.setenv("VECGRAPH_FULL_SCAN_MAX_NODES", "many")
-    with pytest.raises(vg.InvalidArgumentError, match="VECGRAPH_FULL_SCAN_MAX_NODES must be an int >= 0, got 'many'"):
-        vg.Graph(4)
-    monkeypatch.setenv("VECGRAPH_FULL_SCAN_MAX_NODES", "-1")
-    with pytest.raises(vg.InvalidArgumentError, match="VECGRAPH_FULL_SCAN_MAX_NODES must be >= 0"):
-        vg.Graph(4)
-    monkeypatch.setenv("VECGRAPH_FULL_SCAN_MAX_NODES", "0")
+@pytest.mark.parametrize("name, default", [("full_scan_max_nodes", 4096), ("filter_scan_max_nodes", 10_000)])
+def test_scan_thresholds_defaults_environment_and_bad_values(tmp_path, monkeypatch, name, default):
+    """full_scan_max_nodes and filter_scan_max_nodes: the default (vg.FULL_SCAN_MAX_NODES,
+    vg.FILTER_SCAN_MAX_NODES), the environment variable, the argument, the property, and bad
+    values of each refused with nothing changed."""
+    variable = "VECGRAPH_" + name.upper()
+    monkeypatch.delenv(variable, raising=False)
+    assert getattr(vg.Graph(4), name) == getattr(vg, name.upper()) == default
+    monkeypatch.setenv(variable, "123")
     g = vg.Graph(4)
-    with pytest.raises(vg.InvalidArgumentError, match="full_scan_max_nodes must be >= 0 .*got -5"):
-        g.full_scan_max_nodes = -5
+    assert getattr(g, name) == 123 and g.stats()[name] == 123
+    assert getattr(vg.Graph(4, **{name: 7}), name) == 7  # the argument wins
+    with vg.Graph.open(tmp_path / "g", dim=4, **{name: 9}) as g:
+        assert getattr(g, name) == 9
+    with vg.Graph.open(tmp_path / "g") as g:  # a search setting: not kept in the folder
+        assert getattr(g, name) == 123
+    monkeypatch.setenv(variable, "many")
+    with pytest.raises(vg.InvalidArgumentError, match=f"{variable} must be an int >= 0, got 'many'"):
+        vg.Graph(4)
+    monkeypatch.setenv(variable, "-1")
+    with pytest.raises(vg.InvalidArgumentError, match=f"{variable} must be >= 0"):
+        vg.Graph(4)
+    monkeypatch.setenv(variable, "0")
+    g = vg.Graph(4)
+    with pytest.raises(vg.InvalidArgumentError, match=f"{name} must be >= 0 .*got -5"):
+        setattr(g, name, -5)
     for bad in (True, 2.5, "10", None):
-        with pytest.raises(TypeError, match="full_scan_max_nodes must be an int"):
-            g.full_scan_max_nodes = bad
-    with pytest.raises(vg.InvalidArgumentError, match="full_scan_max_nodes"):
-        vg.Graph(4, full_scan_max_nodes=-1)
-    assert g.full_scan_max_nodes == 0  # rejected values changed nothing
+        with pytest.raises(TypeError, match=f"{name} must be an int"):
+            setattr(g, name, bad)
+    with pytest.raises(vg.InvalidArgumentError, match=name):
+        vg.Graph(4, **{name: -1})
+    assert getattr(g, name) == 0  # rejected values changed nothing
 
 
 def test_arrays_that_went_through_pickle_are_accepted():

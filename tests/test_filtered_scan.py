@@ -170,32 +170,6 @@ def test_member_lists_drop_stale_entries():
     assert g.stats()["seed_list_scans"] == 2
 
 
-def test_filter_scan_threshold_defaults_environment_and_bad_values(tmp_path, monkeypatch):
-    monkeypatch.delenv("VECGRAPH_FILTER_SCAN_MAX_NODES", raising=False)
-    assert vg.Graph(4).filter_scan_max_nodes == vg.FILTER_SCAN_MAX_NODES == 10_000
-    monkeypatch.setenv("VECGRAPH_FILTER_SCAN_MAX_NODES", "123")
-    g = vg.Graph(4)
-    assert g.filter_scan_max_nodes == 123 and g.stats()["filter_scan_max_nodes"] == 123
-    assert vg.Graph(4, filter_scan_max_nodes=7).filter_scan_max_nodes == 7  # the argument wins
-    with vg.Graph.open(tmp_path / "g", dim=4, filter_scan_max_nodes=9) as g:
-        assert g.filter_scan_max_nodes == 9
-    with vg.Graph.open(tmp_path / "g") as g:  # a search setting: not kept in the folder
-        assert g.filter_scan_max_nodes == 123
-    monkeypatch.setenv("VECGRAPH_FILTER_SCAN_MAX_NODES", "few")
-    with pytest.raises(vg.InvalidArgumentError, match="VECGRAPH_FILTER_SCAN_MAX_NODES must be an int >= 0, got 'few'"):
-        vg.Graph(4)
-    monkeypatch.setenv("VECGRAPH_FILTER_SCAN_MAX_NODES", "0")
-    g = vg.Graph(4)
-    with pytest.raises(vg.InvalidArgumentError, match="filter_scan_max_nodes must be >= 0 .*got -5"):
-        g.filter_scan_max_nodes = -5
-    for bad in (True, 2.5, "10", None):
-        with pytest.raises(TypeError, match="filter_scan_max_nodes must be an int"):
-            g.filter_scan_max_nodes = bad
-    with pytest.raises(vg.InvalidArgumentError, match="filter_scan_max_nodes"):
-        vg.Graph(4, filter_scan_max_nodes=-1)
-    assert g.filter_scan_max_nodes == 0  # rejected values changed nothing
-
-
 def test_one_upsert_batch_adding_to_a_list_and_pruning_it():
     """New keys join tenant/label "A" and, later in the same upsert batch, existing nodes leave
     "A" while its list is due for a rewrite (many deleted entries): the rewrite keeps the new
