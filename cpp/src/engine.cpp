@@ -1821,34 +1821,46 @@ Status Engine::expand_and_score(const SearchRequest& request, TraversalScratch& 
     return Status::OK();
 }
 
+namespace {
+constexpr std::size_t seed_block_rows = 4096;  // rows scored per kernel call by the exact seed scans
+}  // namespace
+
+void Engine::offer_rows(const QuantizedVector& query, const node_id_t* rows, std::size_t count, std::size_t wanted,
+                        TraversalScratch& scratch) const {
+    scratch.dots.resize(seed_block_rows);
+    for (std::size_t begin = 0; begin < count; begin += seed_block_rows) {
+        const std::size_t end = std::min(count, begin + seed_block_rows);
+        simd::active().dot_rows_i8(query.codes.data(), node_vectors_.codes_data(), node_vectors_.stride_bytes(),
+                                   rows + begin, end - begin, config_.dim, scratch.dots.data());
+        for (std::size_t i = begin; i < end; ++i)
+            offer_best(scratch.seeds, wanted,
+                       {rows[i], score_from_dot(config_.metric, scratch.dots[i - begin], query.scale, query.sq_norm,
+                                                node_vectors_.scale(rows[i]), node_vectors_.sq_norm(rows[i]))});
+    }
+}
+
 void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const NodeFilter* filter,
                          const NodeColumns& columns, TraversalScratch& scratch) const {
     // Brute force in blocks: the scan kernel over consecutive rows (or the gather kernel over the
     // admitted rows of a block), keeping the best `wanted` in a heap whose top is the worst kept.
-    constexpr std::size_t block_rows = 4096;
     const std::size_t count = node_keys_.size();
-    const std::size_t stride = node_vectors_.stride_bytes();
     std::vector<ScoredNode>& heap = scratch.seeds;
     heap.clear();
-    scratch.dots.resize(block_rows);
-    for (std::size_t begin = 0; begin < count; begin += block_rows) {
-        std::size_t end = std::min(count, begin + block_rows);
-        std::size_t rows = 0;
+    scratch.dots.resize(seed_block_rows);
+    for (std::size_t begin = 0; begin < count; begin += seed_block_rows) {
+        const std::size_t end = std::min(count, begin + seed_block_rows);
         if (filter) {
-            scratch.visited.clear();  // borrowed as the block's admitted ids; begin() resets it per query
+            std::vector<node_id_t>& admitted = scratch.visited;  // borrowed; begin() resets it per query
+            admitted.clear();
             for (std::size_t node = begin; node < end; ++node)
-                if (filter->admits(columns, static_cast<node_id_t>(node)))
-                    scratch.visited.push_back(static_cast<node_id_t>(node));
-            rows = scratch.visited.size();
-            simd::active().dot_rows_i8(query.codes.data(), node_vectors_.codes_data(), stride, scratch.visited.data(),
-                                       rows, config_.dim, scratch.dots.data());
-        } else {
-            rows = end - begin;
-            simd::active().scan_i8(query.codes.data(), node_vectors_.codes(begin), stride, rows, config_.dim,
-                                   scratch.dots.data());
+                if (filter->admits(columns, static_cast<node_id_t>(node))) admitted.push_back(static_cast<node_id_t>(node));
+            offer_rows(query, admitted.data(), admitted.size(), wanted, scratch);
+            continue;
         }
-        for (std::size_t i = 0; i < rows; ++i) {
-            auto node = filter ? scratch.visited[i] : static_cast<node_id_t>(begin + i);
+        simd::active().scan_i8(query.codes.data(), node_vectors_.codes(begin), node_vectors_.stride_bytes(), end - begin,
+                               config_.dim, scratch.dots.data());
+        for (std::size_t i = 0; i < end - begin; ++i) {
+            const auto node = static_cast<node_id_t>(begin + i);
             offer_best(heap, wanted, {node, score_from_dot(config_.metric, scratch.dots[i], query.scale, query.sq_norm,
                                                            node_vectors_.scale(node), node_vectors_.sq_norm(node))});
         }
@@ -1894,8 +1906,7 @@ void Engine::listed_seeds(const QuantizedVector& query, std::size_t wanted,
                           const std::vector<const std::vector<node_id_t>*>& lists, const NodeFilter& filter,
                           const NodeColumns& columns, TraversalScratch& scratch) const {
     // The admitted nodes of the lists, each once (the visited set marks them while they are
-    // gathered, and is cleared again), then exact_seeds' blocks over them.
-    constexpr std::size_t block_rows = 4096;
+    // gathered, and is cleared again), scored like exact_seeds' admitted rows.
     std::vector<node_id_t>& rows = scratch.visited;  // borrowed; begin() reset it for this query
     rows.clear();
     for (const std::vector<node_id_t>* list : lists)
@@ -1906,22 +1917,9 @@ void Engine::listed_seeds(const QuantizedVector& query, std::size_t wanted,
         *scratch.seen_word(node) &= ~TraversalScratch::seen_bit(node);
         if (filter.admits(columns, node)) rows[admitted++] = node;
     }
-    rows.resize(admitted);
-    std::vector<ScoredNode>& heap = scratch.seeds;
-    heap.clear();
-    scratch.dots.resize(block_rows);
-    const std::size_t stride = node_vectors_.stride_bytes();
-    for (std::size_t begin = 0; begin < rows.size(); begin += block_rows) {
-        const std::size_t end = std::min(rows.size(), begin + block_rows);
-        simd::active().dot_rows_i8(query.codes.data(), node_vectors_.codes_data(), stride, rows.data() + begin,
-                                   end - begin, config_.dim, scratch.dots.data());
-        for (std::size_t i = begin; i < end; ++i) {
-            node_id_t node = rows[i];
-            offer_best(heap, wanted, {node, score_from_dot(config_.metric, scratch.dots[i - begin], query.scale, query.sq_norm,
-                                                           node_vectors_.scale(node), node_vectors_.sq_norm(node))});
-        }
-    }
-    std::sort_heap(heap.begin(), heap.end(), ranks_before);  // best first
+    scratch.seeds.clear();
+    offer_rows(query, rows.data(), admitted, wanted, scratch);
+    std::sort_heap(scratch.seeds.begin(), scratch.seeds.end(), ranks_before);  // best first
     rows.clear();
 }
 

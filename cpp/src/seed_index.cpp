@@ -1046,10 +1046,7 @@ bool SeedIndex::find(const QuantizedVector& query, std::size_t wanted, std::size
         wanted = std::min(wanted, index.size());
         const std::size_t ef = std::min(std::max(expansion ? expansion : params_.expansion_search, wanted), index.size());
         out.clear();
-        if (!run(wanted, ef)) {
-            out.clear();
-            return false;
-        }
+        if (!run(wanted, ef)) return false;  // nothing was added to `out`
         const std::size_t returned = std::min(out.size(), wanted);
         std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(returned), out.end(),
                           [](const ScoredNode& a, const ScoredNode& b) {

@@ -467,6 +467,22 @@ def _scan_max_nodes(value: Any, name: str, default: int) -> int:
     return _count_at_least(value, name, 0, " (0: HNSW always)")
 
 
+def _scan_threshold(name: str, default: int, doc: str) -> property:
+    """The Graph property ``name`` (full_scan_max_nodes, filter_scan_max_nodes): the engine's
+    setting, set through _scan_max_nodes. None is refused: as an argument it means "the
+    environment variable or the default", which a later assignment should not silently take."""
+
+    def get(self: "Graph") -> int:
+        return getattr(self._engine, name)
+
+    def set_(self: "Graph", value: int) -> None:
+        if value is None:
+            raise TypeError(f"{name} must be an int >= 0, got None")
+        setattr(self._engine, name, _scan_max_nodes(value, name, default))
+
+    return property(get, set_, doc=doc)
+
+
 def _threads(value: Any, name: str) -> int:
     threads = _count(value, name)
     if not 1 <= threads <= _MAX_THREADS:
@@ -819,31 +835,16 @@ class Graph:
         """The graph folder, or None for an in-memory graph."""
         return self._path
 
-    @property
-    def full_scan_max_nodes(self) -> int:
+    full_scan_max_nodes = _scan_threshold(
+        "full_scan_max_nodes", FULL_SCAN_MAX_NODES,
         """Searches find seeds by an exact scan while the graph holds at most this many nodes
         (see :class:`Graph`); settable at any time, 0 for HNSW always. Raises
-        InvalidArgumentError for a negative value, TypeError for a non-int."""
-        return self._engine.full_scan_max_nodes
-
-    @full_scan_max_nodes.setter
-    def full_scan_max_nodes(self, value: int) -> None:
-        if value is None:
-            raise TypeError("full_scan_max_nodes must be an int >= 0, got None")
-        self._engine.full_scan_max_nodes = _scan_max_nodes(value, "full_scan_max_nodes", FULL_SCAN_MAX_NODES)
-
-    @property
-    def filter_scan_max_nodes(self) -> int:
+        InvalidArgumentError for a negative value, TypeError for a non-int.""")
+    filter_scan_max_nodes = _scan_threshold(
+        "filter_scan_max_nodes", FILTER_SCAN_MAX_NODES,
         """Searches whose label or tenant filter admits at most this many live nodes find seeds
         by scanning just those nodes (see :class:`Graph`); settable at any time, 0 for HNSW
-        always. Raises InvalidArgumentError for a negative value, TypeError for a non-int."""
-        return self._engine.filter_scan_max_nodes
-
-    @filter_scan_max_nodes.setter
-    def filter_scan_max_nodes(self, value: int) -> None:
-        if value is None:
-            raise TypeError("filter_scan_max_nodes must be an int >= 0, got None")
-        self._engine.filter_scan_max_nodes = _scan_max_nodes(value, "filter_scan_max_nodes", FILTER_SCAN_MAX_NODES)
+        always. Raises InvalidArgumentError for a negative value, TypeError for a non-int.""")
 
     def checkpoint(self) -> dict:
         """Write the current state as an Arrow snapshot, commit it in the MANIFEST, and drop

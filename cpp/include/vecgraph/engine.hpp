@@ -418,6 +418,10 @@ class Engine {
     /// (Into scratch.member_lists; the count stops growing past `limit`, and the lists are then
     /// incomplete: they are used only at or below it.)
     std::size_t filter_lists(const SearchRequest& request, std::size_t limit, TraversalScratch& scratch) const;
+    /// Scores the gathered rows `rows[0, count)` against `query` and offers each to the heap of
+    /// the best `wanted` in scratch.seeds (exact_seeds' and listed_seeds' shared step).
+    void offer_rows(const QuantizedVector& query, const node_id_t* rows, std::size_t count, std::size_t wanted,
+                    TraversalScratch& scratch) const;
     /// exact_seeds over the nodes of `lists` only (`filter` is applied to each).
     void listed_seeds(const QuantizedVector& query, std::size_t wanted, const std::vector<const std::vector<node_id_t>*>& lists,
                       const NodeFilter& filter, const NodeColumns& columns, TraversalScratch& scratch) const;
