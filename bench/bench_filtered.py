@@ -8,6 +8,11 @@ labels admit 0.2%, 1% and 5% of the nodes, drawn at random. Each case times the 
 (perf_counter_ns and thread CPU time), then lets pytest-benchmark time it; recall@10 is against
 ``exact=True`` with the same filter.
 
+``bench_one_tenant_among_many``: a tenant filter naming one single-node tenant, on a graph where
+every node is its own tenant (``VECGRAPH_BENCH_TENANTS_N`` tenants, default 200,000) against the
+same search on a graph of the same nodes where only 2,000 nodes have tenants of their own and the
+rest share one: the same work except for how many tenants the graph has interned, same run.
+
     pytest bench/bench_filtered.py --benchmark-only
 """
 
@@ -23,6 +28,7 @@ import vecgraph as vg
 N = common.env_int("VECGRAPH_BENCH_FILTERED_N", 100_000)
 SHARES = (0.002, 0.01, 0.05)
 COUNT_QUERIES = 200
+N_TENANTS = common.env_int("VECGRAPH_BENCH_TENANTS_N", 200_000)
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +77,41 @@ def bench_filtered_search(benchmark, labelled, share, seeds_by):
             assert common.recall(found, exact) == 1.0
     finally:
         g.filter_scan_max_nodes = vg.FILTER_SCAN_MAX_NODES
+
+
+@pytest.fixture(scope="module")
+def tenant_graphs():
+    """{"many": graph with one tenant per node, "few": the same nodes, 2,000 of them with a
+    tenant of their own and the rest in tenant "rest"}, and 2,000 (query, tenant) pairs."""
+    rng = np.random.default_rng(22)
+    dim = 32
+    vectors = rng.standard_normal((N_TENANTS, dim)).astype(np.float32)
+    keys = np.arange(N_TENANTS)
+    own = [f"user-{i}" for i in range(N_TENANTS)]
+    graphs = {}
+    for name, tenants in (("many", own), ("few", own[:2_000] + ["rest"] * (N_TENANTS - 2_000))):
+        g = vg.Graph(dim, "cos", full_scan_max_nodes=0, **common.HNSW)
+        g.add_nodes(keys, vectors, tenants=tenants)
+        g.add_edges(keys[:-1], keys[1:], rels="next")
+        graphs[name] = g
+    asked = rng.integers(0, 2_000, COUNT_QUERIES * 10)
+    queries = rng.standard_normal((asked.size, dim)).astype(np.float32)
+    return graphs, list(zip(queries, (f"user-{i}" for i in asked)))
+
+
+@pytest.mark.parametrize("interned", ["many", "few"])
+def bench_one_tenant_among_many(benchmark, tenant_graphs, interned):
+    """The default search filtered to one single-node tenant; `interned`: how many tenants the
+    graph holds (N or 2,001)."""
+    graphs, pairs = tenant_graphs
+    g = graphs[interned]
+    run = lambda pair: g.search(pair[0], tenants=[pair[1]], **common.SEARCH)  # noqa: E731
+    found = [run(pair).keys for pair in pairs]
+    assert found == [[int(t.split("-")[1])] for _, t in pairs]  # the tenant's one node, nothing else
+    wall, cpu = common.time_calls_wall_cpu(run, pairs, warmup=50)
+    figures, cpu_figures = common.latency(wall), common.latency(cpu)
+    benchmark.group = f"tenant filter naming one single-node tenant, {len(g):,} nodes"
+    common.record(benchmark, tenants_interned=len(g) if interned == "many" else 2_001,
+                  p50_us=figures["p50_us"], p99_us=figures["p99_us"], cpu_p50_us=cpu_figures["p50_us"])
+    cycle = itertools.cycle(pairs)
+    benchmark(lambda: run(next(cycle)))

@@ -110,6 +110,50 @@ def test_a_filter_admitting_3_of_100000_returns_those_3():
         assert [sorted(r.keys) for r in batch] == [[11, 55_555, 99_998]] * 2
 
 
+@pytest.mark.parametrize("filter_scan_max_nodes", [0, 10_000])
+def test_searches_in_a_row_with_different_filters_each_see_only_their_own(filter_scan_max_nodes):
+    # A search context keeps its filter masks from one search to the next and unsets only the
+    # flags it set: a flag left over from an earlier search would admit foreign nodes.
+    import reference
+
+    rng = np.random.default_rng(3)
+    n, n_tenants, n_labels, n_topics = 600, 300, 12, 40
+    keys = [f"m{i}" for i in range(n)]
+    tenants = [f"user-{rng.integers(n_tenants)}" for _ in range(n)]
+    labels = [f"kind-{rng.integers(n_labels)}" for _ in range(n)]
+    topics = [f"topic-{rng.integers(n_topics)}" for _ in range(n)]
+    g = vg.Graph(dim=16, filterable={"topic": str}, filter_scan_max_nodes=filter_scan_max_nodes)
+    g.add_nodes(keys, rng.normal(size=(n, 16)), labels=labels, tenants=tenants, props=[{"topic": t} for t in topics])
+    model = reference.build_model(g, keys, labels, tenants, [0] * n, [])
+    admitted_total = 0
+    for step in range(300):
+        q = rng.normal(size=16)
+        scores = reference.score_all(model, q)
+        named_tenants = [f"user-{rng.integers(n_tenants)}" for _ in range(rng.integers(1, 6))]
+        named_labels = [f"kind-{rng.integers(n_labels)}" for _ in range(rng.integers(1, 4))]
+        named_topics = [f"topic-{rng.integers(n_topics)}" for _ in range(rng.integers(1, 8))]
+        use = rng.integers(1, 8)  # which of the three filters this search sets (bits)
+        kwargs = {}
+        admitted = np.ones(n, dtype=bool)
+        if use & 1:
+            kwargs["tenants"] = named_tenants
+            admitted &= np.isin(tenants, named_tenants)
+        if use & 2:
+            kwargs["labels"] = named_labels
+            admitted &= np.isin(labels, named_labels)
+        if use & 4:
+            kwargs["where"] = {"topic": named_topics}
+            admitted &= np.isin(topics, named_topics)
+        # No edges and hops=0: the result is the best 10 admitted nodes by score (id breaks ties).
+        order = sorted(np.flatnonzero(admitted), key=lambda i: (-scores[i], i))[:10]
+        want = [keys[i] for i in order]
+        got = g.search(q, k=10, seeds=10, hops=0, ef=n, **kwargs)
+        assert got.keys == want, (step, kwargs)
+        assert g.search(q, k=10, seeds=10, hops=0, exact=True, **kwargs).keys == want
+        admitted_total += int(admitted.sum())
+    assert 300 < admitted_total < 300 * n // 4  # the filters admit some nodes and reject most
+
+
 def test_filters_apply_during_traversal():
     g = vg.Graph(dim=2, filterable={"status": "str"})
     g.add_nodes(["a", "b", "c"], [[1, 0], [0.9, 0.1], [0, 1]],

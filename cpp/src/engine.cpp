@@ -1870,21 +1870,14 @@ void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const
 }
 
 std::size_t Engine::filter_lists(const SearchRequest& request, std::size_t limit, TraversalScratch& scratch) const {
-    // The lists of the named ids (each once), and the live nodes they hold; past `limit` the
-    // count stops growing (and the lists are not used).
-    std::vector<std::uint32_t>& ids = scratch.member_ids;
+    // The lists of the ids the filter's masks admit (build_filter() set them, each id once), and
+    // the live nodes they hold; past `limit` the count stops growing (and the lists are not used).
     std::vector<const std::vector<node_id_t>*>& lists = scratch.member_lists;
-    auto gather = [&](const detail::Interner& names, const detail::MemberLists& members,
-                      const std::vector<std::string>& named, std::vector<const std::vector<node_id_t>*>& out) {
-        ids.clear();
-        std::uint32_t id;
-        for (const std::string& name : named)
-            if (names.find(name, &id)) ids.push_back(id);
-        std::sort(ids.begin(), ids.end());
-        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    auto gather = [&](const detail::MemberLists& members, const IdMask& mask,
+                      std::vector<const std::vector<node_id_t>*>& out) {
         out.clear();
         std::size_t live = 0;
-        for (std::uint32_t each : ids) {
+        for (std::uint32_t each : mask.ids()) {
             live += members.live(each);
             if (live > limit) break;
             out.push_back(&members.list(each));
@@ -1893,9 +1886,9 @@ std::size_t Engine::filter_lists(const SearchRequest& request, std::size_t limit
     };
     constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
     std::size_t by_tenant = none, by_label = none;
-    if (request.filter_tenants) by_tenant = gather(tenants_, tenant_members_, request.tenants, lists);
+    if (request.filter_tenants) by_tenant = gather(tenant_members_, scratch.filter.tenant_mask(), lists);
     if (request.filter_labels && by_tenant > 0) {
-        by_label = gather(labels_, label_members_, request.labels, scratch.member_lists_other);
+        by_label = gather(label_members_, scratch.filter.label_mask(), scratch.member_lists_other);
         if (by_label < by_tenant) lists.swap(scratch.member_lists_other);
     }
     if (by_tenant == none && by_label == none) lists.clear();

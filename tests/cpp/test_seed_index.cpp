@@ -77,7 +77,8 @@ TEST_CASE("the search walk returns what USearch's own search returns") {
     NodeColumns columns;
     columns.labels = built.labels.data();
     NodeFilter label_one;
-    label_one.allow_labels() = {0, 1, 0};
+    label_one.allow_labels().fit(3);
+    label_one.allow_labels().allow(1);
     std::size_t identical = 0, total = 0, shared = 0, listed = 0;
     for (const NodeFilter* filter : {static_cast<const NodeFilter*>(nullptr), static_cast<const NodeFilter*>(&label_one)}) {
         for (std::size_t ef : {std::size_t{10}, std::size_t{64}}) {

@@ -415,7 +415,8 @@ class Engine {
     /// The member lists that hold every node the request's label or tenant filter admits, and
     /// how many live nodes they hold: the tenants' lists when a tenant filter is set and
     /// admits no more than the label filter, else the labels' (no lists: no such filter).
-    /// (Into scratch.member_lists; the count stops growing past `limit`, and the lists are then
+    /// Reads the ids from scratch.filter's masks, so build_filter() comes first. (Into
+    /// scratch.member_lists; the count stops growing past `limit`, and the lists are then
     /// incomplete: they are used only at or below it.)
     std::size_t filter_lists(const SearchRequest& request, std::size_t limit, TraversalScratch& scratch) const;
     /// Scores the gathered rows `rows[0, count)` against `query` and offers each to the heap of

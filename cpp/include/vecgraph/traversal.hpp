@@ -63,7 +63,6 @@ struct TraversalScratch {
     std::vector<float> decay_pow;        // float(hop_decay ** hop) for hop = 0..deepest visited
     std::vector<ScoredNode> seeds;
     std::vector<const std::vector<node_id_t>*> member_lists, member_lists_other;  // a filter's label or tenant lists
-    std::vector<std::uint32_t> member_ids;  // the label or tenant ids a filter names
     std::vector<std::uint8_t> rel_ok;
     std::vector<edge_id_t> path;         // one hit's path while results are assembled
     NodeFilter filter;

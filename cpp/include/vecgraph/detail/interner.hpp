@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "vecgraph/node_filter.hpp"
+
 namespace vecgraph::detail {
 
 class Interner {
@@ -32,6 +34,14 @@ class Interner {
         std::uint32_t id;
         for (const auto& name : listed)
             if (find(name, &id)) ok[id] = 1;
+    }
+    /// Sets the flag of each listed name in `ok`, which must be clear (names never interned
+    /// match nothing): O(listed names), whatever size() is.
+    void mask_of(const std::vector<std::string>& listed, IdMask& ok) const {
+        ok.fit(names_.size());
+        std::uint32_t id;
+        for (const auto& name : listed)
+            if (find(name, &id)) ok.allow(id);
     }
     const std::string& name(std::uint32_t id) const { return names_[id]; }
     std::size_t size() const noexcept { return names_.size(); }
