@@ -3,6 +3,7 @@ paths, quantization and hop decay."""
 
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -561,14 +562,18 @@ def test_full_scan_seeds_equal_exact_seeds_up_to_the_threshold():
     assert misses(g) > 0
 
 
-@pytest.mark.parametrize("name, default", [("full_scan_max_nodes", 4096), ("filter_scan_max_nodes", 10_000)])
-def test_scan_thresholds_defaults_environment_and_bad_values(tmp_path, monkeypatch, name, default):
-    """full_scan_max_nodes and filter_scan_max_nodes: the default (vg.FULL_SCAN_MAX_NODES,
-    vg.FILTER_SCAN_MAX_NODES), the environment variable, the argument, the property, and bad
-    values of each refused with nothing changed."""
+@pytest.mark.parametrize("name, default, in_force", [("full_scan_max_nodes", 4096, 4096),
+                                                      ("filter_scan_max_nodes", "auto", 10_000)])
+def test_scan_thresholds_defaults_environment_and_bad_values(tmp_path, monkeypatch, name, default, in_force):
+    """full_scan_max_nodes and filter_scan_max_nodes: the default (vg.FULL_SCAN_MAX_NODES; "auto"),
+    the environment variable, the argument, the property, and bad values of each refused with
+    nothing changed."""
     variable = "VECGRAPH_" + name.upper()
+    auto = default == "auto"
     monkeypatch.delenv(variable, raising=False)
-    assert getattr(vg.Graph(4), name) == getattr(vg, name.upper()) == default
+    g = vg.Graph(4)
+    assert getattr(g, name) == default and g.stats()[name] == in_force
+    assert (vg.FILTER_SCAN_MAX_NODES if auto else vg.FULL_SCAN_MAX_NODES) == in_force
     monkeypatch.setenv(variable, "123")
     g = vg.Graph(4)
     assert getattr(g, name) == 123 and g.stats()[name] == 123
@@ -577,22 +582,37 @@ def test_scan_thresholds_defaults_environment_and_bad_values(tmp_path, monkeypat
         assert getattr(g, name) == 9
     with vg.Graph.open(tmp_path / "g") as g:  # a search setting: not kept in the folder
         assert getattr(g, name) == 123
-    monkeypatch.setenv(variable, "many")
-    with pytest.raises(vg.InvalidArgumentError, match=f"{variable} must be an int >= 0, got 'many'"):
-        vg.Graph(4)
-    monkeypatch.setenv(variable, "-1")
-    with pytest.raises(vg.InvalidArgumentError, match=f"{variable} must be >= 0"):
-        vg.Graph(4)
+    monkeypatch.setenv(variable, " 45 ")  # surrounding spaces are fine
+    assert getattr(vg.Graph(4), name) == 45
+    expected = 'an int >= 0 or "auto"' if auto else "an int >= 0"
+    for raw in ("many", "-1", "+5", "1_000", "1e3", "٣", "0x10", "auto" if not auto else "AUTO"):
+        monkeypatch.setenv(variable, raw)
+        with pytest.raises(vg.InvalidArgumentError, match=re.escape(f"{variable} must be {expected}, got {raw!r}")):
+            vg.Graph(4)
+        with pytest.raises(vg.InvalidArgumentError, match=variable):
+            vg.Graph.open(tmp_path / "refused", dim=4)
+        assert not (tmp_path / "refused").exists()  # refused before the folder was touched
     monkeypatch.setenv(variable, "0")
     g = vg.Graph(4)
+    assert getattr(g, name) == 0
     with pytest.raises(vg.InvalidArgumentError, match=f"{name} must be >= 0 .*got -5"):
         setattr(g, name, -5)
-    for bad in (True, 2.5, "10", None):
-        with pytest.raises(TypeError, match=f"{name} must be an int"):
+    for bad in (True, 2.5, None, b"10"):
+        with pytest.raises(TypeError, match=f"{name} must be {re.escape(expected)}"):
+            setattr(g, name, bad)
+    for bad in ("10", "Auto", ""):  # a str other than "auto"
+        with pytest.raises(vg.InvalidArgumentError if auto else TypeError, match=f"{name} must be {re.escape(expected)}"):
             setattr(g, name, bad)
     with pytest.raises(vg.InvalidArgumentError, match=name):
         vg.Graph(4, **{name: -1})
     assert getattr(g, name) == 0  # rejected values changed nothing
+    if auto:
+        monkeypatch.setenv(variable, "auto")
+        assert getattr(vg.Graph(4), name) == "auto"
+        g.filter_scan_max_nodes = "auto"
+        assert g.filter_scan_max_nodes == "auto" and g.stats()[name] == 10_000
+        with vg.Graph.open(tmp_path / "g", **{name: "auto"}) as opened:
+            assert getattr(opened, name) == "auto"
 
 
 def test_arrays_that_went_through_pickle_are_accepted():

@@ -93,7 +93,7 @@ def _writer(g: vg.Graph, shared: _Shared, deadline: float, rng: random.Random, r
         # Tenant-filtered searches take turns between HNSW and the scan of the tenant's member
         # list (filter_scan_max_nodes), so that both run beside these writes.
         if rng.random() < 0.02:
-            g.filter_scan_max_nodes = rng.choice((0, vg.FILTER_SCAN_MAX_NODES))
+            g.filter_scan_max_nodes = rng.choice((0, "auto", vg.FILTER_SCAN_MAX_NODES))
         r = rng.random()
         if len(live) < 20 or (r < 0.30 and len(live) < LIVE_CAP):
             keys = [new_key() for _ in range(rng.randint(1, 8))]

@@ -238,3 +238,63 @@ def test_walk_gives_up_for_a_scan_when_any_filter_admits_very_few():
     assert run() == (20, 0)
     g.filter_scan_max_nodes = 0
     assert run(where={"group": 3}) == (20, 0)
+
+
+def test_filter_admitting_only_nodes_far_from_the_query():
+    """Anti-correlated filter: it admits half the graph (so the sampled share is high and the
+    walk does not give up), but none of the nodes near the query. The walk must cross its
+    cluster of rejected nodes and still return the best admitted nodes (those exact=True finds)."""
+    rng = np.random.default_rng(14)
+    n_side, dim = 3000, 16
+    centre = np.zeros(dim, dtype=np.float32)
+    centre[0] = 1.0
+    near = centre + 0.35 * rng.standard_normal((n_side, dim)).astype(np.float32)
+    far = -centre + 0.35 * rng.standard_normal((n_side, dim)).astype(np.float32)
+    g = vg.Graph(dim, "cos", full_scan_max_nodes=0, filter_scan_max_nodes=1000, filterable={"side": "str"})
+    g.add_nodes(list(range(2 * n_side)), np.vstack([near, far]),
+                props=[{"side": "near"}] * n_side + [{"side": "far"}] * n_side,
+                labels=["near"] * n_side + ["far"] * n_side)
+    found = total = 0
+    for q in centre + 0.2 * rng.standard_normal((30, dim)).astype(np.float32):
+        for filters in ({"where": {"side": "far"}}, {"labels": ["far"]}):  # 3,000 > 1,000: HNSW both
+            res = g.search(q, k=10, seeds=10, hops=0, **filters)
+            exact = g.search(q, k=10, seeds=10, hops=0, exact=True, **filters)
+            assert all(key >= n_side for key in res.keys) and len(res.keys) == 10
+            found += len(set(res.keys) & set(exact.keys))
+            total += 10
+    assert found / total >= 0.9
+    stats = g.stats()
+    assert stats["seed_scan_fallbacks"] == 0 and stats["seed_list_scans"] == 0
+
+
+def test_auto_limit_grows_with_the_graph():
+    """filter_scan_max_nodes="auto": 10,000 admitted nodes up to 100,000 rows, then
+    isqrt(1000 * rows); a label just under the limit takes the list scan (equal to exact=True),
+    one just over it HNSW, at two graph sizes, and adding nodes moves the limit."""
+    rng = np.random.default_rng(5)
+    g = vg.Graph(2, "cos", threads=1, connectivity=4, expansion_add=8, full_scan_max_nodes=0,
+                 filter_scan_max_nodes="auto")
+
+    def add(count: int, label: str) -> None:
+        first = len(g)
+        g.add_nodes(list(range(first, first + count)), rng.standard_normal((count, 2)) + 3.0, labels=label)
+
+    add(10_000, "at_floor")
+    add(10_001, "over_floor")
+    assert g.stats()["filter_scan_max_nodes"] == 10_000 == vg.FILTER_SCAN_MAX_NODES
+    add(10_400, "grown")  # 10,400 admitted: over the floor, under isqrt(1000 * 110,000) = 10,488
+    q = np.array([1.0, 0.5])
+    before = _seed_paths(g)
+    assert_same(g.search(q, labels=["at_floor"], hops=0), g.search(q, labels=["at_floor"], hops=0, exact=True))
+    g.search(q, labels=["grown"], hops=0)
+    after_small = _seed_paths(g)
+    assert (after_small[1] - before[1], after_small[2] - before[2]) == (1, 1)  # grown: HNSW at 30,401 rows
+    add(110_000 - len(g), "rest")
+    assert len(g) == 110_000 and g.stats()["filter_scan_max_nodes"] == 10_488
+    for label in ("grown", "over_floor"):  # 10,400 and 10,001 <= 10,488 now: list scans, exact
+        assert_same(g.search(q, labels=[label], hops=0), g.search(q, labels=[label], hops=0, exact=True))
+    after_large = _seed_paths(g)
+    assert (after_large[1] - after_small[1], after_large[2] - after_small[2]) == (2, 0)  # exact=True: full scans
+    g.filter_scan_max_nodes = 10_000  # a set number is the limit at any size
+    g.search(q, labels=["grown"], hops=0)
+    assert _seed_paths(g)[2] - after_large[2] == 1 and g.stats()["filter_scan_max_nodes"] == 10_000

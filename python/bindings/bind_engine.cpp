@@ -259,6 +259,7 @@ class PyEngine {
     void set_full_scan_max_nodes(std::size_t count) { engine_->set_full_scan_max_nodes(count); }
     std::size_t filter_scan_max_nodes() const { return engine_->filter_scan_max_nodes(); }
     void set_filter_scan_max_nodes(std::size_t count) { engine_->set_filter_scan_max_nodes(count); }
+    std::size_t filter_scan_limit() const { return engine_->filter_scan_limit(); }
     std::string metric() const { return metric_name(engine_->config().metric); }
 
     template <typename call_at>
@@ -899,6 +900,9 @@ class PyEngine {
 void bind_engine(py::module_& m) {
     constexpr std::int64_t ts_lo = std::numeric_limits<std::int64_t>::min();
     constexpr std::int64_t ts_hi = std::numeric_limits<std::int64_t>::max();
+    m.attr("FILTER_SCAN_AUTO") = py::int_(Engine::filter_scan_auto);
+    m.attr("FILTER_SCAN_AUTO_FLOOR") = py::int_(Engine::filter_scan_auto_floor);
+    m.attr("FILTER_SCAN_AUTO_FACTOR") = py::int_(Engine::filter_scan_auto_factor);
     py::class_<PyEngine>(m, "Engine", "Core engine; use vecgraph.Graph instead.")
         .def(py::init<std::size_t, const std::string&, std::size_t, std::size_t, std::size_t, std::size_t,
                       std::size_t, const std::vector<std::pair<std::string, std::string>>&>(),
@@ -907,6 +911,8 @@ void bind_engine(py::module_& m) {
              py::arg("filterable") = std::vector<std::pair<std::string, std::string>>{})
         .def_property("full_scan_max_nodes", &PyEngine::full_scan_max_nodes, &PyEngine::set_full_scan_max_nodes)
         .def_property("filter_scan_max_nodes", &PyEngine::filter_scan_max_nodes, &PyEngine::set_filter_scan_max_nodes)
+        .def_property_readonly("filter_scan_limit", &PyEngine::filter_scan_limit,
+                               "The filter scan limit in force at the graph's current size.")
         .def_property_readonly("dim", &PyEngine::dim)
         .def_property_readonly("metric", &PyEngine::metric)
         .def("add_nodes", &PyEngine::add_nodes, py::arg("keys"), py::arg("vectors"), py::arg("labels"),

@@ -8,7 +8,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Engine', 'active_isa', 'available_isas', 'dot_rows_i8', 'quantize', 'rrf_fuse', 'scan_i8']
+__all__: list[str] = ['Engine', 'FILTER_SCAN_AUTO', 'FILTER_SCAN_AUTO_FACTOR', 'FILTER_SCAN_AUTO_FLOOR', 'active_isa', 'available_isas', 'dot_rows_i8', 'quantize', 'rrf_fuse', 'scan_i8']
 class Engine:
     """
     Core engine; use vecgraph.Graph instead.
@@ -105,6 +105,11 @@ class Engine:
     def dim(self) -> int:
         ...
     @property
+    def filter_scan_limit(self) -> int:
+        """
+        The filter scan limit in force at the graph's current size.
+        """
+    @property
     def filter_scan_max_nodes(self) -> int:
         ...
     @filter_scan_max_nodes.setter
@@ -143,3 +148,6 @@ def scan_i8(query: numpy.ndarray, base: numpy.ndarray, isa: str = '') -> numpy.t
     """
     int32 dot products of an int8 query with every row of an int8 (n, dim) table.
     """
+FILTER_SCAN_AUTO: int = 18446744073709551615
+FILTER_SCAN_AUTO_FACTOR: int = 1000
+FILTER_SCAN_AUTO_FLOOR: int = 10000

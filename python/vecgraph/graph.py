@@ -35,11 +35,15 @@ FULL_SCAN_MAX_NODES = 4096
 scan (at 4,096 nodes of 384-d int8 codes about as fast as an HNSW search at ef 128; see
 :class:`Graph`). The environment variable
 ``VECGRAPH_FULL_SCAN_MAX_NODES`` replaces it for graphs made without the argument."""
-FILTER_SCAN_MAX_NODES = 10_000
-"""Default of ``filter_scan_max_nodes``: a search whose label or tenant filter admits at most this
-many live nodes finds its seeds by scanning just those nodes instead of HNSW (see
-:class:`Graph`). The environment variable ``VECGRAPH_FILTER_SCAN_MAX_NODES`` replaces it for
-graphs made without the argument."""
+FILTER_SCAN_MAX_NODES = _core.FILTER_SCAN_AUTO_FLOOR
+"""The least limit of ``filter_scan_max_nodes="auto"`` (the default), 10,000: a search whose label
+or tenant filter admits at most the limit's count of live nodes finds its seeds by scanning
+just those nodes instead of HNSW. "auto" sets the limit to
+``max(FILTER_SCAN_MAX_NODES, isqrt(1000 * rows))`` for a graph of ``rows`` node rows: 10,000
+up to 100,000 rows, 31,622 at 1,000,000 (see :class:`Graph`). The environment variable
+``VECGRAPH_FILTER_SCAN_MAX_NODES`` (an int, or "auto") replaces "auto" for graphs made without
+the argument."""
+FILTER_SCAN_AUTO = "auto"
 _METRICS = ("cos", "ip", "l2")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 TEXT_INDEX_DIR = "text"
@@ -451,34 +455,52 @@ def _real(value: Any, name: str) -> float:
     return float(value)
 
 
-def _scan_max_nodes(value: Any, name: str, default: int) -> int:
-    """``full_scan_max_nodes`` or ``filter_scan_max_nodes``: the argument, or (None) the
-    environment variable VECGRAPH_<NAME>, or the default."""
+def _scan_max_nodes(value: Any, name: str, default: Any, auto: bool = False) -> int:
+    """``full_scan_max_nodes`` or ``filter_scan_max_nodes`` as the engine's setting: the argument,
+    or (None) the environment variable VECGRAPH_<NAME> (ASCII digits, surrounding spaces
+    allowed; "auto" where ``auto``), or ``default``. With ``auto``, "auto" gives
+    ``_core.FILTER_SCAN_AUTO``."""
+    expected = "an int >= 0" + (' or "auto"' if auto else "")
     if value is None:
         variable = "VECGRAPH_" + name.upper()
         raw = os.environ.get(variable)
         if raw is None or raw.strip() == "":
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise InvalidArgumentError(f"{variable} must be an int >= 0, got {raw!r}") from None
-        name = variable
-    return _count_at_least(value, name, 0, " (0: HNSW always)")
+            value = default
+        else:
+            text = raw.strip()
+            if auto and text == FILTER_SCAN_AUTO:
+                value = text
+            elif text.isascii() and text.isdigit():
+                value = int(text)
+            else:
+                raise InvalidArgumentError(f"{variable} must be {expected}, got {raw!r}")
+            name = variable
+    if auto and isinstance(value, str):
+        if value != FILTER_SCAN_AUTO:
+            raise InvalidArgumentError(f"{name} must be {expected}, got {value!r}")
+        return _core.FILTER_SCAN_AUTO
+    try:
+        return _count_at_least(value, name, 0, " (0: HNSW always)")
+    except TypeError:
+        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}") from None
 
 
-def _scan_threshold(name: str, default: int, doc: str) -> property:
+def _scan_threshold(name: str, default: Any, doc: str) -> property:
     """The Graph property ``name`` (full_scan_max_nodes, filter_scan_max_nodes): the engine's
-    setting, set through _scan_max_nodes. None is refused: as an argument it means "the
-    environment variable or the default", which a later assignment should not silently take."""
+    setting, set through _scan_max_nodes ("auto" where the default is "auto"). None is refused:
+    as an argument it means "the environment variable or the default", which a later assignment
+    should not silently take."""
+    auto = default == FILTER_SCAN_AUTO
+    expected = "an int >= 0" + (' or "auto"' if auto else "")
 
-    def get(self: "Graph") -> int:
-        return getattr(self._engine, name)
+    def get(self: "Graph") -> Union[int, str]:
+        setting = getattr(self._engine, name)
+        return FILTER_SCAN_AUTO if auto and setting == _core.FILTER_SCAN_AUTO else setting
 
-    def set_(self: "Graph", value: int) -> None:
+    def set_(self: "Graph", value: Union[int, str]) -> None:
         if value is None:
-            raise TypeError(f"{name} must be an int >= 0, got None")
-        setattr(self._engine, name, _scan_max_nodes(value, name, default))
+            raise TypeError(f"{name} must be {expected}, got None")
+        setattr(self._engine, name, _scan_max_nodes(value, name, default, auto))
 
     return property(get, set_, doc=doc)
 
@@ -561,14 +583,17 @@ class Graph:
             members walked, against the filter's share of 1,024 sampled nodes) makes the walk
             give up for an exact scan of the graph once that is predicted to be cheaper than
             filling the beam (a ``where`` admitting 0.2% of 100,000 nodes: 0.59 ms against
-            33 ms). Default
-            :data:`FILTER_SCAN_MAX_NODES` (10,000), or the environment variable
-            ``VECGRAPH_FILTER_SCAN_MAX_NODES``; 0: HNSW always (no lists, no giving up). Also a
-            settable property. On
-            this project's 2-core test machine (AVX2, 384-d, seeds only), a label admitting
+            33 ms). Default "auto", or the environment variable
+            ``VECGRAPH_FILTER_SCAN_MAX_NODES`` (an int, or "auto"); 0: HNSW always (no lists,
+            no giving up). "auto" sets the limit to ``max(FILTER_SCAN_MAX_NODES,
+            isqrt(1000 * rows))`` for the graph's node rows at each search: 10,000 up to 100,000
+            rows, 31,622 at 1,000,000. A list scan costs about one gathered row per admitted node
+            and a filtered HNSW walk about ef * rows / admitted members, so the two meet where
+            the admitted count grows as the square root of the graph. Also a settable property.
+            On this project's 2-core test machine (AVX2, 384-d, seeds only), a label admitting
             1,000 of 100,000 nodes: 52 µs against 6.8 ms by HNSW; 10,000 of 1,000,000: 0.47
-            against 14.5 ms; the two meet near 14,000 admitted nodes at 100,000 and 30,000 at
-            1,000,000.
+            against 14.5 ms; 20,000 of 1,000,000: 1.5 against 7.5 ms; the two meet near 14,000
+            admitted nodes at 100,000 and 30,000-38,000 at 1,000,000.
 
     Vectors are stored once, as int8 codes with a float32 scale per vector (see
     :func:`quantize`); the HNSW index (Malkov & Yashunin, TPAMI 2018, via USearch) computes its
@@ -607,8 +632,8 @@ class Graph:
         auto_compact_edges = _count_at_least(auto_compact_edges, "auto_compact_edges", 0, " (0: never)")
         self._filterable = _filterable(filterable)
         full_scan_max_nodes = _scan_max_nodes(full_scan_max_nodes, "full_scan_max_nodes", FULL_SCAN_MAX_NODES)
-        filter_scan_max_nodes = _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes",
-                                                FILTER_SCAN_MAX_NODES)
+        filter_scan_max_nodes = _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes", FILTER_SCAN_AUTO,
+                                                auto=True)
         self._engine = _core.Engine(dim, _choice(metric, "metric", _METRICS), connectivity, expansion_add,
                                     expansion_search, threads, auto_compact_edges, list(self._filterable.items()))
         self._engine.full_scan_max_nodes = full_scan_max_nodes
@@ -700,9 +725,9 @@ class Graph:
         segment_bytes = _count_at_least(segment_bytes, "segment_bytes", 4096)
         _count_at_least(auto_compact_edges, "auto_compact_edges", 0, " (0: never)")
         background_indexing = _flag(background_indexing, "background_indexing")
-        full_scan_max_nodes = _scan_max_nodes(full_scan_max_nodes, "full_scan_max_nodes", FULL_SCAN_MAX_NODES)
-        filter_scan_max_nodes = _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes",
-                                                FILTER_SCAN_MAX_NODES)
+        # Checked before the folder is touched; Graph() resolves them again.
+        _scan_max_nodes(full_scan_max_nodes, "full_scan_max_nodes", FULL_SCAN_MAX_NODES)
+        _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes", FILTER_SCAN_AUTO, auto=True)
         if metric is not None:
             metric = _choice(metric, "metric", _METRICS)
         if dim is not None:
@@ -841,10 +866,12 @@ class Graph:
         (see :class:`Graph`); settable at any time, 0 for HNSW always. Raises
         InvalidArgumentError for a negative value, TypeError for a non-int.""")
     filter_scan_max_nodes = _scan_threshold(
-        "filter_scan_max_nodes", FILTER_SCAN_MAX_NODES,
+        "filter_scan_max_nodes", FILTER_SCAN_AUTO,
         """Searches whose label or tenant filter admits at most this many live nodes find seeds
-        by scanning just those nodes (see :class:`Graph`); settable at any time, 0 for HNSW
-        always. Raises InvalidArgumentError for a negative value, TypeError for a non-int.""")
+        by scanning just those nodes (see :class:`Graph`); "auto" (the default): a limit that
+        grows with the graph, ``max(FILTER_SCAN_MAX_NODES, isqrt(1000 * rows))``, in force now as
+        ``stats()["filter_scan_max_nodes"]``. Settable at any time; 0 for HNSW always. Raises
+        InvalidArgumentError for a negative value or another str, TypeError for another type.""")
 
     def checkpoint(self) -> dict:
         """Write the current state as an Arrow snapshot, commit it in the MANIFEST, and drop
@@ -1870,7 +1897,8 @@ class Graph:
         ``index_relinked``: HNSW members re-linked since open because inserts running side by
         side (``threads`` > 1, or a background pass beside writes) had left them with no
         in-link, so that no search could reach them; ``full_scan_max_nodes`` (see
-        :class:`Graph`); ``member_list_bytes``: the per-label and per-tenant member lists;
+        :class:`Graph`); ``filter_scan_max_nodes``: the filter scan limit in force at the
+        graph's current size (the number "auto" stands for); ``member_list_bytes``: the per-label and per-tenant member lists;
         ``seed_full_scans``, ``seed_list_scans``, ``seed_hnsw_searches``: searches since the
         graph was made or opened whose seeds came from an exact scan of every node (``exact=True``
         or a small graph), from a scan of a selective label / tenant filter's member lists, or
@@ -1878,7 +1906,7 @@ class Graph:
         an exact scan of every node because their filter admitted too few nodes (see
         ``filter_scan_max_nodes``; counted there, not in seed_full_scans)."""
         return dict(self._engine.stats(), full_scan_max_nodes=self._engine.full_scan_max_nodes,
-                    filter_scan_max_nodes=self._engine.filter_scan_max_nodes)
+                    filter_scan_max_nodes=self._engine.filter_scan_limit)
 
     def wait_for_indexing(self) -> None:
         """Waits until every node is in the HNSW seed index (see ``background_indexing`` of

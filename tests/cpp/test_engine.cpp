@@ -1,5 +1,6 @@
 // Engine: batches are all-or-nothing, search follows the documented rules on hand-made graphs,
 // filters apply to every node reached, and concurrent searches during writes stay consistent.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -81,6 +82,35 @@ std::unique_ptr<Engine> chain() {
 }
 
 }  // namespace
+
+TEST_CASE("the automatic filter scan limit is max(floor, isqrt(factor * rows)); a set limit is itself") {
+    // isqrt by bisection on exact integers: the plain reference for the engine's corrected estimate.
+    auto isqrt = [](unsigned __int128 x) {
+        std::uint64_t lo = 0, hi = std::uint64_t{1} << 32;
+        while (hi - lo > 1) {
+            const std::uint64_t mid = lo + (hi - lo) / 2;
+            if (static_cast<unsigned __int128>(mid) * mid <= x) lo = mid; else hi = mid;
+        }
+        return lo;
+    };
+    auto want = [&](std::uint64_t rows) {
+        const std::uint64_t root = isqrt(static_cast<unsigned __int128>(Engine::filter_scan_auto_factor) * rows);
+        return std::max<std::uint64_t>(Engine::filter_scan_auto_floor, root);
+    };
+    std::vector<std::uint64_t> rows_list = {0, 1, 99'999, 100'000, 100'001, 1'000'000, 10'000'000, 4'294'967'295u};
+    for (std::uint64_t r = 1; r < 3'000'000; r += 1 + r / 7) rows_list.push_back(r);
+    for (std::uint64_t k = 3'000; k < 70'000; k += 997) {  // both sides of each perfect square k^2 / 1000
+        const std::uint64_t at = k * k / Engine::filter_scan_auto_factor;
+        for (std::uint64_t r : {at - 1, at, at + 1}) rows_list.push_back(r);
+    }
+    for (std::uint64_t rows : rows_list) {
+        CHECK_EQ(Engine::filter_scan_limit(Engine::filter_scan_auto, rows), want(rows));
+        CHECK_EQ(Engine::filter_scan_limit(123, rows), 123u);
+        CHECK_EQ(Engine::filter_scan_limit(0, rows), 0u);
+    }
+    CHECK_EQ(Engine::filter_scan_limit(Engine::filter_scan_auto, 100'000), 10'000u);
+    CHECK_EQ(Engine::filter_scan_limit(Engine::filter_scan_auto, 1'000'000), 31'622u);
+}
 
 TEST_CASE("expansion follows hops, direction, rels and max_visited") {
     auto engine = chain();
