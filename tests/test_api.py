@@ -585,7 +585,8 @@ def test_scan_thresholds_defaults_environment_and_bad_values(tmp_path, monkeypat
     monkeypatch.setenv(variable, " 45 ")  # surrounding spaces are fine
     assert getattr(vg.Graph(4), name) == 45
     expected = 'an int >= 0 or "auto"' if auto else "an int >= 0"
-    for raw in ("many", "-1", "+5", "1_000", "1e3", "٣", "0x10", "auto" if not auto else "AUTO"):
+    for raw in ("many", "-1", "+5", "1_000", "1e3", "٣", "0x10", "\u00a07", "7\u3000", "\x1c7",
+                "auto" if not auto else "AUTO"):
         monkeypatch.setenv(variable, raw)
         with pytest.raises(vg.InvalidArgumentError, match=re.escape(f"{variable} must be {expected}, got {raw!r}")):
             vg.Graph(4)

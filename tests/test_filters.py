@@ -225,3 +225,11 @@ def test_bad_declarations_and_conditions():
     assert g.search([1, 0], where={"status": []}).keys == []  # an empty membership admits nothing
     assert g.search([1, 0], where={"n": []}).keys == []
     assert g.search([1, 0], where={"n": {">": 0.5}}).keys == ["a"]  # a real bound on an int property
+    for bad in ("\ud800", ["x", "\udfff"]):  # a lone surrogate: a typed error naming it, as for tenants
+        with pytest.raises(vg.InvalidArgumentError, match=r"where\['status'\].*is not valid Unicode"):
+            g.search([1, 0], where={"status": bad})
+    # Any iterable that is not a str is a membership, like tenants= and labels=.
+    for values in (np.array(["x", "y"]), {"x": 1, "y": 2}.keys(), (v for v in ["x"]), ["y"]):
+        assert g.search([1, 0], where={"status": values}).keys == (["a"] if not isinstance(values, list) else [])
+    assert g.search([1, 0], where={"n": np.arange(3)}).keys == ["a"]
+    assert g.search([1, 0], where={"n": np.int64(1)}).keys == ["a"]  # a NumPy scalar is one value

@@ -142,6 +142,28 @@ def test_a_filter_admitting_3_of_100000_works_in_every_channel():
     assert g.hybrid_search("document", vector=q, k=10, tenants=["nobody"]).keys == []
 
 
+def test_bm25_with_where_and_tenants_and_labels_together():
+    """The BM25 channel applies tenants, labels and the time window inside its search and the
+    where conditions per candidate: every combination returns exactly the admitted matches."""
+    rng = np.random.default_rng(8)
+    n = 3000
+    g = vg.Graph(dim=4, filterable={"topic": "str"})
+    tenants = [f"u{i % 300}" for i in range(n)]
+    labels = ["note" if i % 3 else "fact" for i in range(n)]
+    topics = ["rare" if i % 7 == 0 else "common" for i in range(n)]
+    g.add_nodes(list(range(n)), rng.normal(size=(n, 4)), texts=["alpha beta"] * n, tenants=tenants, labels=labels,
+                props=[{"topic": t} for t in topics], ts=list(range(n)))
+    for trial in range(20):
+        listed = [f"u{i}" for i in rng.choice(300, size=int(rng.integers(1, 250)), replace=False)]
+        use_labels = trial % 2 == 0
+        since = int(rng.integers(0, n // 2))
+        want = sorted(i for i in range(n) if tenants[i] in listed and topics[i] == "rare" and i >= since
+                      and (not use_labels or labels[i] == "fact"))
+        res = g.hybrid_search("alpha", k=n, channels=["bm25"], tenants=listed, where={"topic": "rare"},
+                              labels=["fact"] if use_labels else None, since=since)
+        assert sorted(res.keys) == want, trial
+
+
 def test_deleted_nodes_never_match_and_the_index_follows_writes():
     g = products()
     assert "a7-price" in g.hybrid_search("A7-Pro", k=3, channels=["bm25"]).keys

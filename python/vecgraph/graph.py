@@ -44,6 +44,7 @@ up to 100,000 rows, 31,622 at 1,000,000 (see :class:`Graph`). The environment va
 ``VECGRAPH_FILTER_SCAN_MAX_NODES`` (an int, or "auto") replaces "auto" for graphs made without
 the argument."""
 FILTER_SCAN_AUTO = "auto"
+_ASCII_SPACE = " \t\n\r\v\f"  # what may surround a number in an environment variable
 _METRICS = ("cos", "ip", "l2")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 TEXT_INDEX_DIR = "text"
@@ -346,8 +347,9 @@ def _where(where: Any, filterable: dict) -> Optional[list]:
             unknown = [op for op in condition if op not in _OPERATORS]
             if unknown or not condition:
                 raise InvalidArgumentError(f"where[{name!r}]: operators are {', '.join(_OPERATORS)}; got {list(condition)!r}")
-        elif isinstance(condition, (list, tuple, set, frozenset)):
-            condition = {"in": condition}
+        elif isinstance(condition, Iterable) and not isinstance(condition, (str, bytes)) and not (
+                isinstance(condition, np.ndarray) and condition.ndim == 0):
+            condition = {"in": condition}  # a list, tuple, set, array, generator, dict view, ...
         else:
             condition = {"==": condition}
         values: Optional[list] = None
@@ -362,6 +364,13 @@ def _where(where: Any, filterable: dict) -> Optional[list]:
                     bad = [v for v in items if not isinstance(v, str)]
                     if bad:
                         raise InvalidArgumentError(f"{label}: {name!r} is a str property; got {bad[0]!r}")
+                    for v in items:
+                        try:
+                            v.encode("utf-8")
+                        except UnicodeEncodeError:
+                            raise InvalidArgumentError(
+                                f"{label}: {v!r} is not valid Unicode (a lone surrogate); values must encode "
+                                "to UTF-8") from None
                     found = items
                 else:
                     found = [_number(v, kind, label) for v in items]
@@ -464,10 +473,10 @@ def _scan_max_nodes(value: Any, name: str, default: Any, auto: bool = False) -> 
     if value is None:
         variable = "VECGRAPH_" + name.upper()
         raw = os.environ.get(variable)
-        if raw is None or raw.strip() == "":
+        if raw is None or raw.strip(_ASCII_SPACE) == "":
             value = default
         else:
-            text = raw.strip()
+            text = raw.strip(_ASCII_SPACE)
             if auto and text == FILTER_SCAN_AUTO:
                 value = text
             elif text.isascii() and text.isdigit():
@@ -1795,11 +1804,16 @@ class Graph:
             flags = self._engine.admits(keys, args[7], args[8], ts_min, ts_max, conditions)
             return [key for key, ok in zip(keys, flags) if ok]
 
+        def passes_where(key: Any) -> bool:
+            # Only the where conditions: the BM25 search applies tenants, labels and the time window
+            # itself (sending them again for each candidate cost O(candidates x names listed)).
+            return bool(self._engine.admits([key], None, None, _INT64_MIN, _INT64_MAX, conditions)[0])
+
         def bm25() -> list:
             found = self._bm25(text, depth, tenants=args[8], labels=args[7],
                                ts_min=None if ts_min == _INT64_MIN else ts_min,
                                ts_max=None if ts_max == _INT64_MAX else ts_max,
-                               exclude=(lambda key: not admitted([key])) if conditions else None)
+                               exclude=(lambda key: not passes_where(key)) if conditions else None)
             # Tenants, labels and the time window are applied inside the BM25 search; deletes reach the index
             # with the write that makes them, so only where conditions need the graph here.
             return [key for key, _ in found]
