@@ -1648,7 +1648,10 @@ Result<std::vector<std::uint8_t>> Engine::admits(const std::string* keys, std::s
                                                   const SearchRequest& request) const {
     VG_RETURN_IF_ERROR(validate(request));
     auto lock = read_lock();
-    NodeFilter filter;
+    // A search context's filter: its masks are reused, so a call costs O(names listed) rather
+    // than O(names interned) (hybrid search checks each BM25 candidate with one call).
+    detail::ContextPool::Lease lease(contexts_);
+    NodeFilter& filter = scratch_[lease.slot()].filter;
     build_filter(request, filter);
     const NodeColumns columns = node_columns();
     std::vector<std::uint8_t> out(count, 0);
