@@ -33,7 +33,7 @@ struct NodeColumns {
 
 /// Flags indexed by interned id (of a label, a tenant or a str property value): set for the
 /// names one search lists. clear() unsets only the flags set since the last clear, so that a
-/// search costs O(names it lists) rather than O(names the graph has interned) (a fresh mask a
+/// search costs O(names it lists) rather than O(names the graph has interned) (a fresh mask per
 /// search was a 1 MB memset with a million tenants). Flags beyond fit()'s count read as unset.
 class IdMask {
   public:
