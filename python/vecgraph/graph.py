@@ -1629,7 +1629,8 @@ class Graph:
             since, until: the same window as datetimes (naive: UTC), dates or microseconds.
             where: conditions on the filterable properties declared when the graph was created,
                 all of which must hold: ``{"status": "current"}`` (equality),
-                ``{"status": ["a", "b"]}`` (membership), ``{"year": {">=": 2020, "<": 2024}}``
+                ``{"status": ["a", "b"]}`` (membership: any iterable that is not a str, such as
+                a list, set, array or generator), ``{"year": {">=": 2020, "<": 2024}}``
                 (ranges; operators ``==``, ``in``, ``>``, ``>=``, ``<``, ``<=``). Evaluated inside
                 the seed search and the traversal, like labels and tenants, so a filter that
                 admits few nodes still returns up to ``k`` of them. A node without the property
