@@ -1742,7 +1742,7 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
         // Any filter (where=, ts, a label or tenant with too many nodes for its lists) that the
         // walk finds to admit very few nodes: the walk gives up and the seeds come from an exact
         // scan, as with exact=True (off with filter_scan_max_nodes 0: HNSW always).
-        const std::size_t scan_nodes = filter.active() && filter_scan_max_nodes() > 0 ? count : 0;
+        const std::size_t scan_nodes = filter.active() && most > 0 ? count : 0;
         if (seed_index_->search(scratch.query, wanted_seeds, static_cast<std::size_t>(request.ef), active_filter,
                                 columns, slot, scratch.seeds, scan_nodes)) {
             if (background_running_.load(std::memory_order_acquire))

@@ -902,7 +902,6 @@ void bind_engine(py::module_& m) {
     constexpr std::int64_t ts_hi = std::numeric_limits<std::int64_t>::max();
     m.attr("FILTER_SCAN_AUTO") = py::int_(Engine::filter_scan_auto);
     m.attr("FILTER_SCAN_AUTO_FLOOR") = py::int_(Engine::filter_scan_auto_floor);
-    m.attr("FILTER_SCAN_AUTO_FACTOR") = py::int_(Engine::filter_scan_auto_factor);
     py::class_<PyEngine>(m, "Engine", "Core engine; use vecgraph.Graph instead.")
         .def(py::init<std::size_t, const std::string&, std::size_t, std::size_t, std::size_t, std::size_t,
                       std::size_t, const std::vector<std::pair<std::string, std::string>>&>(),

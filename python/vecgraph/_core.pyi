@@ -8,7 +8,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Engine', 'FILTER_SCAN_AUTO', 'FILTER_SCAN_AUTO_FACTOR', 'FILTER_SCAN_AUTO_FLOOR', 'active_isa', 'available_isas', 'dot_rows_i8', 'quantize', 'rrf_fuse', 'scan_i8']
+__all__: list[str] = ['Engine', 'FILTER_SCAN_AUTO', 'FILTER_SCAN_AUTO_FLOOR', 'active_isa', 'available_isas', 'dot_rows_i8', 'quantize', 'rrf_fuse', 'scan_i8']
 class Engine:
     """
     Core engine; use vecgraph.Graph instead.
@@ -149,5 +149,4 @@ def scan_i8(query: numpy.ndarray, base: numpy.ndarray, isa: str = '') -> numpy.t
     int32 dot products of an int8 query with every row of an int8 (n, dim) table.
     """
 FILTER_SCAN_AUTO: int = 18446744073709551615
-FILTER_SCAN_AUTO_FACTOR: int = 1000
 FILTER_SCAN_AUTO_FLOOR: int = 10000

@@ -364,13 +364,13 @@ def _where(where: Any, filterable: dict) -> Optional[list]:
                     bad = [v for v in items if not isinstance(v, str)]
                     if bad:
                         raise InvalidArgumentError(f"{label}: {name!r} is a str property; got {bad[0]!r}")
+                    from .text import _check_unicode
+
                     for v in items:
                         try:
-                            v.encode("utf-8")
-                        except UnicodeEncodeError:
-                            raise InvalidArgumentError(
-                                f"{label}: {v!r} is not valid Unicode (a lone surrogate); values must encode "
-                                "to UTF-8") from None
+                            _check_unicode(v, f"{label}: {v!r}")
+                        except ValueError as exc:
+                            raise InvalidArgumentError(str(exc)) from None
                     found = items
                 else:
                     found = [_number(v, kind, label) for v in items]
@@ -464,12 +464,17 @@ def _real(value: Any, name: str) -> float:
     return float(value)
 
 
-def _scan_max_nodes(value: Any, name: str, default: Any, auto: bool = False) -> int:
+def _scan_expected(default: Any) -> str:
+    """What a scan threshold takes: an int, and "auto" where that is the default."""
+    return "an int >= 0" + (' or "auto"' if default == FILTER_SCAN_AUTO else "")
+
+
+def _scan_max_nodes(value: Any, name: str, default: Any) -> int:
     """``full_scan_max_nodes`` or ``filter_scan_max_nodes`` as the engine's setting: the argument,
     or (None) the environment variable VECGRAPH_<NAME> (ASCII digits, surrounding spaces
-    allowed; "auto" where ``auto``), or ``default``. With ``auto``, "auto" gives
+    allowed; "auto" where the default is "auto"), or ``default``. "auto" gives
     ``_core.FILTER_SCAN_AUTO``."""
-    expected = "an int >= 0" + (' or "auto"' if auto else "")
+    auto = default == FILTER_SCAN_AUTO
     if value is None:
         variable = "VECGRAPH_" + name.upper()
         raw = os.environ.get(variable)
@@ -482,16 +487,16 @@ def _scan_max_nodes(value: Any, name: str, default: Any, auto: bool = False) -> 
             elif text.isascii() and text.isdigit():
                 value = int(text)
             else:
-                raise InvalidArgumentError(f"{variable} must be {expected}, got {raw!r}")
+                raise InvalidArgumentError(f"{variable} must be {_scan_expected(default)}, got {raw!r}")
             name = variable
     if auto and isinstance(value, str):
         if value != FILTER_SCAN_AUTO:
-            raise InvalidArgumentError(f"{name} must be {expected}, got {value!r}")
+            raise InvalidArgumentError(f"{name} must be {_scan_expected(default)}, got {value!r}")
         return _core.FILTER_SCAN_AUTO
     try:
         return _count_at_least(value, name, 0, " (0: HNSW always)")
     except TypeError:
-        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}") from None
+        raise TypeError(f"{name} must be {_scan_expected(default)}, got {type(value).__name__}") from None
 
 
 def _scan_threshold(name: str, default: Any, doc: str) -> property:
@@ -499,17 +504,15 @@ def _scan_threshold(name: str, default: Any, doc: str) -> property:
     setting, set through _scan_max_nodes ("auto" where the default is "auto"). None is refused:
     as an argument it means "the environment variable or the default", which a later assignment
     should not silently take."""
-    auto = default == FILTER_SCAN_AUTO
-    expected = "an int >= 0" + (' or "auto"' if auto else "")
 
     def get(self: "Graph") -> Union[int, str]:
         setting = getattr(self._engine, name)
-        return FILTER_SCAN_AUTO if auto and setting == _core.FILTER_SCAN_AUTO else setting
+        return FILTER_SCAN_AUTO if default == FILTER_SCAN_AUTO and setting == _core.FILTER_SCAN_AUTO else setting
 
     def set_(self: "Graph", value: Union[int, str]) -> None:
         if value is None:
-            raise TypeError(f"{name} must be {expected}, got None")
-        setattr(self._engine, name, _scan_max_nodes(value, name, default, auto))
+            raise TypeError(f"{name} must be {_scan_expected(default)}, got None")
+        setattr(self._engine, name, _scan_max_nodes(value, name, default))
 
     return property(get, set_, doc=doc)
 
@@ -641,8 +644,7 @@ class Graph:
         auto_compact_edges = _count_at_least(auto_compact_edges, "auto_compact_edges", 0, " (0: never)")
         self._filterable = _filterable(filterable)
         full_scan_max_nodes = _scan_max_nodes(full_scan_max_nodes, "full_scan_max_nodes", FULL_SCAN_MAX_NODES)
-        filter_scan_max_nodes = _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes", FILTER_SCAN_AUTO,
-                                                auto=True)
+        filter_scan_max_nodes = _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes", FILTER_SCAN_AUTO)
         self._engine = _core.Engine(dim, _choice(metric, "metric", _METRICS), connectivity, expansion_add,
                                     expansion_search, threads, auto_compact_edges, list(self._filterable.items()))
         self._engine.full_scan_max_nodes = full_scan_max_nodes
@@ -736,7 +738,7 @@ class Graph:
         background_indexing = _flag(background_indexing, "background_indexing")
         # Checked before the folder is touched; Graph() resolves them again.
         _scan_max_nodes(full_scan_max_nodes, "full_scan_max_nodes", FULL_SCAN_MAX_NODES)
-        _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes", FILTER_SCAN_AUTO, auto=True)
+        _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes", FILTER_SCAN_AUTO)
         if metric is not None:
             metric = _choice(metric, "metric", _METRICS)
         if dim is not None:
