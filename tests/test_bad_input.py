@@ -176,6 +176,15 @@ ERROR_ROWS = [
      (ValueError, OverflowError, TypeError), (), ["ts", "int64"]),
     ("edge_ts_above_int64", "cos", lambda g: g.add_edges(["a"], ["b"], ts=[2**63]),
      (ValueError, OverflowError, TypeError), (), ["ts", "int64"]),
+    ("edge_uint64_key_above_int64", "cos",
+     lambda g: g.add_edges(np.array([1, 2**64 - 1], np.uint64), np.array([2, 1], np.uint64)),
+     ValueError, (), ["src row 1", "int64 range"]),
+    ("edge_int_array_key_missing", "cos",
+     lambda g: g.add_edges(np.array([1, 2], np.int32), np.array([2, 3], np.int32)),
+     vg.NotFoundError, (KeyError,), ["row 1", "dst key 3"]),
+    ("edge_int_array_2d", "cos",
+     lambda g: g.add_edges(np.array([[1, 2]]), np.array([[2, 1]])),
+     ValueError, (), ["src", "1-dimensional", "(1, 2)"]),
     ("label_not_str", "cos", lambda g: g.add_nodes(["n"], np.ones((1, 4), np.float32), labels=[3]),
      TypeError, (), ["labels", "str", "int"]),
     # lookups
@@ -227,6 +236,36 @@ def test_nothing_of_a_failed_edge_batch_is_added():
     assert g.neighbors("a", direction="both") == before
     assert g.neighbors("a", rels=["new"]) == []
     assert g.stats()["rels"] == 2  # "r" and "s": the failed batch interned nothing
+
+
+def test_integer_array_edge_keys_equal_the_same_keys_as_python_ints():
+    # NumPy integer arrays are encoded from their buffer; every integer dtype gives the keys that
+    # a list of the same Python ints gives, and str keys in an object array still work.
+    rng = np.random.default_rng(3)
+    keys = [-2**63, -5, 0, 7, 2**31 + 1, 2**63 - 1]
+    pairs = rng.integers(0, len(keys), size=(40, 2))
+    from_list, from_arrays = vg.Graph(DIM), vg.Graph(DIM)
+    for g in (from_list, from_arrays):
+        g.add_nodes(keys + ["s"], rng.normal(size=(len(keys) + 1, DIM)).astype(np.float32))
+    src = [keys[i] for i in pairs[:, 0]]
+    dst = [keys[i] for i in pairs[:, 1]]
+    from_list.add_edges(src, dst, rels="r")
+    from_arrays.add_edges(np.array(src, np.int64), np.array(dst, np.int64), rels="r")
+    small = np.array([-5, 0, 7], np.int8)
+    for dtype in (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32, np.uint64):
+        src_small = small[small >= 0] if np.dtype(dtype).kind == "u" else small
+        from_list.add_edges(src_small.tolist(), src_small[::-1].tolist(), rels=np.dtype(dtype).name)
+        from_arrays.add_edges(src_small.astype(dtype), src_small[::-1].astype(dtype), rels=np.dtype(dtype).name)
+    from_list.add_edges(["s", 7], [7, "s"], rels="mixed")
+    from_arrays.add_edges(np.array(["s", 7], dtype=object), np.array([7, "s"], dtype=object), rels="mixed")
+    assert from_arrays.count_edges == from_list.count_edges == 40 + 3 * 3 + 2 * 4 + 2
+    for key in keys + ["s"]:
+        got = from_arrays.neighbors(key, direction="both")
+        assert got == from_list.neighbors(key, direction="both")
+        assert all(type(k) in (int, str) for e in got for k in (e.src, e.dst))
+    assert sorted(e.dst for e in from_arrays.neighbors(2**63 - 1, direction="out")) == sorted(
+        d for s, d in zip(src, dst) if s == 2**63 - 1)
+    assert from_arrays.delete_edges(np.array([-5], np.int64), np.array([7], np.int64), rels="int8") == 1
 
 
 def test_a_large_edge_batch_reports_its_first_bad_row():

@@ -196,7 +196,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
 
 std::size_t Engine::count_nodes() const {
     auto lock = read_lock();
-    return node_keys_.size() - count_dead_nodes_;
+    return keys_.count_ids() - count_dead_nodes_;
 }
 
 std::size_t Engine::count_edges() const {
@@ -338,22 +338,19 @@ Result<Engine::PreparedNodes> Engine::prepare_nodes(const NodeBatch& batch, bool
     prepared.existing.assign(batch.count, invalid_id);
     std::unordered_set<std::string_view> batch_keys;
     batch_keys.reserve(batch.count);
+    keys_.find_many(batch.keys, batch.count, prepared.existing.data());
     for (std::size_t i = 0; i < batch.count; ++i) {
         const std::string& key = batch.keys[i];
-        auto it = key_to_node_.find(key);
-        if (it != key_to_node_.end()) {
-            if (!upsert)
-                return Status::already_exists("key " + display_key(key) + " (row " + std::to_string(i) +
-                                              ") is already in the graph; keys must be unique (upsert_nodes replaces)");
-            prepared.existing[i] = it->second;
-        }
+        if (prepared.existing[i] != invalid_id && !upsert)
+            return Status::already_exists("key " + display_key(key) + " (row " + std::to_string(i) +
+                                          ") is already in the graph; keys must be unique (upsert_nodes replaces)");
         if (!batch_keys.insert(key).second)
             return Status::already_exists("key " + display_key(key) + " appears twice in the batch (row " +
                                           std::to_string(i) + "); keys must be unique");
     }
     prepared.count_new = static_cast<std::size_t>(
         std::count(prepared.existing.begin(), prepared.existing.end(), invalid_id));
-    if (prepared.count_new > max_count_nodes - node_keys_.size())
+    if (prepared.count_new > max_count_nodes - keys_.count_ids())
         return Status::invalid_argument("a graph holds at most " + std::to_string(max_count_nodes) + " nodes");
     std::size_t stride = node_vectors_.stride_bytes();
     if (batch.vectors) {
@@ -404,10 +401,9 @@ Result<Engine::PreparedNodes> Engine::prepare_nodes(const NodeBatch& batch, bool
 
 Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     const std::size_t stride = node_vectors_.stride_bytes();
-    const std::size_t first = node_keys_.size();
+    const std::size_t first = keys_.count_ids();
     std::vector<node_id_t> replaced;
     const std::size_t total = first + prepared.count_new;
-    Regrow<const std::string*> keys(node_keys_, total);
     Regrow<label_id_t> labels(node_labels_, total);
     Regrow<tenant_id_t> tenants(node_tenants_, total);
     Regrow<std::int64_t> ts_column(node_ts_, total);
@@ -436,14 +432,13 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
             prop_real[p].commit();
             prop_present[p].commit();
         }
-        keys.commit();
         labels.commit();
         tenants.commit();
         ts_column.commit();
         dead.commit();
         flags.commit();
         node_vectors_.adopt_buffer(rows);
-        reserve_rows(key_to_node_, total);
+        keys_.reserve(total);
         reserve_rows(node_texts_, total);
         reserve_rows(node_props_, total);
         reserve_rows(node_aliases_, total);
@@ -502,9 +497,8 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
                 write_props(node, i);
                 continue;
             }
-            node = static_cast<node_id_t>(node_keys_.size());
-            auto inserted = key_to_node_.emplace(batch.keys[i], node).first;
-            node_keys_.push_back(&inserted->first);
+            node = static_cast<node_id_t>(keys_.count_ids());
+            keys_.append(batch.keys[i]);
             node_labels_.push_back(labels_.intern(label));
             node_tenants_.push_back(tenants_.intern(tenant));
             node_dead_.push_back(0);  // before a later row's upsert can prune a list that holds this node
@@ -517,7 +511,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
             node_vectors_.append_rows(row, 1);
             write_props(node, i);
         }
-        delta_.flags.resize(node_keys_.size(), 0);
+        delta_.flags.resize(keys_.count_ids(), 0);
         if (!prop_columns_.empty()) refresh_prop_views();
         if (!replaced.empty()) text_changed_ = true;
         for (std::size_t i = 0; batch.texts && i < batch.count && !text_changed_; ++i) text_changed_ = !batch.texts[i].empty();
@@ -603,25 +597,25 @@ Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) cons
     prepared.dst.resize(batch.count);
     // Checks rows [begin, end) and fills their node ids; the first bad row's error, or OK.
     auto check_rows = [&](std::size_t begin, std::size_t end) -> Status {
+        if (!by_id) {
+            keys_.find_many(batch.src + begin, end - begin, prepared.src.data() + begin);
+            keys_.find_many(batch.dst + begin, end - begin, prepared.dst.data() + begin);
+        }
         for (std::size_t i = begin; i < end; ++i) {
             if (by_id) {
                 for (node_id_t node : {batch.src_ids[i], batch.dst_ids[i]})
-                    if (node >= node_keys_.size() || node_dead_[node])
+                    if (node >= keys_.count_ids() || node_dead_[node])
                         return Status::not_found("edge row " + std::to_string(i) + ": node id " + std::to_string(node) +
                                                  " is not a live node of the graph");
                 prepared.src[i] = batch.src_ids[i];
                 prepared.dst[i] = batch.dst_ids[i];
             } else {
-                auto s = key_to_node_.find(batch.src[i]);
-                if (s == key_to_node_.end())
+                if (prepared.src[i] == invalid_id)
                     return Status::not_found("edge row " + std::to_string(i) + ": src key " + display_key(batch.src[i]) +
                                              " is not a node of the graph; add the node first");
-                auto d = key_to_node_.find(batch.dst[i]);
-                if (d == key_to_node_.end())
+                if (prepared.dst[i] == invalid_id)
                     return Status::not_found("edge row " + std::to_string(i) + ": dst key " + display_key(batch.dst[i]) +
                                              " is not a node of the graph; add the node first");
-                prepared.src[i] = s->second;
-                prepared.dst[i] = d->second;
             }
             if (batch.weights && !std::isfinite(batch.weights[i]))
                 return Status::invalid_argument("edge row " + std::to_string(i) + ": weight is " +
@@ -718,8 +712,8 @@ Status Engine::add_edges(const EdgeBatch& batch) {
         out.u32(static_cast<std::uint32_t>(stride));
         out.u8(p.has_vector.empty() ? 0 : 1);
         for (std::size_t i = 0; i < batch.count; ++i) {
-            out.str(by_id ? *node_keys_[p.src[i]] : batch.src[i]);
-            out.str(by_id ? *node_keys_[p.dst[i]] : batch.dst[i]);
+            out.str(by_id ? keys_.key(p.src[i]) : std::string_view(batch.src[i]));
+            out.str(by_id ? keys_.key(p.dst[i]) : std::string_view(batch.dst[i]));
             out.str(batch.rels ? batch.rels[i] : empty_string());
             out.f32(batch.weights ? batch.weights[i] : 1.f);
             out.i64(batch.ts ? batch.ts[i] : 0);
@@ -740,13 +734,13 @@ Result<std::vector<node_id_t>> Engine::select_nodes(const std::string* keys, std
     std::vector<node_id_t> nodes;
     std::unordered_set<node_id_t> seen;
     for (std::size_t i = 0; i < count; ++i) {
-        auto it = key_to_node_.find(keys[i]);
-        if (it == key_to_node_.end()) {
+        const node_id_t node = keys_.find(keys[i]);
+        if (node == invalid_id) {
             if (missing_ok) continue;
             return Status::not_found("key " + display_key(keys[i]) + " (row " + std::to_string(i) +
                                      ") is not in the graph; pass missing_ok=True to skip missing keys");
         }
-        if (seen.insert(it->second).second) nodes.push_back(it->second);
+        if (seen.insert(node).second) nodes.push_back(node);
     }
     return nodes;
 }
@@ -755,14 +749,13 @@ Result<std::vector<edge_id_t>> Engine::select_edges(const EdgeSelection& selecti
     std::vector<edge_id_t> edges;
     std::unordered_set<edge_id_t> seen;
     for (std::size_t i = 0; i < selection.count; ++i) {
-        auto s = key_to_node_.find(selection.src[i]);
-        auto d = key_to_node_.find(selection.dst[i]);
+        const node_id_t src = keys_.find(selection.src[i]);
+        const node_id_t dst = keys_.find(selection.dst[i]);
         rel_id_t rel = 0;
         bool rel_known = !selection.rels || rels_.find(selection.rels[i], &rel);
         std::size_t matched = 0;
-        if (s != key_to_node_.end() && d != key_to_node_.end() && rel_known) {
-            const node_id_t dst = d->second;
-            for_each_allowed_edge(graph_view(), s->second, every_out_edge, [&](node_id_t neighbor, edge_id_t e) {
+        if (src != invalid_id && dst != invalid_id && rel_known) {
+            for_each_allowed_edge(graph_view(), src, every_out_edge, [&](node_id_t neighbor, edge_id_t e) {
                 if (neighbor == dst && (!selection.rels || edge_rels_[e] == rel)) {
                     ++matched;
                     if (seen.insert(e).second) edges.push_back(e);
@@ -818,9 +811,7 @@ void Engine::apply_node_deletes(const std::vector<node_id_t>& nodes) {
             }
             return true;
         });
-        // Release the key (a later add makes a new node); keep its bytes for node_keys_.
-        dead_keys_.push_back(key_to_node_.extract(*node_keys_[node]));
-        node_keys_[node] = &dead_keys_.back().key();
+        keys_.erase(node);  // a later add of the key makes a new node; key(node) stays
     }
 }
 
@@ -834,7 +825,7 @@ Status Engine::delete_nodes(const std::string* keys, std::size_t count, bool mis
     if (nodes.value().empty()) return Status::OK();
     auto lsn = log(record::delete_nodes, [&](wal::PayloadWriter& out) {
         out.u32(static_cast<std::uint32_t>(nodes.value().size()));
-        for (node_id_t node : nodes.value()) out.str(*node_keys_[node]);
+        for (node_id_t node : nodes.value()) out.str(keys_.key(node));
     });
     if (!lsn.ok()) return lsn.status();
     apply_node_deletes(nodes.value());
@@ -901,12 +892,11 @@ Result<std::vector<node_id_t>> Engine::alias_targets(const std::string* keys, st
     std::vector<node_id_t> nodes(count);
     std::unordered_set<node_id_t> seen;
     for (std::size_t i = 0; i < count; ++i) {
-        auto it = key_to_node_.find(keys[i]);
-        if (it == key_to_node_.end())
+        nodes[i] = keys_.find(keys[i]);
+        if (nodes[i] == invalid_id)
             return Status::not_found("key " + display_key(keys[i]) + " (row " + std::to_string(i) + ") is not in the graph");
-        if (!seen.insert(it->second).second)
+        if (!seen.insert(nodes[i]).second)
             return Status::invalid_argument("key " + display_key(keys[i]) + " appears twice (row " + std::to_string(i) + ")");
-        nodes[i] = it->second;
     }
     return nodes;
 }
@@ -939,7 +929,7 @@ void Engine::rebuild_base() {
     // while searches keep reading the current base and delta, then swap.
     EdgeColumns columns{edge_src_.data(), edge_dst_.data(), edge_rels_.data(), edge_weights_.data(), edge_src_.size(),
                         count_dead_edges_ ? edge_dead_.data() : nullptr};
-    install_base(CsrGraph::build(node_keys_.size(), columns), edge_src_.size(), nullptr);
+    install_base(CsrGraph::build(keys_.count_ids(), columns), edge_src_.size(), nullptr);
 }
 
 Status Engine::compact() {
@@ -954,7 +944,7 @@ Status Engine::compact() {
         std::lock_guard<std::mutex> writer(writer_mutex_);
         if (delta_.count_edges == 0 && dead_edges_since_compaction_ == 0 && base_edges_ == edge_src_.size())
             return Status::OK();  // the base CSR already holds every edge
-        count_nodes = node_keys_.size();
+        count_nodes = keys_.count_ids();
         src = edge_src_;
         dst = edge_dst_;
         rels = edge_rels_;
@@ -1037,7 +1027,7 @@ std::uint64_t Engine::last_lsn() const { return last_lsn_.load(); }
 
 void Engine::begin_deferral() {
     if (replaying_ || defer_index_) return;
-    indexed_before_defer_ = node_keys_.size();
+    indexed_before_defer_ = keys_.count_ids();
     deferred_hnsw_.clear();
     deferred_reindexed_ = 0;
 }
@@ -1174,7 +1164,7 @@ std::size_t Engine::count_deferred() const {
 Status Engine::save_seed_index(const std::string& path, bool* saved) {
     *saved = false;  // writes are paused by the caller (pause_writes holds writer_mutex_)
     if (count_dead_nodes_ || !deferred_hnsw_.empty() || background_running_.load() || seed_index_->count_reindexed() ||
-        seed_index_->size() != node_keys_.size())
+        seed_index_->size() != keys_.count_ids())
         return Status::OK();
     auto lock = read_lock();
     std::unique_lock<std::shared_mutex> still(hnsw_walk_mutex_);  // no add in flight
@@ -1188,13 +1178,13 @@ Status Engine::load_seed_index(const std::string& path) {
     std::lock_guard<std::mutex> writer(writer_mutex_);
     wait_for_inserts_in_flight();
     if (!defer_index_ || seed_index_->size() != 0 || deferred_reindexed_ || indexed_before_defer_ != 0 ||
-        deferred_hnsw_.size() != node_keys_.size() || count_dead_nodes_)
+        deferred_hnsw_.size() != keys_.count_ids() || count_dead_nodes_)
         return Status::invalid_argument(
             "load_seed_index needs deferred indexing and only freshly loaded nodes, none indexed or deleted");
     auto lock = write_lock();
-    VG_RETURN_IF_ERROR(seed_index_->load(path, node_keys_.size()));
+    VG_RETURN_IF_ERROR(seed_index_->load(path, keys_.count_ids()));
     deferred_hnsw_.clear();
-    indexed_before_defer_ = node_keys_.size();
+    indexed_before_defer_ = keys_.count_ids();
     return Status::OK();
 }
 
@@ -1206,7 +1196,7 @@ std::vector<std::string> Engine::verify(std::size_t limit) const {
     auto report = [&](std::string line) {
         if (problems.size() < limit) problems.push_back(std::move(line));
     };
-    const std::size_t n = node_keys_.size(), m = edge_src_.size();
+    const std::size_t n = keys_.count_ids(), m = edge_src_.size();
     auto text = [](std::size_t v) { return std::to_string(v); };
 
     // Column lengths.
@@ -1259,13 +1249,14 @@ std::vector<std::string> Engine::verify(std::size_t limit) const {
     };
     check_members("label", label_members_, node_labels_, labels_.size());
     check_members("tenant", tenant_members_, node_tenants_, tenants_.size());
-    if (key_to_node_.size() != n - dead_nodes)
-        report("the key map holds " + text(key_to_node_.size()) + " keys for " + text(n - dead_nodes) + " live nodes");
-    for (const auto& [key, node] : key_to_node_) {
-        if (node >= n) { report("key " + display_key(key) + " maps to node " + text(node) + " beyond the nodes"); continue; }
+    if (keys_.size() != n - dead_nodes)
+        report("the key map holds " + text(keys_.size()) + " keys for " + text(n - dead_nodes) + " live nodes");
+    keys_.for_each_live([&](node_id_t node, std::string_view key) {
+        if (node >= n) return report("key " + display_key(key) + " maps to node " + text(node) + " beyond the nodes");
         if (node_dead_[node]) report("key " + display_key(key) + " maps to deleted node " + text(node));
-        if (node_keys_[node] != &key) report("key " + display_key(key) + " maps to node " + text(node) + " whose key differs");
-    }
+        if (keys_.key(node) != key) report("key " + display_key(key) + " maps to node " + text(node) + " whose key differs");
+        if (keys_.find(key) != node) report("key " + display_key(key) + " of node " + text(node) + " is not found by lookup");
+    });
 
     // Edges: endpoints, rels, tombstones.
     std::size_t dead_edges = 0;
@@ -1535,8 +1526,8 @@ Result<ExportedState> Engine::export_state(bool roll_wal) {
     auto lock = read_lock();
     ExportedState state;
     state.lsn = last_lsn_.load();
-    std::vector<std::uint32_t> position(node_keys_.size(), invalid_id);
-    for (std::size_t n = 0; n < node_keys_.size(); ++n)
+    std::vector<std::uint32_t> position(keys_.count_ids(), invalid_id);
+    for (std::size_t n = 0; n < keys_.count_ids(); ++n)
         if (!node_dead_[n]) {
             position[n] = static_cast<std::uint32_t>(state.nodes.size());
             state.nodes.push_back(static_cast<node_id_t>(n));
@@ -1656,9 +1647,9 @@ Result<std::vector<std::uint8_t>> Engine::admits(const std::string* keys, std::s
     const NodeColumns columns = node_columns();
     std::vector<std::uint8_t> out(count, 0);
     for (std::size_t i = 0; i < count; ++i) {
-        auto it = key_to_node_.find(keys[i]);
-        if (it == key_to_node_.end() || node_dead_[it->second]) continue;
-        out[i] = filter.admits(columns, it->second) ? 1 : 0;
+        const node_id_t node = keys_.find(keys[i]);
+        if (node == invalid_id || node_dead_[node]) continue;
+        out[i] = filter.admits(columns, node) ? 1 : 0;
     }
     return out;
 }
@@ -1711,7 +1702,7 @@ Result<std::vector<SearchResult>> Engine::search_batch(const float* queries, std
 Status Engine::search_locked(const float* query, const SearchRequest& request, std::size_t slot,
                              SearchResult& result) const {
     TraversalScratch& scratch = scratch_[slot];
-    std::size_t count = node_keys_.size();
+    std::size_t count = keys_.count_ids();
     scratch.begin(count);
     result = SearchResult{};
     result.path_offsets.push_back(0);
@@ -1757,9 +1748,8 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
         std::vector<ScoredNode> named;
         const simd::dot_i8_fn dot = simd::active().dot_i8;
         for (const std::string& key : request.extra_seeds) {
-            auto it = key_to_node_.find(key);
-            if (it == key_to_node_.end()) continue;
-            node_id_t node = it->second;
+            const node_id_t node = keys_.find(key);
+            if (node == invalid_id) continue;
             if ((active_filter && !active_filter->admits(columns, node)) || (!active_filter && node_dead_[node])) continue;
             bool seen = false;
             for (const ScoredNode& s : named) seen = seen || s.node == node;
@@ -1791,7 +1781,7 @@ std::size_t Engine::filter_scan_limit(std::size_t setting, std::size_t rows) noe
 
 std::size_t Engine::filter_scan_limit() const {
     auto lock = read_lock();
-    return filter_scan_limit(filter_scan_max_nodes(), node_keys_.size());
+    return filter_scan_limit(filter_scan_max_nodes(), keys_.count_ids());
 }
 
 void Engine::build_filter(const SearchRequest& request, NodeFilter& filter) const {
@@ -1875,7 +1865,7 @@ void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const
                          const NodeColumns& columns, TraversalScratch& scratch) const {
     // Brute force in blocks: the scan kernel over consecutive rows (or the gather kernel over the
     // admitted rows of a block), keeping the best `wanted` in a heap whose top is the worst kept.
-    const std::size_t count = node_keys_.size();
+    const std::size_t count = keys_.count_ids();
     std::vector<ScoredNode>& heap = scratch.seeds;
     heap.clear();
     scratch.dots.resize(std::max(gather_block_rows, scan_block_rows));
@@ -1989,33 +1979,33 @@ bool Engine::seed_index_complete() const {
     std::lock_guard<std::mutex> writer(writer_mutex_);
     wait_for_inserts_in_flight();
     return !count_dead_nodes_ && deferred_hnsw_.empty() && !background_running_.load() &&
-           !seed_index_->count_reindexed() && seed_index_->size() == node_keys_.size();
+           !seed_index_->count_reindexed() && seed_index_->size() == keys_.count_ids();
 }
 
 Result<node_id_t> Engine::find(std::string_view key) const {
     auto lock = read_lock();
-    auto it = key_to_node_.find(std::string(key));
-    if (it == key_to_node_.end()) return Status::not_found("key " + display_key(key) + " is not in the graph");
-    return it->second;
+    const node_id_t node = keys_.find(key);
+    if (node == invalid_id) return Status::not_found("key " + display_key(key) + " is not in the graph");
+    return node;
 }
 
 std::string_view Engine::key(node_id_t node) const {
     auto lock = read_lock();
-    return *node_keys_[node];
+    return keys_.key(node);
 }
 
 std::vector<std::string_view> Engine::keys_of(const std::vector<Hit>& hits) const {
     auto lock = read_lock();
     std::vector<std::string_view> keys;
     keys.reserve(hits.size());
-    for (const Hit& hit : hits) keys.push_back(*node_keys_[hit.node]);
+    for (const Hit& hit : hits) keys.push_back(keys_.key(hit.node));
     return keys;
 }
 
 NodeRecord Engine::node(node_id_t node, bool with_vector) const {
     auto lock = read_lock();
     NodeRecord record;
-    record.key = *node_keys_[node];
+    record.key = std::string(keys_.key(node));
     record.label = labels_.name(node_labels_[node]);
     record.tenant = tenants_.name(node_tenants_[node]);
     record.ts = node_ts_[node];
@@ -2051,7 +2041,7 @@ std::vector<EdgeRecord> Engine::neighbors(node_id_t node, Direction direction, b
     if (filter_rels) rels_.mask_of(rels, rel_ok);
     // The same walk as traversal, with no fanout limit, collecting instead of visiting.
     std::vector<EdgeRecord> found;
-    if (node >= node_keys_.size() || node_dead_[node]) return found;
+    if (node >= keys_.count_ids() || node_dead_[node]) return found;
     TraversalParams params;
     params.direction = direction;
     params.max_fanout = SIZE_MAX;
@@ -2076,7 +2066,7 @@ EngineStats Engine::stats() const {
     s.read_only = read_only;
     s.count_index_pending = deferred + background_pending();
     s.count_index_relinked = seed_index_->count_relinked();
-    s.count_nodes = node_keys_.size() - count_dead_nodes_;
+    s.count_nodes = keys_.count_ids() - count_dead_nodes_;
     s.count_edges = edge_src_.size() - count_dead_edges_;
     s.count_deleted_nodes = count_dead_nodes_;
     s.count_deleted_edges = count_dead_edges_;
@@ -2095,9 +2085,7 @@ EngineStats Engine::stats() const {
         std::unique_lock<std::shared_mutex> still(hnsw_walk_mutex_);  // it walks every member
         s.hnsw_bytes = seed_index_->memory_bytes();
     }
-    std::size_t key_bytes = key_to_node_.bucket_count() * sizeof(void*) + node_keys_.capacity() * sizeof(void*);
-    for (const auto& entry : key_to_node_) key_bytes += sizeof(entry) + 2 * sizeof(void*) + entry.first.capacity();
-    s.key_bytes = key_bytes;
+    s.key_bytes = keys_.memory_bytes();
     s.member_list_bytes = label_members_.memory_bytes() + tenant_members_.memory_bytes();
     s.count_seed_full_scans = count_seed_full_scans_.load(std::memory_order_relaxed);
     s.count_seed_list_scans = count_seed_list_scans_.load(std::memory_order_relaxed);

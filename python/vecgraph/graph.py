@@ -175,7 +175,9 @@ def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
         return np.ascontiguousarray(array, dtype=np.float32)
 
 
-def _keys(values: Any, name: str) -> Sequence:
+def _keys(values: Any, name: str, int_arrays: bool = False) -> Sequence:
+    """``values`` as a sequence of keys for the core. With ``int_arrays``, a 1-d NumPy integer
+    array is passed as it is (the core encodes it from its buffer: no Python int per key)."""
     if type(values) is list or type(values) is tuple:  # the common case, without ABC checks
         return values
     if isinstance(values, (str, bytes)):
@@ -186,6 +188,8 @@ def _keys(values: Any, name: str) -> Sequence:
     if isinstance(values, np.ndarray):
         if values.ndim != 1:
             raise ValueError(f"{name} must be 1-dimensional, got shape {values.shape}")
+        if int_arrays and values.dtype.kind in "iu":
+            return values
         return values.tolist()
     if not isinstance(values, Sequence):
         values = list(values)
@@ -1244,8 +1248,8 @@ class Graph:
             ReadOnlyError: the graph is closed, or read-only after a failed WAL write or fsync.
         """
         self._check_open()
-        src = _keys(src, "src")
-        dst = _keys(dst, "dst")
+        src = _keys(src, "src", int_arrays=True)
+        dst = _keys(dst, "dst", int_arrays=True)
         n = len(src)
         if len(dst) != n:
             raise ValueError(f"src has {n} keys, dst has {len(dst)}")

@@ -46,6 +46,7 @@
 #include "vecgraph/csr_graph.hpp"
 #include "vecgraph/detail/context_pool.hpp"
 #include "vecgraph/detail/interner.hpp"
+#include "vecgraph/detail/key_index.hpp"
 #include "vecgraph/detail/member_lists.hpp"
 #include "vecgraph/detail/string_column.hpp"
 #include "vecgraph/seed_index.hpp"
@@ -449,8 +450,7 @@ class Engine {
     mutable std::mutex turnstile_;
 
     // Nodes.
-    std::unordered_map<std::string, node_id_t> key_to_node_;
-    std::vector<const std::string*> node_keys_;
+    detail::KeyIndex keys_;  // key by node id; node id by live key
     std::vector<label_id_t> node_labels_;
     std::vector<tenant_id_t> node_tenants_;
     std::vector<std::int64_t> node_ts_;
@@ -484,7 +484,6 @@ class Engine {
     // Tombstones.
     std::vector<std::uint8_t> node_dead_, edge_dead_;
     std::size_t count_dead_nodes_ = 0, count_dead_edges_ = 0, dead_edges_since_compaction_ = 0;
-    std::vector<std::unordered_map<std::string, node_id_t>::node_type> dead_keys_;  // keeps deleted keys' bytes
 
     // Base CSR (edges [0, base_edges_) that were live when it was built) and the delta since.
     CsrGraph csr_;

@@ -1,0 +1,215 @@
+// The node key map: every node's encoded key (types.hpp) by node id, and the live keys' node
+// ids by key.
+//
+// Keys live in an arena of chunks that never move, so a std::string_view of a key stays valid
+// after the engine's lock is released, however many nodes are added later. Each record is the
+// key's length (u32) followed by its bytes. A node id keeps its key after erase() (a deleted
+// node still has one; a later add of the same key makes a new node).
+//
+// The lookup side is an open-addressing table (linear probing, at most 70% full counting
+// tombstones) of 16-byte slots: a 32-bit hash tag, the node id, and the key's record. A lookup
+// reads one slot line and one record, against a bucket, a node and its string for a
+// std::unordered_map<std::string, ...>. find_many() looks up a batch with the misses of many keys
+// in flight at once (software prefetch in stages), which is what bulk edge ingest spends its
+// time on. The home slot is derived from the tag alone, so growing the table never rereads a
+// key.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vecgraph/detail/prefetch.hpp"
+#include "vecgraph/types.hpp"
+
+namespace vecgraph::detail {
+
+class KeyIndex {
+  public:
+    /// Live keys (the ids not erased).
+    std::size_t size() const noexcept { return count_live_; }
+    /// Ids handed out so far (live and erased): the next append() returns this.
+    std::size_t count_ids() const noexcept { return records_.size(); }
+
+    /// The key of `id` (< count_ids(); erased ids keep theirs). Valid while the index lives.
+    std::string_view key(node_id_t id) const noexcept { return view(records_[id]); }
+
+    /// The id of live `key`, or invalid_id.
+    node_id_t find(std::string_view key) const noexcept {
+        if (slots_.empty()) return invalid_id;
+        return find_hashed(key, tag_of(key));
+    }
+
+    /// ids[i] = find(keys[i]) for i < count, with up to `block` keys' cache misses overlapped.
+    void find_many(const std::string* keys, std::size_t count, node_id_t* ids) const noexcept {
+        if (slots_.empty()) {
+            std::fill(ids, ids + count, invalid_id);
+            return;
+        }
+        constexpr std::size_t block = 16;
+        std::uint32_t tags[block];
+        for (std::size_t begin = 0; begin < count; begin += block) {
+            const std::size_t n = std::min(block, count - begin);
+            // Stage 1: every key's home slot.
+            for (std::size_t j = 0; j < n; ++j) {
+                tags[j] = tag_of(keys[begin + j]);
+                prefetch_read(&slots_[home(tags[j])]);
+            }
+            // Stage 2: the record of the first slot whose tag matches (nearly always the key's).
+            for (std::size_t j = 0; j < n; ++j) {
+                for (std::size_t at = home(tags[j]);; at = (at + 1) & mask_) {
+                    const Slot& slot = slots_[at];
+                    if (slot.id == empty_id) break;
+                    if (slot.tag == tags[j] && slot.id != tombstone_id) {
+                        prefetch_read(slot.record);
+                        break;
+                    }
+                }
+            }
+            // Stage 3: the lookups themselves, from cache.
+            for (std::size_t j = 0; j < n; ++j) ids[begin + j] = find_hashed(keys[begin + j], tags[j]);
+        }
+    }
+
+    /// Makes room for `count_ids` ids in all and as many live keys, without a rehash on the way.
+    void reserve(std::size_t count_ids) {
+        if (count_ids <= records_.size()) return;
+        const std::size_t adding = count_ids - records_.size();
+        if (count_ids > records_.capacity())
+            records_.reserve(std::max(count_ids, records_.capacity() + records_.capacity() / 2));
+        if (!fits(count_used_ + adding)) grow(count_live_ + adding);
+    }
+
+    /// Adds `key`, which must not be live, as id count_ids(); returns that id.
+    node_id_t append(std::string_view key) {
+        if (!fits(count_used_ + 1)) grow(count_live_ + 1);
+        const auto id = static_cast<node_id_t>(records_.size());
+        const char* record = store(key);
+        records_.push_back(record);
+        const std::uint32_t tag = tag_of(key);
+        std::size_t at = home(tag);
+        while (slots_[at].id != empty_id && slots_[at].id != tombstone_id) at = (at + 1) & mask_;
+        if (slots_[at].id == empty_id) ++count_used_;
+        slots_[at] = Slot{tag, id, record};
+        ++count_live_;
+        return id;
+    }
+
+    /// Takes live `id`'s key out of the lookup side (key(id) still returns it).
+    void erase(node_id_t id) noexcept {
+        const std::string_view k = key(id);
+        for (std::size_t at = home(tag_of(k));; at = (at + 1) & mask_) {
+            Slot& slot = slots_[at];
+            if (slot.id == empty_id) return;  // not live: nothing to do
+            if (slot.id == id) {
+                slot.id = tombstone_id;
+                --count_live_;
+                return;
+            }
+        }
+    }
+
+    /// Calls fn(id, key) for every live key, in table order.
+    template <typename fn_at>
+    void for_each_live(fn_at&& fn) const {
+        for (const Slot& slot : slots_)
+            if (slot.id != empty_id && slot.id != tombstone_id) fn(slot.id, view(slot.record));
+    }
+
+    std::size_t memory_bytes() const noexcept {
+        return slots_.capacity() * sizeof(Slot) + records_.capacity() * sizeof(const char*) + chunk_bytes_;
+    }
+
+  private:
+    struct Slot {
+        std::uint32_t tag;
+        node_id_t id;  // empty_id, tombstone_id or a live node
+        const char* record;
+    };
+    static constexpr node_id_t empty_id = invalid_id;
+    static constexpr node_id_t tombstone_id = invalid_id - 1;  // never a node id (types.hpp: max_count_nodes)
+    static_assert(max_count_nodes <= tombstone_id, "node ids must stay below the tombstone marker");
+
+    static std::uint32_t tag_of(std::string_view key) noexcept {
+        const std::uint64_t h = std::hash<std::string_view>{}(key);
+        return static_cast<std::uint32_t>(h >> 32) ^ static_cast<std::uint32_t>(h);
+    }
+    // Fibonacci hashing of the tag onto the table (its high bits: well mixed).
+    std::size_t home(std::uint32_t tag) const noexcept {
+        return static_cast<std::size_t>((std::uint64_t{tag} * 0x9E3779B97F4A7C15ull) >> shift_) & mask_;
+    }
+    static std::string_view view(const char* record) noexcept {
+        std::uint32_t length;
+        std::memcpy(&length, record, sizeof(length));
+        return std::string_view(record + sizeof(length), length);
+    }
+    node_id_t find_hashed(std::string_view key, std::uint32_t tag) const noexcept {
+        for (std::size_t at = home(tag);; at = (at + 1) & mask_) {
+            const Slot& slot = slots_[at];
+            if (slot.id == empty_id) return invalid_id;
+            if (slot.tag == tag && slot.id != tombstone_id && view(slot.record) == key) return slot.id;
+        }
+    }
+    // At most 70% of the slots in use (live or tombstone): short probe runs, and an empty slot
+    // always ends one.
+    bool fits(std::size_t used) const noexcept { return used * 10 <= slots_.size() * 7; }
+    static std::size_t capacity_for(std::size_t used) noexcept {
+        std::size_t capacity = 16;
+        while (used * 10 > capacity * 7) capacity *= 2;
+        return capacity;
+    }
+    // A table for `live` keys without tombstones. At least twice the live keys before the
+    // call, so that growing (or clearing tombstones) costs amortised O(1) per key.
+    void grow(std::size_t live) { rehash(capacity_for(std::max(live, 2 * count_live_))); }
+    void rehash(std::size_t capacity) {
+        std::vector<Slot> old(capacity, Slot{0, empty_id, nullptr});
+        old.swap(slots_);
+        mask_ = capacity - 1;
+        shift_ = 64;
+        for (std::size_t c = capacity; c > 1; c >>= 1) --shift_;
+        count_used_ = 0;
+        for (const Slot& slot : old) {
+            if (slot.id == empty_id || slot.id == tombstone_id) continue;
+            std::size_t at = home(slot.tag);
+            while (slots_[at].id != empty_id) at = (at + 1) & mask_;
+            slots_[at] = slot;
+            ++count_used_;
+        }
+    }
+    // Copies `key` into the arena as a length-prefixed record; the chunks never move.
+    const char* store(std::string_view key) {
+        const std::size_t need = sizeof(std::uint32_t) + key.size();
+        if (chunk_left_ < need) {
+            const std::size_t size = std::max(need, next_chunk_bytes_);
+            chunks_.push_back(std::unique_ptr<char[]>(new char[size]));
+            chunk_at_ = chunks_.back().get();
+            chunk_left_ = size;
+            chunk_bytes_ += size;
+            next_chunk_bytes_ = std::min<std::size_t>(next_chunk_bytes_ * 2, 1 << 20);
+        }
+        char* record = chunk_at_;
+        const auto length = static_cast<std::uint32_t>(key.size());
+        std::memcpy(record, &length, sizeof(length));
+        if (!key.empty()) std::memcpy(record + sizeof(length), key.data(), key.size());
+        chunk_at_ += need;
+        chunk_left_ -= need;
+        return record;
+    }
+
+    std::vector<Slot> slots_;
+    std::size_t mask_ = 0;
+    unsigned shift_ = 64;
+    std::size_t count_used_ = 0;  // live + tombstones
+    std::size_t count_live_ = 0;
+    std::vector<const char*> records_;  // by id
+    std::vector<std::unique_ptr<char[]>> chunks_;
+    char* chunk_at_ = nullptr;
+    std::size_t chunk_left_ = 0, chunk_bytes_ = 0, next_chunk_bytes_ = 4096;
+};
+
+}  // namespace vecgraph::detail

@@ -1,0 +1,125 @@
+// KeyIndex (the engine's key map) against std::unordered_map under random appends, erases,
+// re-adds and lookups, one at a time and in batches; and key views that outlive growth.
+#include <map>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "check.hpp"
+#include "vecgraph/detail/key_index.hpp"
+#include "vecgraph/types.hpp"
+
+using namespace vecgraph;
+using detail::KeyIndex;
+
+namespace {
+
+// Keys of many shapes: encoded-int-like 9-byte keys, empty, long, and ones sharing prefixes.
+std::string random_key(std::mt19937& rng, std::size_t universe) {
+    const std::size_t n = rng() % universe;
+    switch (n % 4) {
+        case 0: return std::string(1, '\x01') + std::string(reinterpret_cast<const char*>(&n), sizeof(n));
+        case 1: return "k" + std::to_string(n);
+        case 2: return std::string(n % 7 == 0 ? 0 : 40 + n % 90, static_cast<char>('a' + n % 26)) + std::to_string(n);
+        default: return std::string("\0\xff", 2) + std::to_string(n * 2654435761u);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("KeyIndex: append, erase, find and find_many against std::unordered_map") {
+    std::mt19937 rng(11);
+    KeyIndex index;
+    std::unordered_map<std::string, node_id_t> model;
+    std::vector<std::string> key_of;  // by id, erased ids too
+    for (int step = 0; step < 60000; ++step) {
+        const unsigned op = rng() % 10;
+        const std::string key = random_key(rng, 5000);
+        if (op < 5) {
+            if (model.count(key)) continue;
+            if (rng() % 50 == 0) index.reserve(index.count_ids() + rng() % 300);
+            const node_id_t id = index.append(key);
+            CHECK_EQ(id, key_of.size());
+            key_of.push_back(key);
+            model[key] = id;
+        } else if (op < 7) {
+            auto it = model.find(key);
+            if (it == model.end()) continue;
+            index.erase(it->second);
+            CHECK_EQ(std::string(index.key(it->second)), key);  // an erased id keeps its key
+            model.erase(it);
+        } else {
+            auto it = model.find(key);
+            CHECK_EQ(index.find(key), it == model.end() ? invalid_id : it->second);
+        }
+        CHECK_EQ(index.size(), model.size());
+        CHECK_EQ(index.count_ids(), key_of.size());
+    }
+    CHECK(model.size() > 1000);
+    CHECK(key_of.size() > model.size() + 1000);  // many erased
+
+    // Batches: live, erased and never-seen keys, repeats, a partial last block.
+    std::vector<std::string> batch;
+    for (int i = 0; i < 1003; ++i) batch.push_back(random_key(rng, 7000));
+    batch.push_back(key_of.front());
+    batch.push_back(key_of.front());
+    std::vector<node_id_t> ids(batch.size(), 12345);
+    index.find_many(batch.data(), batch.size(), ids.data());
+    std::size_t hits = 0;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        auto it = model.find(batch[i]);
+        CHECK_EQ(ids[i], it == model.end() ? invalid_id : it->second);
+        hits += it != model.end();
+    }
+    CHECK(hits > 100);
+    CHECK(hits < batch.size());
+
+    std::map<node_id_t, std::string> listed;
+    index.for_each_live([&](node_id_t id, std::string_view key) { listed.emplace(id, std::string(key)); });
+    CHECK_EQ(listed.size(), model.size());
+    for (const auto& [key, id] : model) CHECK_EQ(listed[id], key);
+    for (std::size_t id = 0; id < key_of.size(); ++id) CHECK_EQ(std::string(index.key(static_cast<node_id_t>(id))), key_of[id]);
+}
+
+TEST_CASE("KeyIndex: an empty index finds nothing; key views survive growth") {
+    KeyIndex index;
+    CHECK_EQ(index.find("a"), invalid_id);
+    std::string none = "a";
+    node_id_t id = 7;
+    index.find_many(&none, 1, &id);
+    CHECK_EQ(id, invalid_id);
+    CHECK_EQ(index.memory_bytes(), 0u);
+
+    CHECK_EQ(index.append(""), 0u);  // the empty key is a key like any other
+    CHECK_EQ(index.find(""), 0u);
+    const std::string_view first = index.key(0);
+    std::vector<std::string_view> views;
+    for (int i = 0; i < 200000; ++i) {
+        const std::string key = "node-" + std::to_string(i);
+        views.push_back(index.key(index.append(key)));
+    }
+    CHECK_EQ(first.size(), 0u);
+    for (int i = 0; i < 200000; i += 997) CHECK_EQ(std::string(views[i]), "node-" + std::to_string(i));
+    CHECK_EQ(index.find("node-199999"), 200000u);
+    CHECK_EQ(index.find("node-200000"), invalid_id);
+    CHECK(index.memory_bytes() > 200000u * 16);
+}
+
+TEST_CASE("KeyIndex: erasing and re-adding the same keys keeps the table small") {
+    KeyIndex index;
+    for (int i = 0; i < 100; ++i) index.append("live-" + std::to_string(i));
+    const std::size_t settled = index.memory_bytes();
+    for (int round = 0; round < 2000; ++round) {
+        const node_id_t id = index.append("churn");
+        index.erase(id);
+        CHECK_EQ(index.find("churn"), invalid_id);
+    }
+    CHECK_EQ(index.size(), 100u);
+    CHECK_EQ(index.count_ids(), 2100u);
+    CHECK_EQ(index.find("live-42"), 42u);
+    // Tombstones are cleared by rehashing in place; only the per-id records grow.
+    CHECK(index.memory_bytes() < settled + 2000 * (sizeof(void*) + 16) + (1 << 16));
+}
+
+TEST_MAIN()
