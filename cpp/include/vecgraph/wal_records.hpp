@@ -23,8 +23,10 @@
 // the call that wrote it; a payload that fails the check is reported as corruption.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -34,13 +36,16 @@ namespace vecgraph::wal {
 
 /// Appends little-endian values to a payload. A writer made with `counting` only counts the
 /// bytes it would append (size()): encoding twice, first counting, lets the payload of a large
-/// batch be allocated once instead of grown (and copied) by doubling.
+/// batch be allocated once instead of grown (and copied) by doubling. Values are copied to a
+/// cursor in that allocation (a field of a large batch costs a memcpy, not a string append).
 class PayloadWriter {
   public:
     PayloadWriter() = default;
     explicit PayloadWriter(bool counting) : counting_(counting) {}
-    void reserve(std::size_t bytes) { out_.reserve(bytes); }
-    std::size_t size() const noexcept { return counting_ ? counted_ : out_.size(); }
+    void reserve(std::size_t bytes) {
+        if (bytes > capacity_) regrow(bytes);
+    }
+    std::size_t size() const noexcept { return used_; }
     void u8(std::uint8_t v) { raw(&v, 1); }
     void u32(std::uint32_t v) { raw(&v, 4); }
     void i64(std::int64_t v) { raw(&v, 8); }
@@ -50,16 +55,26 @@ class PayloadWriter {
         raw(v.data(), v.size());
     }
     void bytes(const void* data, std::size_t size) { raw(data, size); }
-    std::string& payload() noexcept { return out_; }
+    /// The bytes appended so far.
+    std::string_view payload() const noexcept { return std::string_view(out_.get(), used_); }
 
   private:
     void raw(const void* v, std::size_t size) {  // the engine only builds for little-endian targets
-        if (counting_) counted_ += size;
-        else out_.append(static_cast<const char*>(v), size);
+        if (!counting_) {
+            if (size > capacity_ - used_) regrow(std::max(2 * capacity_, used_ + size));
+            if (size) std::memcpy(out_.get() + used_, v, size);
+        }
+        used_ += size;
+    }
+    void regrow(std::size_t capacity) {  // uninitialised: every byte up to used_ is written before it is read
+        std::unique_ptr<char[]> grown(new char[capacity]);
+        if (used_) std::memcpy(grown.get(), out_.get(), used_);
+        out_ = std::move(grown);
+        capacity_ = capacity;
     }
     bool counting_ = false;
-    std::size_t counted_ = 0;
-    std::string out_;
+    std::size_t used_ = 0, capacity_ = 0;
+    std::unique_ptr<char[]> out_;
 };
 
 /// Reads a payload; every read is bounds-checked and a short payload sets failed().
