@@ -365,6 +365,8 @@ def test_one_weight_for_every_edge_of_a_batch():
     g.add_edges(["c"], [2], rels="w", weights=np.float32(0.25))  # NumPy scalar: the general path
     weights = {(e.src, e.dst): e.weight for k in ["a", "b", "c"] for e in g.neighbors(k, rels=["w"])}
     assert weights == {("a", "c"): 2.0, ("b", "a"): 2.0, ("c", 2): 0.25}
+    g.add_edges(["b", "c"], ["c", "b"], rels="tenth", weights=0.1)  # rounded as float32 rounds it
+    assert [e.weight for e in g.neighbors("b", rels=["tenth"], direction="both")] == [float(np.float32(0.1))] * 2
     for too_big in (1e39, -1e300, float("nan"), 10**40, -10**400):  # beyond float32, or NaN: refused by name
         expect_error(g, lambda g: g.add_edges(["a"], ["b"], weights=too_big), vg.InvalidArgumentError,
                      "weight is", "weights must be finite")

@@ -683,7 +683,15 @@ class PyEngine {
         if (!props.is_none()) batch.props = (props_col = to_strings(props, "props", n)).data();
         py::array_t<float> weight_array, vector_array;
         py::array_t<std::int64_t> ts_array;
-        if (!weights.is_none()) {
+        std::vector<float> one_weight;
+        if (PyFloat_CheckExact(weights.ptr())) {  // one weight for every edge (beyond float32: an infinity, refused by the core)
+            const double value = PyFloat_AS_DOUBLE(weights.ptr());
+            const float weight = std::fabs(value) > std::numeric_limits<float>::max()
+                                     ? std::copysign(std::numeric_limits<float>::infinity(), static_cast<float>(value))
+                                     : static_cast<float>(value);
+            one_weight.assign(n, weight);
+            batch.weights = one_weight.data();
+        } else if (!weights.is_none()) {
             weight_array = check_1d<float>(py::reinterpret_borrow<py::array>(weights), "weights", "float32", n);
             batch.weights = weight_array.data();
         }

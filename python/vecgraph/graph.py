@@ -1253,24 +1253,23 @@ class Graph:
         n = len(src)
         if len(dst) != n:
             raise ValueError(f"src has {n} keys, dst has {len(dst)}")
-        weight_array = None
+        weight_arg = None
         if type(weights) is float or type(weights) is int:  # one weight for all: the common case, kept cheap
-            weight = weights if abs(weights) <= _FLOAT32_MAX else _float32_or_inf(weights)
-            weight_array = np.full(n, weight, dtype=np.float32)
+            weight_arg = float(weights) if abs(weights) <= _FLOAT32_MAX else _float32_or_inf(weights)  # the core fills it in
         elif weights is not None:
             if np.ndim(weights) == 0:
                 weights = np.full(n, weights)
             elif np.ndim(weights) != 1:
                 raise ValueError(f"weights must have shape ({n},), got {np.shape(weights)}")
-            weight_array = _float_array(weights, "weights", 1)
-            if weight_array.shape[0] != n:
-                raise ValueError(f"weights has {weight_array.shape[0]} items, expected {n}")
+            weight_arg = _float_array(weights, "weights", 1)
+            if weight_arg.shape[0] != n:
+                raise ValueError(f"weights has {weight_arg.shape[0]} items, expected {n}")
         vector_matrix = None if vectors is None else _float_array(vectors, "vectors", 2)
         self._engine.add_edges(
             src,
             dst,
             _strings(rels, "rels", n),
-            weight_array,
+            weight_arg,
             _int64s(ts, "ts", n),
             _strings(texts, "texts", n),
             _props(props, n),
