@@ -1333,8 +1333,8 @@ class Graph:
             NotFoundError: a pair with no such edge (unless ``missing_ok``).
         """
         self._check_open()
-        src = _keys(src, "src")
-        dst = _keys(dst, "dst")
+        src = _keys(src, "src", int_arrays=True)
+        dst = _keys(dst, "dst", int_arrays=True)
         if len(src) != len(dst):
             raise ValueError(f"src has {len(src)} keys, dst has {len(dst)}")
         return self._engine.delete_edges(src, dst, _strings(rels, "rels", len(src)), _flag(missing_ok, "missing_ok"))
