@@ -268,6 +268,16 @@ def test_integer_array_edge_keys_equal_the_same_keys_as_python_ints():
     assert from_arrays.delete_edges(np.array([-5], np.int64), np.array([7], np.int64), rels="int8") == 1
 
 
+def test_masked_key_arrays_are_read_by_value_never_from_the_hidden_buffer():
+    g = make_graph()
+    src = np.ma.masked_array([1, 1, 2], mask=[False, True, False])
+    dst = np.ma.masked_array([2, 2, 1], mask=[False, False, False])
+    expect_error(g, lambda g: g.add_edges(src, dst), TypeError, "src", "row 1", "NoneType")
+    assert g.count_edges == 5
+    g.add_edges(np.ma.masked_array([1, 2]), np.ma.masked_array([2, 1]), rels="unmasked")
+    assert [e.dst for e in g.neighbors(1, rels=["unmasked"])] == [2]
+
+
 def test_a_large_edge_batch_reports_its_first_bad_row():
     # 65,536 edges or more per thread are checked on several threads, in row ranges: the error
     # is still the first bad row's, and nothing of the batch is added.

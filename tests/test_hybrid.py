@@ -315,6 +315,24 @@ def test_deleted_names_and_strict_inputs():
         vg.rrf([[("a", 1.0), "bc"]])
 
 
+@pytest.mark.parametrize("spell", [int, np.int64, np.uint8, "enum"])
+def test_an_int_key_spelled_as_any_integer_type_is_one_node_to_the_entity_channel(spell):
+    import enum
+
+    One = enum.IntEnum("One", {"ONE": 1})
+    as_given = (lambda k: One(k)) if spell == "enum" else spell
+    g = vg.Graph(dim=4)
+    g.add_nodes([1, 2], np.eye(2, 4, dtype=np.float32) + 0.1)
+    g.hybrid_search("warm up", channels=["entity"])  # the entity index exists before the writes below
+    g.add_aliases(as_given(1), ["Acme Corporation"])
+    hits = g.hybrid_search("news about Acme Corporation", channels=["entity"]).keys
+    assert hits == [1] and type(hits[0]) is int  # the key as the graph returns it, not as it was given
+    assert g.delete_nodes([as_given(1)]) == 1
+    g.add_nodes([1], np.eye(1, 4, 2, dtype=np.float32) + 0.1)  # a new node under the same key
+    assert g.aliases(1) == []
+    assert g.hybrid_search("news about Acme Corporation", channels=["entity"]).keys == []
+
+
 def test_a_failing_text_index_never_undoes_a_graph_write_and_is_rebuilt(tmp_path):
     g = vg.Graph.open(tmp_path / "g", dim=4)
     g.add_nodes(["x"], [unit(1, 0, 0, 0)], texts=["alpha bravo"])

@@ -188,7 +188,7 @@ def _keys(values: Any, name: str, int_arrays: bool = False) -> Sequence:
     if isinstance(values, np.ndarray):
         if values.ndim != 1:
             raise ValueError(f"{name} must be 1-dimensional, got shape {values.shape}")
-        if int_arrays and values.dtype.kind in "iu":
+        if int_arrays and type(values) is np.ndarray and values.dtype.kind in "iu":  # not a masked array
             return values
         return values.tolist()
     if not isinstance(values, Sequence):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 import re
 import threading
 import unicodedata
@@ -53,6 +54,13 @@ def normalize_name(name: str) -> str:
     return " ".join(_JOINERS.sub(" ", unicodedata.normalize("NFC", name).casefold()).split())
 
 
+def _plain_key(key: Any) -> Any:
+    """A key as the graph stores and returns it: a str, or a plain int for any integer type
+    (np.int64, IntEnum, ...), so that the same node's key is one dict key here however the
+    caller spelled it."""
+    return str(key) if isinstance(key, str) else operator.index(key)
+
+
 class EntityIndex:
     """Names (the str keys of nodes and their aliases, normalised by :func:`normalize_name`)
     mapped to node keys, and the lookup of the names a text mentions.
@@ -70,6 +78,7 @@ class EntityIndex:
         self._lock = threading.Lock()
 
     def add(self, key: Any, names: Sequence[str]) -> None:
+        key = _plain_key(key)
         with self._lock:
             for name in names:
                 normal = normalize_name(name)
@@ -83,12 +92,12 @@ class EntityIndex:
         """Each str key is a name of its own node."""
         for key in keys:
             if isinstance(key, str):
-                self.add(key, [key])
+                self.add(str(key), [key])
 
     def forget(self, keys: Sequence[Any]) -> None:
         """Drop every name of these keys (their nodes were deleted)."""
         with self._lock:
-            for key in keys:
+            for key in map(_plain_key, keys):
                 for normal in self._by_key.pop((type(key), key), ()):
                     holders = self._names.get(normal)
                     if holders is not None:
