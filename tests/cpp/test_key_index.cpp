@@ -15,13 +15,18 @@ using detail::KeyIndex;
 
 namespace {
 
-// Keys of many shapes: encoded-int-like 9-byte keys, empty, long, and ones sharing prefixes.
+// Keys of many shapes: encoded int keys (held in their slots) with small, negative and huge
+// values, 9-byte keys with another tag byte (the same value bytes: must not match them),
+// int-tagged keys of other lengths, empty, long, and ones sharing prefixes.
 std::string random_key(std::mt19937& rng, std::size_t universe) {
     const std::size_t n = rng() % universe;
-    switch (n % 4) {
-        case 0: return std::string(1, '\x01') + std::string(reinterpret_cast<const char*>(&n), sizeof(n));
-        case 1: return "k" + std::to_string(n);
-        case 2: return std::string(n % 7 == 0 ? 0 : 40 + n % 90, static_cast<char>('a' + n % 26)) + std::to_string(n);
+    const std::int64_t value = (n % 3 == 0) ? -static_cast<std::int64_t>(n) : static_cast<std::int64_t>(n) << (n % 40);
+    switch (n % 6) {
+        case 0: return encode_int_key(value);
+        case 1: return std::string(1, '\x01') + std::string(reinterpret_cast<const char*>(&value), sizeof(value));
+        case 2: return encode_int_key(value).substr(0, 1 + n % 9) + (n % 2 ? "" : "xx");
+        case 3: return "k" + std::to_string(n);
+        case 4: return std::string(n % 7 == 0 ? 0 : 40 + n % 90, static_cast<char>('a' + n % 26)) + std::to_string(n);
         default: return std::string("\0\xff", 2) + std::to_string(n * 2654435761u);
     }
 }
