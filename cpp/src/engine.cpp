@@ -497,8 +497,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
                 write_props(node, i);
                 continue;
             }
-            node = static_cast<node_id_t>(keys_.count_ids());
-            keys_.append(batch.keys[i]);
+            node = keys_.append(batch.keys[i]);
             node_labels_.push_back(labels_.intern(label));
             node_tenants_.push_back(tenants_.intern(tenant));
             node_dead_.push_back(0);  // before a later row's upsert can prune a list that holds this node

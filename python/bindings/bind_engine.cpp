@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <unordered_map>
 
 #include "bind_errors.hpp"
@@ -44,25 +45,21 @@ std::string encode_key(const py::handle& key, const char* name, std::size_t row)
 }
 
 // A 1-d NumPy array of integers: encoded straight from its buffer (no Python int per key).
+template <typename int_at>
 std::vector<std::string> encode_int_array(const py::array& keys, const char* name) {
+    auto values = py::array_t<int_at, py::array::forcecast>::ensure(keys);
+    if (!values) throw py::error_already_set();
+    auto view = values.template unchecked<1>();
     std::vector<std::string> out;
-    out.reserve(static_cast<std::size_t>(keys.size()));
-    if (keys.dtype().kind() == 'u') {
-        auto values = py::array_t<std::uint64_t, py::array::forcecast>::ensure(keys);
-        if (!values) throw py::error_already_set();
-        auto view = values.unchecked<1>();
-        for (py::ssize_t row = 0; row < view.shape(0); ++row) {
-            if (view(row) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    out.reserve(static_cast<std::size_t>(view.shape(0)));
+    for (py::ssize_t row = 0; row < view.shape(0); ++row) {
+        if constexpr (std::is_unsigned_v<int_at>) {
+            if (view(row) > static_cast<int_at>(std::numeric_limits<std::int64_t>::max()))
                 throw py::value_error(std::string(name) + " row " + std::to_string(row) +
                                       " is an int outside the int64 range; integer keys must fit int64");
-            out.push_back(encode_int_key(static_cast<std::int64_t>(view(row))));
         }
-        return out;
+        out.push_back(encode_int_key(static_cast<std::int64_t>(view(row))));
     }
-    auto values = py::array_t<std::int64_t, py::array::forcecast>::ensure(keys);
-    if (!values) throw py::error_already_set();
-    auto view = values.unchecked<1>();
-    for (py::ssize_t row = 0; row < view.shape(0); ++row) out.push_back(encode_int_key(view(row)));
     return out;
 }
 
@@ -70,7 +67,8 @@ std::vector<std::string> encode_keys(const py::handle& keys, const char* name) {
     if (py::isinstance<py::array>(keys)) {
         py::array array = py::reinterpret_borrow<py::array>(keys);
         const char kind = array.dtype().kind();
-        if (array.ndim() == 1 && (kind == 'i' || kind == 'u')) return encode_int_array(array, name);
+        if (array.ndim() == 1 && kind == 'u') return encode_int_array<std::uint64_t>(array, name);
+        if (array.ndim() == 1 && kind == 'i') return encode_int_array<std::int64_t>(array, name);
     }
     std::vector<std::string> out;
     py::sequence items = py::reinterpret_borrow<py::sequence>(keys);

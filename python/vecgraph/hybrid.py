@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 import re
 import threading
 import unicodedata
@@ -57,8 +56,10 @@ def normalize_name(name: str) -> str:
 def _plain_key(key: Any) -> Any:
     """A key as the graph stores and returns it: a str, or a plain int for any integer type
     (np.int64, IntEnum, ...), so that the same node's key is one dict key here however the
-    caller spelled it."""
-    return str(key) if isinstance(key, str) else operator.index(key)
+    caller spelled it (the text index's key rule)."""
+    from .text import _decode_key, _encode_key
+
+    return _decode_key(*_encode_key(key, "key"))
 
 
 class EntityIndex:
@@ -92,7 +93,7 @@ class EntityIndex:
         """Each str key is a name of its own node."""
         for key in keys:
             if isinstance(key, str):
-                self.add(str(key), [key])
+                self.add(key, [key])
 
     def forget(self, keys: Sequence[Any]) -> None:
         """Drop every name of these keys (their nodes were deleted)."""

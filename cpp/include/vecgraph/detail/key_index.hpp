@@ -75,7 +75,7 @@ class KeyIndex {
                     const Slot& slot = slots_[at];
                     if (slot.id == empty_id) break;
                     if (slot.tag == tags[j] && slot.id != tombstone_id) {
-                        prefetch_read(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(slot.word)));
+                        prefetch_read(record_of(slot));
                         break;
                     }
                 }
@@ -170,6 +170,10 @@ class KeyIndex {
     std::size_t home(std::uint32_t tag) const noexcept {
         return static_cast<std::size_t>((std::uint64_t{tag} * 0x9E3779B97F4A7C15ull) >> shift_) & mask_;
     }
+    // The record of a str key's slot.
+    static const char* record_of(const Slot& slot) noexcept {
+        return reinterpret_cast<const char*>(static_cast<std::uintptr_t>(slot.word));
+    }
     static std::string_view view(const char* record) noexcept {
         std::uint32_t length;
         std::memcpy(&length, record, sizeof(length));
@@ -187,9 +191,7 @@ class KeyIndex {
         for (std::size_t at = home(tag);; at = (at + 1) & mask_) {
             const Slot& slot = slots_[at];
             if (slot.id == empty_id) return invalid_id;
-            if (slot.tag == tag && slot.id != tombstone_id &&
-                view(reinterpret_cast<const char*>(static_cast<std::uintptr_t>(slot.word))) == key)
-                return slot.id;
+            if (slot.tag == tag && slot.id != tombstone_id && view(record_of(slot)) == key) return slot.id;
         }
     }
     // At most 70% of the slots in use (live or tombstone): short probe runs, and an empty slot
