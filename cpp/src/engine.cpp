@@ -407,7 +407,8 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     Regrow<label_id_t> labels(node_labels_, total);
     Regrow<tenant_id_t> tenants(node_tenants_, total);
     Regrow<std::int64_t> ts_column(node_ts_, total);
-    Regrow<std::uint8_t> dead(node_dead_, total), flags(delta_.flags, total);
+    Regrow<std::uint8_t> dead(node_dead_, total);
+    Regrow<std::uint32_t> delta_slots(delta_.slot, total);
     detail::huge_vector<std::int8_t> rows = node_vectors_.grown_buffer(prepared.count_new);
     std::vector<Regrow<std::uint32_t>> prop_str;
     std::vector<Regrow<std::int64_t>> prop_int;
@@ -436,7 +437,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         tenants.commit();
         ts_column.commit();
         dead.commit();
-        flags.commit();
+        delta_slots.commit();
         node_vectors_.adopt_buffer(rows);
         keys_.reserve(total);
         reserve_rows(node_texts_, total);
@@ -510,7 +511,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
             node_vectors_.append_rows(row, 1);
             write_props(node, i);
         }
-        delta_.flags.resize(keys_.count_ids(), 0);
+        delta_.slot.resize(keys_.count_ids(), 0);
         if (!prop_columns_.empty()) refresh_prop_views();
         if (!replaced.empty()) text_changed_ = true;
         for (std::size_t i = 0; batch.texts && i < batch.count && !text_changed_; ++i) text_changed_ = !batch.texts[i].empty();
@@ -1203,7 +1204,7 @@ std::vector<std::string> Engine::verify(std::size_t limit) const {
                               {"tenants", node_tenants_.size()}, {"ts", node_ts_.size()},
                               {"texts", node_texts_.size()}, {"props", node_props_.size()},
                               {"vectors", node_vectors_.size()}, {"tombstones", node_dead_.size()},
-                              {"delta flags", delta_.flags.size()}})
+                              {"delta slots", delta_.slot.size()}})
         if (size != n) report(std::string("node column ") + name + " holds " + text(size) + " rows, not " + text(n));
     for (auto [name, size] : {std::pair<const char*, std::size_t>{"dst", edge_dst_.size()},
                               {"rels", edge_rels_.size()}, {"weights", edge_weights_.size()},
@@ -1305,17 +1306,24 @@ std::vector<std::string> Engine::verify(std::size_t limit) const {
                 check_list(where, static_cast<node_id_t>(u), adj.entries.data() + adj.offsets[u],
                            adj.entries.data() + adj.offsets[u + 1], out, seen);
         }
-        const auto& lists = out ? delta_.out : delta_.in;
         std::size_t delta_entries = 0;
-        for (const auto& [u, list] : lists) {
+        for (std::size_t i = 0; i < delta_.lists.size(); ++i) {
+            const DeltaAdjacency::Lists& lists = delta_.lists[i];
+            const node_id_t u = lists.node;
+            const std::vector<AdjEntry>& list = out ? lists.out : lists.in;
             delta_entries += list.size();
             if (u >= n) { report(std::string("delta entry at node ") + text(u) + " beyond the nodes"); continue; }
-            if (!list.empty() && !(delta_.flags[u] & (out ? 1 : 2)))
-                report("node " + text(u) + " has delta edges but its delta flag is clear");
+            if (out && delta_.slot[u] != i + 1)
+                report("node " + text(u) + " has delta edges but its delta slot is " + text(delta_.slot[u]));
             check_list(out ? "delta out" : "delta in", u, list.data(), list.data() + list.size(), out, seen);
         }
         if (delta_entries != delta_.count_edges)
             report(std::string(out ? "delta out" : "delta in") + " holds " + text(delta_entries) + " entries, the count says " + text(delta_.count_edges));
+        if (out) {
+            const std::size_t slots_set = delta_.slot.size() - static_cast<std::size_t>(std::count(delta_.slot.begin(), delta_.slot.end(), 0u));
+            if (slots_set != delta_.lists.size())
+                report(text(slots_set) + " nodes have a delta slot, but the delta holds " + text(delta_.lists.size()) + " nodes' lists");
+        }
     }
     for (std::size_t e = 0; e < m; ++e)
         if (!edge_dead_[e] && (!seen_out[e] || !seen_in[e]))

@@ -95,32 +95,49 @@ inline bool comes_before(const AdjEntry& a, const AdjEntry& b) noexcept {
     return a.weight > b.weight || (a.weight == b.weight && a.edge < b.edge);
 }
 
-/// Edges added since the base CSR was built (the delta graph): per node, small lists kept in
-/// traversal order, plus one flag byte per node (bit 0: has delta out-edges, bit 1: in-edges)
-/// so that nodes without delta edges cost one byte read.
+/// Edges added since the base CSR was built (the delta graph): per node with delta edges, its
+/// out- and in-lists kept in traversal order. A node finds its lists through one 4-byte slot
+/// indexed by node id (0: no delta edges), so a node without delta edges costs one read and an
+/// added edge costs two array reads, never a hash lookup.
 struct DeltaAdjacency {
-    std::unordered_map<node_id_t, std::vector<AdjEntry>> out, in;
-    std::vector<std::uint8_t> flags;  // indexed by node id
+    struct Lists {
+        node_id_t node = invalid_id;
+        std::vector<AdjEntry> out, in;
+    };
+    std::vector<std::uint32_t> slot;  // indexed by node id: 0, or 1 + the index of its Lists
+    std::vector<Lists> lists;
     std::size_t count_edges = 0;
 
+    /// The delta lists of node u, or nullptr when u has no delta edges.
+    const Lists* lists_at(node_id_t u) const noexcept {
+        const std::uint32_t s = u < slot.size() ? slot[u] : 0;
+        return s ? &lists[s - 1] : nullptr;
+    }
     void add(node_id_t src, node_id_t dst, edge_id_t edge, float weight, rel_id_t rel) {
-        insert(out[src], AdjEntry{dst, edge, weight, rel});
-        insert(in[dst], AdjEntry{src, edge, weight, rel});
-        flags[src] |= 1;
-        flags[dst] |= 2;
+        insert(lists_of(src).out, AdjEntry{dst, edge, weight, rel});
+        insert(lists_of(dst).in, AdjEntry{src, edge, weight, rel});
         ++count_edges;
     }
     void clear() {
-        out.clear();
-        in.clear();
-        std::fill(flags.begin(), flags.end(), std::uint8_t{0});
+        for (const Lists& l : lists) slot[l.node] = 0;
+        if (lists.capacity() > 4 * lists.size() + 4096) std::vector<Lists>().swap(lists);  // after a large delta
+        else lists.clear();
         count_edges = 0;
     }
     std::size_t memory_bytes() const noexcept {
-        return flags.capacity() + (out.size() + in.size()) * 64 + count_edges * 2 * sizeof(AdjEntry);
+        return slot.capacity() * sizeof(std::uint32_t) + lists.capacity() * sizeof(Lists) +
+               count_edges * 2 * sizeof(AdjEntry);
     }
 
   private:
+    Lists& lists_of(node_id_t u) {
+        std::uint32_t& s = slot[u];
+        if (!s) {
+            lists.emplace_back().node = u;
+            s = static_cast<std::uint32_t>(lists.size());
+        }
+        return lists[s - 1];
+    }
     static void insert(std::vector<AdjEntry>& list, const AdjEntry& entry) {
         list.insert(std::upper_bound(list.begin(), list.end(), entry, comes_before), entry);
     }
@@ -159,17 +176,16 @@ bool for_each_allowed_edge(const GraphView& graph, node_id_t u, const TraversalP
     const CsrGraph& base = *graph.base;
     detail::EdgeRun out, in;
     const bool in_base = u < base.count_nodes();
-    const std::uint8_t flags = graph.delta && u < graph.delta->flags.size() ? graph.delta->flags[u] : 0;
+    const DeltaAdjacency::Lists* delta = graph.delta ? graph.delta->lists_at(u) : nullptr;
     if (params.direction != Direction::in) {
         if (in_base) {
             const Adjacency& adj = base.out();
             out.a = adj.entries.data() + adj.offsets[u];
             out.a_end = adj.entries.data() + adj.offsets[u + 1];
         }
-        if (flags & 1) {
-            const std::vector<AdjEntry>& list = graph.delta->out.find(u)->second;
-            out.b = list.data();
-            out.b_end = list.data() + list.size();
+        if (delta) {
+            out.b = delta->out.data();
+            out.b_end = delta->out.data() + delta->out.size();
         }
     }
     if (params.direction != Direction::out) {
@@ -178,10 +194,9 @@ bool for_each_allowed_edge(const GraphView& graph, node_id_t u, const TraversalP
             in.a = adj.entries.data() + adj.offsets[u];
             in.a_end = adj.entries.data() + adj.offsets[u + 1];
         }
-        if (flags & 2) {
-            const std::vector<AdjEntry>& list = graph.delta->in.find(u)->second;
-            in.b = list.data();
-            in.b_end = list.data() + list.size();
+        if (delta) {
+            in.b = delta->in.data();
+            in.b_end = delta->in.data() + delta->in.size();
         }
     }
     const std::uint8_t* rel_ok = params.rel_ok ? params.rel_ok->data() : nullptr;
