@@ -186,6 +186,38 @@ def test_stats_counts(people):
     assert (s2["nodes"], s2["edges"], s2["edge_vectors"], s2["labels"], s2["tenants"], s2["rels"]) == (1, 1, 1, 1, 1, 1)
 
 
+def test_relation_names_new_known_repeated_and_rejected_across_batches(tmp_path):
+    """Relation ids are assigned before the batch is applied: names new in a batch, names seen in
+    earlier batches, runs of one name and "" each keep their edges; a rejected batch adds none."""
+    rng = np.random.default_rng(5)
+    path = str(tmp_path / "g")
+    g = vg.Graph.open(path, dim=4, metric="cos")
+    g.add_nodes(list(range(20)), rng.normal(size=(20, 4)))
+    pool = ["", "knows", "knöws", "kno\u0308ws", "🙂", "owns", "a" * 40]
+    model: dict[str, list] = {}
+    for batch in range(12):
+        n = int(rng.integers(1, 30))
+        src, dst = rng.integers(0, 20, n).tolist(), rng.integers(0, 20, n).tolist()
+        names = pool[: 2 + batch // 2]  # each later batch may bring a name never seen before
+        rels = [names[int(i)] for i in np.repeat(rng.integers(0, len(names), (n + 2) // 3), 3)[:n]]
+        g.add_edges(src, dst, rels=rels)
+        for s, d, r in zip(src, dst, rels):
+            model.setdefault(r, []).append((s, d))
+        with pytest.raises(vg.NotFoundError):
+            g.add_edges([0, 1], [1, 999], rels=[f"never{batch}", "knows"])
+    for reopen in (False, True):
+        if reopen:
+            g.close()
+            g = vg.Graph.open(path)
+        assert g.stats()["rels"] == len(model)
+        for rel, pairs in model.items():
+            got = sorted((e.src, e.dst) for k in range(20) for e in g.neighbors(k, rels=[rel]))
+            assert got == sorted(pairs), rel
+        assert g.neighbors(0, rels=["never0"]) == []
+        assert g.verify() == []
+    g.close()
+
+
 # ----------------------------------------------------------------------------- search
 
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 
 #include "vecgraph/detail/json_scalars.hpp"
 #include "vecgraph/detail/prefetch.hpp"
@@ -119,6 +120,13 @@ const std::string& empty_string() {
     return empty;
 }
 
+// Edge i's relation name ("" when the batch has none); a rel_index entry must have been
+// checked against count_rel_names (prepare_edges does).
+const std::string& rel_of(const EdgeBatch& batch, std::size_t i) {
+    if (!batch.rels) return empty_string();
+    return batch.rel_index ? batch.rels[batch.rel_index[i]] : batch.rels[i];
+}
+
 }  // namespace
 
 struct Engine::PreparedNodes {
@@ -140,6 +148,8 @@ struct Engine::PreparedNodes {
 
 struct Engine::PreparedEdges {
     std::vector<node_id_t> src, dst;
+    std::vector<rel_id_t> rels;             // per edge; names new to the graph have the ids
+    std::vector<const std::string*> new_rels;  // apply_edges interns these under, in this order
     std::vector<std::int8_t> rows;         // edge vector rows, when the batch has vectors
     std::vector<std::uint8_t> has_vector;  // per edge, when the batch has vectors
 };
@@ -631,6 +641,40 @@ Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) cons
         failures[part] = check_rows(begin, end);
     });
     for (const Status& failure : failures) VG_RETURN_IF_ERROR(failure);
+    // Relation ids are looked up here, outside the exclusive lock that apply_edges takes, so a
+    // large batch does not hold up searches while millions of names are hashed. A name new to
+    // the graph gets the id apply_edges will intern it under: writers hold writer_mutex_ from
+    // prepare to apply, so nothing is interned in between.
+    prepared.rels.resize(batch.count);
+    {
+        std::unordered_map<std::string_view, rel_id_t> fresh;
+        auto id_of = [&](const std::string& name) {
+            rel_id_t id;
+            if (rels_.find(name, &id)) return id;
+            auto [at, added] = fresh.emplace(name, static_cast<rel_id_t>(rels_.size() + fresh.size()));
+            if (added) prepared.new_rels.push_back(&name);
+            return at->second;
+        };
+        if (batch.rels && batch.rel_index) {  // a dictionary column: each name is looked up once
+            std::vector<rel_id_t> ids(batch.count_rel_names);
+            for (std::size_t j = 0; j < batch.count_rel_names; ++j) ids[j] = id_of(batch.rels[j]);
+            for (std::size_t i = 0; i < batch.count; ++i) {
+                if (batch.rel_index[i] >= batch.count_rel_names)
+                    return Status::invalid_argument("edge row " + std::to_string(i) + ": rel index " +
+                                                    std::to_string(batch.rel_index[i]) + " is not below the " +
+                                                    std::to_string(batch.count_rel_names) + " rel names");
+                prepared.rels[i] = ids[batch.rel_index[i]];
+            }
+        } else {
+            const std::string* last = nullptr;  // runs of one name are common: hashed once a run
+            rel_id_t last_id = 0;
+            for (std::size_t i = 0; i < batch.count; ++i) {
+                const std::string& name = rel_of(batch, i);
+                if (!last || name != *last) last_id = id_of(*(last = &name));
+                prepared.rels[i] = last_id;
+            }
+        }
+    }
     std::size_t stride = edge_vectors_.stride_bytes();
     if (batch.vectors) {
         VG_RETURN_IF_ERROR(edge_vectors_.validate(batch.vectors, batch.count, "edge vectors"));
@@ -671,13 +715,14 @@ Status Engine::apply_edges(const EdgeBatch& batch, PreparedEdges& prepared) {
         reserve_rows(edge_props_, total);
         edge_src_.insert(edge_src_.end(), prepared.src.begin(), prepared.src.end());
         edge_dst_.insert(edge_dst_.end(), prepared.dst.begin(), prepared.dst.end());
-        for (std::size_t i = 0; i < batch.count; ++i) {
-            edge_rels_.push_back(rels_.intern(batch.rels ? batch.rels[i] : empty_string()));
-            edge_weights_.push_back(batch.weights ? batch.weights[i] : 1.f);
-            edge_ts_.push_back(batch.ts ? batch.ts[i] : 0);
-            edge_texts_.push_back(batch.texts ? batch.texts[i] : empty_string());
-            edge_props_.push_back(batch.props ? batch.props[i] : empty_string());
-        }
+        for (const std::string* name : prepared.new_rels) rels_.intern(*name);  // the ids prepare_edges gave them
+        edge_rels_.insert(edge_rels_.end(), prepared.rels.begin(), prepared.rels.end());
+        if (batch.weights) edge_weights_.insert(edge_weights_.end(), batch.weights, batch.weights + batch.count);
+        else edge_weights_.resize(total, 1.f);
+        if (batch.ts) edge_ts_.insert(edge_ts_.end(), batch.ts, batch.ts + batch.count);
+        else edge_ts_.resize(total, 0);
+        edge_texts_.append(batch.texts, batch.count);
+        edge_props_.append(batch.props, batch.count);
         edge_dead_.resize(total, 0);
         if (!prepared.has_vector.empty() || !edge_vector_rows_.empty()) {
             edge_vector_rows_.resize(first, invalid_id);  // first edge vectors: earlier edges have none
@@ -714,7 +759,7 @@ Status Engine::add_edges(const EdgeBatch& batch) {
         for (std::size_t i = 0; i < batch.count; ++i) {
             out.str(by_id ? keys_.key(p.src[i]) : std::string_view(batch.src[i]));
             out.str(by_id ? keys_.key(p.dst[i]) : std::string_view(batch.dst[i]));
-            out.str(batch.rels ? batch.rels[i] : empty_string());
+            out.str(rel_of(batch, i));
             out.f32(batch.weights ? batch.weights[i] : 1.f);
             out.i64(batch.ts ? batch.ts[i] : 0);
             out.str(batch.texts ? batch.texts[i] : empty_string());
@@ -910,8 +955,9 @@ void Engine::apply_aliases(const std::vector<node_id_t>& nodes, const std::strin
 // Compaction.
 
 void Engine::install_base(CsrGraph next, std::size_t count_edges, const std::uint8_t* dead_at_build) {
+    CsrGraph old;  // freed after the lock is released (a large CSR's unmapping takes a while)
     auto lock = write_lock();
-    csr_ = std::move(next);
+    old = std::exchange(csr_, std::move(next));
     base_edges_ = count_edges;
     // Edges added while the CSR was built stay in the delta; edges deleted meanwhile stay
     // flagged in edge_dead_, which traversal checks.

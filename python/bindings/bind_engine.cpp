@@ -50,16 +50,30 @@ std::vector<std::string> encode_int_array(const py::array& keys, const char* nam
     auto values = py::array_t<int_at, py::array::forcecast>::ensure(keys);
     if (!values) throw py::error_already_set();
     auto view = values.template unchecked<1>();
+    const py::ssize_t count = view.shape(0);
     std::vector<std::string> out;
-    out.reserve(static_cast<std::size_t>(view.shape(0)));
-    for (py::ssize_t row = 0; row < view.shape(0); ++row) {
-        if constexpr (std::is_unsigned_v<int_at>) {
-            if (view(row) > static_cast<int_at>(std::numeric_limits<std::int64_t>::max()))
-                throw py::value_error(std::string(name) + " row " + std::to_string(row) +
-                                      " is an int outside the int64 range; integer keys must fit int64");
+    py::ssize_t beyond_int64 = -1;  // the first row that is
+    auto encode = [&] {
+        out.reserve(static_cast<std::size_t>(count));
+        for (py::ssize_t row = 0; row < count; ++row) {
+            if constexpr (std::is_unsigned_v<int_at>) {
+                if (view(row) > static_cast<int_at>(std::numeric_limits<std::int64_t>::max())) {
+                    beyond_int64 = row;
+                    return;
+                }
+            }
+            out.push_back(encode_int_key(static_cast<std::int64_t>(view(row))));
         }
-        out.push_back(encode_int_key(static_cast<std::int64_t>(view(row))));
+    };
+    if (count >= 4096) {  // a large batch: other Python threads run meanwhile (`values` holds the buffer)
+        GilRelease release;
+        encode();
+    } else {
+        encode();
     }
+    if (beyond_int64 >= 0)
+        throw py::value_error(std::string(name) + " row " + std::to_string(beyond_int64) +
+                              " is an int outside the int64 range; integer keys must fit int64");
     return out;
 }
 
@@ -112,6 +126,60 @@ std::vector<std::string> to_strings(const py::handle& values, const char* name, 
     if (out.size() != count)
         throw py::value_error(std::string(name) + " has " + std::to_string(out.size()) + " items, expected " +
                               std::to_string(count));
+    return out;
+}
+
+// A column of n str / None as its distinct values and one index per row. Rows holding the same
+// str object, or equal text, share one value: a batch of millions of edges drawn from a few
+// relation names converts a few strings, and holds the GIL for one pass over the list.
+struct StringCodes {
+    std::vector<std::string> values;
+    std::vector<std::uint32_t> index;
+};
+
+StringCodes to_string_codes(const py::handle& values, const char* name, std::size_t count) {
+    StringCodes out;
+    // The list keeps each row's object alive while the maps below hold its address and views
+    // of its UTF-8 text (a sequence other than a list may make a new object per row).
+    py::list items = PyList_CheckExact(values.ptr()) ? py::reinterpret_borrow<py::list>(values)
+                                                     : py::reinterpret_borrow<py::object>(values).cast<py::list>();
+    const std::size_t size = items.size();
+    if (size != count)
+        throw py::value_error(std::string(name) + " has " + std::to_string(size) + " items, expected " + std::to_string(count));
+    out.index.reserve(size);
+    std::unordered_map<std::string_view, std::uint32_t> by_text;
+    std::unordered_map<PyObject*, std::uint32_t> by_object;
+    PyObject* last = nullptr;
+    std::uint32_t last_code = 0;
+    for (std::size_t row = 0; row < size; ++row) {
+        PyObject* object = PyList_GET_ITEM(items.ptr(), static_cast<Py_ssize_t>(row));
+        if (object != last) {
+            auto known = by_object.find(object);
+            if (known != by_object.end()) {
+                last_code = known->second;
+            } else {
+                std::string_view text;
+                if (PyUnicode_Check(object)) {
+                    Py_ssize_t length = 0;
+                    const char* utf8 = PyUnicode_AsUTF8AndSize(object, &length);
+                    if (!utf8) {
+                        PyErr_Clear();
+                        throw py::value_error(std::string(name) + " row " + std::to_string(row) + " is not valid Unicode");
+                    }
+                    text = std::string_view(utf8, static_cast<std::size_t>(length));
+                } else if (object != Py_None) {
+                    throw py::type_error(std::string(name) + " must be str (or None), got " +
+                                         std::string(Py_TYPE(object)->tp_name) + " at row " + std::to_string(row));
+                }
+                auto [at, added] = by_text.emplace(text, static_cast<std::uint32_t>(out.values.size()));
+                if (added) out.values.emplace_back(text);
+                last_code = at->second;
+                if (by_object.size() < 65536) by_object.emplace(object, last_code);  // bounded: many distinct objects
+            }
+            last = object;
+        }
+        out.index.push_back(last_code);
+    }
     return out;
 }
 
@@ -675,8 +743,14 @@ class PyEngine {
         batch.count = n;
         batch.src = src_keys.data();
         batch.dst = dst_keys.data();
-        std::vector<std::string> rel_col, text_col, props_col;
-        if (!rels.is_none()) batch.rels = (rel_col = to_strings(rels, "rels", n)).data();
+        std::vector<std::string> text_col, props_col;
+        StringCodes rel_codes;
+        if (!rels.is_none()) {
+            rel_codes = to_string_codes(rels, "rels", n);
+            batch.rels = rel_codes.values.data();
+            batch.rel_index = rel_codes.index.data();
+            batch.count_rel_names = rel_codes.values.size();
+        }
         if (!texts.is_none()) batch.texts = (text_col = to_strings(texts, "texts", n)).data();
         if (!props.is_none()) batch.props = (props_col = to_strings(props, "props", n)).data();
         py::array_t<float> weight_array, vector_array;

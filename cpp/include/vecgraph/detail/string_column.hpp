@@ -19,6 +19,18 @@ class StringColumn {
         bytes_.append(value.data(), value.size());
         offsets_.push_back(bytes_.size());
     }
+    /// Appends `count` rows: values[0..count), or empty strings when values is nullptr.
+    void append(const std::string* values, std::size_t count) {
+        if (!values) {
+            offsets_.resize(offsets_.size() + count, bytes_.size());
+            return;
+        }
+        std::size_t bytes = bytes_.size();
+        for (std::size_t i = 0; i < count; ++i) bytes += values[i].size();
+        bytes_.reserve(bytes);
+        offsets_.reserve(offsets_.size() + count);
+        for (std::size_t i = 0; i < count; ++i) push_back(values[i]);
+    }
     /// Replaces one row's value (upserts). The old bytes stay in the buffer until the column is
     /// rebuilt (a snapshot reload); replaced rows live in a side map.
     void set(std::size_t row, std::string_view value) { replaced_[row] = std::string(value); }
