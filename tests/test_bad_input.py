@@ -268,6 +268,40 @@ def test_integer_array_edge_keys_equal_the_same_keys_as_python_ints():
     assert from_arrays.delete_edges(np.array([-5], np.int64), np.array([7], np.int64), rels="int8") == 1
 
 
+def test_integer_array_edge_keys_in_any_layout_survive_the_wal(tmp_path):
+    # Integer key arrays reach the core as int64 values: strided, big-endian and small-dtype
+    # arrays name the same nodes, the WAL carries the keys (a reopen replays them), and a large
+    # uint64 array with one value past int64 names its row and adds nothing.
+    rng = np.random.default_rng(8)
+    n = 6000
+    path = str(tmp_path / "g")
+    g = vg.Graph.open(path, dim=DIM)
+    g.add_nodes(np.arange(-n // 2, n // 2), rng.normal(size=(n, DIM)).astype(np.float32))
+    src = rng.integers(-n // 2, n // 2, 2 * n)
+    dst = rng.integers(-n // 2, n // 2, 2 * n)
+    g.add_edges(src[::2], dst[::2], rels="strided")
+    g.add_edges(src[1::2].astype(">i8"), dst[1::2].astype(">i8"), rels="big-endian")
+    g.add_edges(np.array([-3, 4], np.int16), np.array([5, -6], np.int32), rels="small")
+    g.add_edges([-3], np.array([5], np.uint8), rels="list+array")
+    bad = np.abs(src).astype(np.uint64)
+    bad[5000] = 2**63
+    expect_error(g, lambda g: g.add_edges(bad, np.abs(dst).astype(np.uint64)), ValueError, "src row 5000", "int64")
+    expect_error(g, lambda g: g.add_edges(np.array([1, n], np.int64), np.array([2, 3], np.int64)), vg.NotFoundError,
+                 "row 1", f"src key {n}")
+    for reopen in (False, True):
+        if reopen:
+            g.close()
+            g = vg.Graph.open(path)
+        assert g.count_edges == 2 * n + 3
+        for k in rng.integers(-n // 2, n // 2, 40).tolist() + [-3]:
+            want = sorted([("strided", int(d)) for s, d in zip(src[::2], dst[::2]) if s == k] +
+                          [("big-endian", int(d)) for s, d in zip(src[1::2], dst[1::2]) if s == k] +
+                          ([("small", 5), ("list+array", 5)] if k == -3 else []))
+            assert sorted((e.rel, e.dst) for e in g.neighbors(k)) == want
+        assert g.verify() == []
+    g.close()
+
+
 def test_masked_key_arrays_are_read_by_value_never_from_the_hidden_buffer():
     g = make_graph()
     src = np.ma.masked_array([1, 1, 2], mask=[False, True, False])

@@ -127,6 +127,19 @@ const std::string& rel_of(const EdgeBatch& batch, std::size_t i) {
     return batch.rel_index ? batch.rels[batch.rel_index[i]] : batch.rels[i];
 }
 
+// Row i of a batch's keys, for messages: an encoded key, or an int key.
+std::string batch_key(const std::string* keys, const std::int64_t* ints, std::size_t i) {
+    return ints ? std::to_string(ints[i]) : display_key(keys[i]);
+}
+
+// Int key `value` encoded as encode_int_key does, into `out` (9 bytes), without an allocation.
+std::string_view int_key(std::int64_t value, char (&out)[9]) {
+    out[0] = key_tag_int;
+    const auto bits = static_cast<std::uint64_t>(value);
+    for (int i = 0; i < 8; ++i) out[1 + i] = static_cast<char>((bits >> (8 * i)) & 0xff);
+    return std::string_view(out, sizeof(out));
+}
+
 }  // namespace
 
 struct Engine::PreparedNodes {
@@ -599,7 +612,8 @@ Status Engine::upsert_nodes(const NodeBatch& batch) { return write_nodes(batch, 
 
 Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) const {
     const bool by_id = batch.src_ids && batch.dst_ids;
-    if (!by_id && (!batch.src || !batch.dst)) return Status::invalid_argument("add_edges needs src and dst keys");
+    if (!by_id && (!(batch.src || batch.src_ints) || !(batch.dst || batch.dst_ints)))
+        return Status::invalid_argument("add_edges needs src and dst keys");
     if (batch.count > max_count_nodes - edge_src_.size())
         return Status::invalid_argument("a graph holds at most " + std::to_string(max_count_nodes) + " edges");
     PreparedEdges prepared;
@@ -608,8 +622,10 @@ Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) cons
     // Checks rows [begin, end) and fills their node ids; the first bad row's error, or OK.
     auto check_rows = [&](std::size_t begin, std::size_t end) -> Status {
         if (!by_id) {
-            keys_.find_many(batch.src + begin, end - begin, prepared.src.data() + begin);
-            keys_.find_many(batch.dst + begin, end - begin, prepared.dst.data() + begin);
+            if (batch.src_ints) keys_.find_many_ints(batch.src_ints + begin, end - begin, prepared.src.data() + begin);
+            else keys_.find_many(batch.src + begin, end - begin, prepared.src.data() + begin);
+            if (batch.dst_ints) keys_.find_many_ints(batch.dst_ints + begin, end - begin, prepared.dst.data() + begin);
+            else keys_.find_many(batch.dst + begin, end - begin, prepared.dst.data() + begin);
         }
         for (std::size_t i = begin; i < end; ++i) {
             if (by_id) {
@@ -621,10 +637,10 @@ Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) cons
                 prepared.dst[i] = batch.dst_ids[i];
             } else {
                 if (prepared.src[i] == invalid_id)
-                    return Status::not_found("edge row " + std::to_string(i) + ": src key " + display_key(batch.src[i]) +
+                    return Status::not_found("edge row " + std::to_string(i) + ": src key " + batch_key(batch.src, batch.src_ints, i) +
                                              " is not a node of the graph; add the node first");
                 if (prepared.dst[i] == invalid_id)
-                    return Status::not_found("edge row " + std::to_string(i) + ": dst key " + display_key(batch.dst[i]) +
+                    return Status::not_found("edge row " + std::to_string(i) + ": dst key " + batch_key(batch.dst, batch.dst_ints, i) +
                                              " is not a node of the graph; add the node first");
             }
             if (batch.weights && !std::isfinite(batch.weights[i]))
@@ -756,9 +772,10 @@ Status Engine::add_edges(const EdgeBatch& batch) {
         out.u32(static_cast<std::uint32_t>(config_.dim));
         out.u32(static_cast<std::uint32_t>(stride));
         out.u8(p.has_vector.empty() ? 0 : 1);
+        char src_key[9], dst_key[9];
         for (std::size_t i = 0; i < batch.count; ++i) {
-            out.str(by_id ? keys_.key(p.src[i]) : std::string_view(batch.src[i]));
-            out.str(by_id ? keys_.key(p.dst[i]) : std::string_view(batch.dst[i]));
+            out.str(by_id ? keys_.key(p.src[i]) : batch.src_ints ? int_key(batch.src_ints[i], src_key) : batch.src[i]);
+            out.str(by_id ? keys_.key(p.dst[i]) : batch.dst_ints ? int_key(batch.dst_ints[i], dst_key) : batch.dst[i]);
             out.str(rel_of(batch, i));
             out.f32(batch.weights ? batch.weights[i] : 1.f);
             out.i64(batch.ts ? batch.ts[i] : 0);

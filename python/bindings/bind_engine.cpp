@@ -92,6 +92,51 @@ std::vector<std::string> encode_keys(const py::handle& keys, const char* name) {
     return out;
 }
 
+// An edge batch's src or dst keys: a 1-d NumPy integer array is passed to the core as int64
+// values (no encoded string per key); other sequences are encoded key by key.
+struct KeyColumn {
+    std::vector<std::string> encoded;
+    py::array_t<std::int64_t> ints;  // with is_int
+    bool is_int = false;
+    std::size_t size() const { return is_int ? static_cast<std::size_t>(ints.shape(0)) : encoded.size(); }
+};
+
+KeyColumn key_column(const py::handle& keys, const char* name) {
+    KeyColumn out;
+    if (py::isinstance<py::array>(keys)) {
+        py::array array = py::reinterpret_borrow<py::array>(keys);
+        const char kind = array.dtype().kind();
+        if (array.ndim() == 1 && kind == 'u' && array.itemsize() == 8) {  // values past int64 are refused
+            auto values = py::array_t<std::uint64_t, py::array::forcecast>::ensure(array);
+            if (!values) throw py::error_already_set();
+            auto view = values.unchecked<1>();
+            const auto int64_max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+            py::ssize_t beyond_int64 = -1;
+            auto scan = [&] {
+                for (py::ssize_t row = 0; row < view.shape(0) && beyond_int64 < 0; ++row)
+                    if (view(row) > int64_max) beyond_int64 = row;
+            };
+            if (view.shape(0) >= 4096) {
+                GilRelease release;
+                scan();
+            } else {
+                scan();
+            }
+            if (beyond_int64 >= 0)
+                throw py::value_error(std::string(name) + " row " + std::to_string(beyond_int64) +
+                                      " is an int outside the int64 range; integer keys must fit int64");
+        }
+        if (array.ndim() == 1 && (kind == 'i' || kind == 'u')) {
+            out.ints = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+            if (!out.ints) throw py::error_already_set();
+            out.is_int = true;
+            return out;
+        }
+    }
+    out.encoded = encode_keys(keys, name);
+    return out;
+}
+
 py::object decode_key(std::string_view encoded) {
     if (!encoded.empty() && encoded[0] == key_tag_int && encoded.size() == 9) {
         std::uint64_t bits = 0;
@@ -734,15 +779,17 @@ class PyEngine {
 
     void add_edges(const py::sequence& src, const py::sequence& dst, const py::object& rels, const py::object& weights,
                    const py::object& ts, const py::object& texts, const py::object& props, const py::object& vectors) {
-        std::vector<std::string> src_keys = encode_keys(src, "src");
-        std::vector<std::string> dst_keys = encode_keys(dst, "dst");
+        KeyColumn src_keys = key_column(src, "src");
+        KeyColumn dst_keys = key_column(dst, "dst");
         std::size_t n = src_keys.size();
         if (dst_keys.size() != n)
             throw py::value_error("src has " + std::to_string(n) + " keys, dst has " + std::to_string(dst_keys.size()));
         EdgeBatch batch;
         batch.count = n;
-        batch.src = src_keys.data();
-        batch.dst = dst_keys.data();
+        if (src_keys.is_int) batch.src_ints = src_keys.ints.data();
+        else batch.src = src_keys.encoded.data();
+        if (dst_keys.is_int) batch.dst_ints = dst_keys.ints.data();
+        else batch.dst = dst_keys.encoded.data();
         std::vector<std::string> text_col, props_col;
         StringCodes rel_codes;
         if (!rels.is_none()) {

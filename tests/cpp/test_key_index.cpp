@@ -1,5 +1,6 @@
 // KeyIndex (the engine's key map) against std::unordered_map under random appends, erases,
 // re-adds and lookups, one at a time and in batches; and key views that outlive growth.
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -80,6 +81,29 @@ TEST_CASE("KeyIndex: append, erase, find and find_many against std::unordered_ma
     CHECK(hits > 100);
     CHECK(hits < batch.size());
 
+    // Int keys given as values: the same ids as their encoded strings, for live, erased and
+    // never-seen values (negative, huge, and the int64 extremes).
+    std::vector<std::int64_t> values;
+    for (const std::string& key : batch)
+        if (key.size() == 9 && key[0] == key_tag_int) {
+            std::int64_t value = 0;
+            for (int i = 0; i < 8; ++i) value |= static_cast<std::int64_t>(static_cast<std::uint8_t>(key[1 + i])) << (8 * i);
+            values.push_back(value);
+        }
+    for (std::int64_t extreme : {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(),
+                                 std::int64_t{0}, std::int64_t{-1}})
+        values.push_back(extreme);
+    std::vector<node_id_t> by_value(values.size(), 12345);
+    index.find_many_ints(values.data(), values.size(), by_value.data());
+    std::size_t int_hits = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        CHECK_EQ(by_value[i], index.find(encode_int_key(values[i])));
+        int_hits += by_value[i] != invalid_id;
+    }
+    CHECK(values.size() > 150);
+    CHECK(int_hits > 20);
+    CHECK(int_hits < values.size());
+
     std::map<node_id_t, std::string> listed;
     index.for_each_live([&](node_id_t id, std::string_view key) { listed.emplace(id, std::string(key)); });
     CHECK_EQ(listed.size(), model.size());
@@ -93,6 +117,10 @@ TEST_CASE("KeyIndex: an empty index finds nothing; key views survive growth") {
     std::string none = "a";
     node_id_t id = 7;
     index.find_many(&none, 1, &id);
+    CHECK_EQ(id, invalid_id);
+    const std::int64_t zero = 0;
+    id = 7;
+    index.find_many_ints(&zero, 1, &id);
     CHECK_EQ(id, invalid_id);
     CHECK_EQ(index.memory_bytes(), 0u);
 

@@ -90,6 +90,8 @@ struct EdgeBatch {
     const std::string* dst = nullptr;
     const node_id_t* src_ids = nullptr;  // or node ids of live nodes instead of keys (snapshot loads)
     const node_id_t* dst_ids = nullptr;
+    const std::int64_t* src_ints = nullptr;  // or int keys, each the key encode_int_key gives
+    const std::int64_t* dst_ints = nullptr;  // (src and dst each take one of the three forms)
     const std::string* rels = nullptr;   // one per edge, or with rel_index the distinct names
     const std::uint32_t* rel_index = nullptr;  // or nullptr: edge i's rel is rels[rel_index[i]]
     std::size_t count_rel_names = 0;     // with rel_index: how many names rels holds

@@ -85,6 +85,27 @@ class KeyIndex {
         }
     }
 
+    /// ids[i] = find(encode_int_key(keys[i])) for i < count: int keys looked up without their
+    /// encoded strings, misses overlapped as in find_many.
+    void find_many_ints(const std::int64_t* keys, std::size_t count, node_id_t* ids) const noexcept {
+        if (slots_.empty()) {
+            std::fill(ids, ids + count, invalid_id);
+            return;
+        }
+        constexpr std::size_t block = 16;
+        std::uint32_t tags[block];
+        std::uint64_t bits[block];
+        for (std::size_t begin = 0; begin < count; begin += block) {
+            const std::size_t n = std::min(block, count - begin);
+            for (std::size_t j = 0; j < n; ++j) {
+                bits[j] = int_bits(keys[begin + j]);
+                tags[j] = int_tag(bits[j]);
+                prefetch_read(&slots_[home(tags[j])]);
+            }
+            for (std::size_t j = 0; j < n; ++j) ids[begin + j] = find_int(bits[j], tags[j]);
+        }
+    }
+
     /// Makes room for `count_ids` ids in all and as many live keys, without a rehash on the way.
     void reserve(std::size_t count_ids) {
         if (count_ids <= records_.size()) return;
@@ -153,16 +174,26 @@ class KeyIndex {
         if (key.size() == 9) std::memcpy(&bits, key.data() + 1, sizeof(bits));  // (only int keys get here)
         return bits;
     }
+    // The slot word of int key `value`: int_bits of encode_int_key(value) (little-endian bytes).
+    static std::uint64_t int_bits(std::int64_t value) noexcept {
+        const auto u = static_cast<std::uint64_t>(value);
+        unsigned char bytes[8];
+        for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(u >> (8 * i));
+        std::uint64_t bits;
+        std::memcpy(&bits, bytes, sizeof(bits));
+        return bits;
+    }
+    // An int key's tag: the 64-bit finaliser of MurmurHash3 (Appleby), cheaper than hashing bytes.
+    static std::uint32_t int_tag(std::uint64_t h) noexcept {
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
+        h *= 0xc4ceb9fe1a85ec53ull;
+        h ^= h >> 33;
+        return (static_cast<std::uint32_t>(h >> 32) ^ static_cast<std::uint32_t>(h)) | int_class;
+    }
     static std::uint32_t tag_of(std::string_view key) noexcept {
-        if (is_int_key(key)) {  // the 64-bit finaliser of MurmurHash3 (Appleby): cheaper than hashing bytes
-            std::uint64_t h = int_bits(key);
-            h ^= h >> 33;
-            h *= 0xff51afd7ed558ccdull;
-            h ^= h >> 33;
-            h *= 0xc4ceb9fe1a85ec53ull;
-            h ^= h >> 33;
-            return (static_cast<std::uint32_t>(h >> 32) ^ static_cast<std::uint32_t>(h)) | int_class;
-        }
+        if (is_int_key(key)) return int_tag(int_bits(key));
         const std::uint64_t h = std::hash<std::string_view>{}(key);
         return (static_cast<std::uint32_t>(h >> 32) ^ static_cast<std::uint32_t>(h)) & ~int_class;
     }
@@ -179,15 +210,15 @@ class KeyIndex {
         std::memcpy(&length, record, sizeof(length));
         return std::string_view(record + sizeof(length), length);
     }
-    node_id_t find_hashed(std::string_view key, std::uint32_t tag) const noexcept {
-        if (tag & int_class) {
-            const std::uint64_t bits = int_bits(key);
-            for (std::size_t at = home(tag);; at = (at + 1) & mask_) {
-                const Slot& slot = slots_[at];
-                if (slot.id == empty_id) return invalid_id;
-                if (slot.tag == tag && slot.word == bits && slot.id != tombstone_id) return slot.id;
-            }
+    node_id_t find_int(std::uint64_t bits, std::uint32_t tag) const noexcept {
+        for (std::size_t at = home(tag);; at = (at + 1) & mask_) {
+            const Slot& slot = slots_[at];
+            if (slot.id == empty_id) return invalid_id;
+            if (slot.tag == tag && slot.word == bits && slot.id != tombstone_id) return slot.id;
         }
+    }
+    node_id_t find_hashed(std::string_view key, std::uint32_t tag) const noexcept {
+        if (tag & int_class) return find_int(int_bits(key), tag);
         for (std::size_t at = home(tag);; at = (at + 1) & mask_) {
             const Slot& slot = slots_[at];
             if (slot.id == empty_id) return invalid_id;
