@@ -20,6 +20,11 @@ namespace vecgraph::bindings {
 
 namespace py = pybind11;
 
+[[noreturn]] void throw_beyond_int64(const char* name, py::ssize_t row) {
+    throw py::value_error(std::string(name) + " row " + std::to_string(row) +
+                          " is an int outside the int64 range; integer keys must fit int64");
+}
+
 std::string encode_key(const py::handle& key, const char* name, std::size_t row) {
     if (PyUnicode_Check(key.ptr())) {
         Py_ssize_t size = 0;
@@ -38,10 +43,20 @@ std::string encode_key(const py::handle& key, const char* name, std::size_t row)
     if (!index) throw py::error_already_set();
     int overflow = 0;
     long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
-    if (overflow)
-        throw py::value_error(std::string(name) + " row " + std::to_string(row) +
-                              " is an int outside the int64 range; integer keys must fit int64");
+    if (overflow) throw_beyond_int64(name, static_cast<py::ssize_t>(row));
     return encode_int_key(value);
+}
+
+// Runs fn without the GIL for an array of `rows` >= 4096 (other Python threads run meanwhile; the
+// caller holds the array), with it for a small one (releasing costs more than the work).
+template <typename fn_at>
+void without_gil_if_large(py::ssize_t rows, fn_at&& fn) {
+    if (rows >= 4096) {
+        GilRelease release;
+        fn();
+    } else {
+        fn();
+    }
 }
 
 // A 1-d NumPy array of integers: encoded straight from its buffer (no Python int per key).
@@ -65,15 +80,8 @@ std::vector<std::string> encode_int_array(const py::array& keys, const char* nam
             out.push_back(encode_int_key(static_cast<std::int64_t>(view(row))));
         }
     };
-    if (count >= 4096) {  // a large batch: other Python threads run meanwhile (`values` holds the buffer)
-        GilRelease release;
-        encode();
-    } else {
-        encode();
-    }
-    if (beyond_int64 >= 0)
-        throw py::value_error(std::string(name) + " row " + std::to_string(beyond_int64) +
-                              " is an int outside the int64 range; integer keys must fit int64");
+    without_gil_if_large(count, encode);
+    if (beyond_int64 >= 0) throw_beyond_int64(name, beyond_int64);
     return out;
 }
 
@@ -116,15 +124,8 @@ KeyColumn key_column(const py::handle& keys, const char* name) {
                 for (py::ssize_t row = 0; row < view.shape(0) && beyond_int64 < 0; ++row)
                     if (view(row) > int64_max) beyond_int64 = row;
             };
-            if (view.shape(0) >= 4096) {
-                GilRelease release;
-                scan();
-            } else {
-                scan();
-            }
-            if (beyond_int64 >= 0)
-                throw py::value_error(std::string(name) + " row " + std::to_string(beyond_int64) +
-                                      " is an int outside the int64 range; integer keys must fit int64");
+            without_gil_if_large(view.shape(0), scan);
+            if (beyond_int64 >= 0) throw_beyond_int64(name, beyond_int64);
         }
         if (array.ndim() == 1 && (kind == 'i' || kind == 'u')) {
             out.ints = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(array);

@@ -52,16 +52,10 @@ class KeyIndex {
         return find_hashed(key, tag_of(key));
     }
 
-    /// ids[i] = find(keys[i]) for i < count, with up to `block` keys' cache misses overlapped.
+    /// ids[i] = find(keys[i]) for i < count, with up to `lookup_block` keys' cache misses overlapped.
     void find_many(const std::string* keys, std::size_t count, node_id_t* ids) const noexcept {
-        if (slots_.empty()) {
-            std::fill(ids, ids + count, invalid_id);
-            return;
-        }
-        constexpr std::size_t block = 16;
-        std::uint32_t tags[block];
-        for (std::size_t begin = 0; begin < count; begin += block) {
-            const std::size_t n = std::min(block, count - begin);
+        in_blocks(count, ids, [&](std::size_t begin, std::size_t n) {
+            std::uint32_t tags[lookup_block];
             // Stage 1: every key's home slot.
             for (std::size_t j = 0; j < n; ++j) {
                 tags[j] = tag_of(keys[begin + j]);
@@ -82,28 +76,22 @@ class KeyIndex {
             }
             // Stage 3: the lookups themselves, from cache.
             for (std::size_t j = 0; j < n; ++j) ids[begin + j] = find_hashed(keys[begin + j], tags[j]);
-        }
+        });
     }
 
     /// ids[i] = find(encode_int_key(keys[i])) for i < count: int keys looked up without their
     /// encoded strings, misses overlapped as in find_many.
     void find_many_ints(const std::int64_t* keys, std::size_t count, node_id_t* ids) const noexcept {
-        if (slots_.empty()) {
-            std::fill(ids, ids + count, invalid_id);
-            return;
-        }
-        constexpr std::size_t block = 16;
-        std::uint32_t tags[block];
-        std::uint64_t bits[block];
-        for (std::size_t begin = 0; begin < count; begin += block) {
-            const std::size_t n = std::min(block, count - begin);
+        in_blocks(count, ids, [&](std::size_t begin, std::size_t n) {
+            std::uint32_t tags[lookup_block];
+            std::uint64_t bits[lookup_block];
             for (std::size_t j = 0; j < n; ++j) {
                 bits[j] = int_bits(keys[begin + j]);
                 tags[j] = int_tag(bits[j]);
                 prefetch_read(&slots_[home(tags[j])]);
             }
             for (std::size_t j = 0; j < n; ++j) ids[begin + j] = find_int(bits[j], tags[j]);
-        }
+        });
     }
 
     /// Makes room for `count_ids` ids in all and as many live keys, without a rehash on the way.
@@ -163,6 +151,17 @@ class KeyIndex {
         std::uint64_t word;
     };
     static constexpr std::uint32_t int_class = 0x80000000u;
+    static constexpr std::size_t lookup_block = 16;  // keys whose misses a batch lookup overlaps
+    // Calls lookup(begin, n) for consecutive blocks of at most lookup_block of `count` rows; on
+    // an empty index, sets every id to invalid_id instead.
+    template <typename lookup_at>
+    void in_blocks(std::size_t count, node_id_t* ids, lookup_at&& lookup) const noexcept {
+        if (slots_.empty()) {
+            std::fill(ids, ids + count, invalid_id);
+            return;
+        }
+        for (std::size_t begin = 0; begin < count; begin += lookup_block) lookup(begin, std::min(lookup_block, count - begin));
+    }
     static constexpr node_id_t empty_id = invalid_id;
     static constexpr node_id_t tombstone_id = invalid_id - 1;  // never a node id (types.hpp: max_count_nodes)
     static_assert(max_count_nodes <= tombstone_id, "node ids must stay below the tombstone marker");
