@@ -1233,8 +1233,10 @@ class Graph:
         Self-loops and parallel edges are allowed.
 
         Args:
-            src, dst: n keys of nodes already in the graph.
-            rels: one relation type for all rows, or n of them (default "").
+            src, dst: n keys of nodes already in the graph. A 1-d NumPy integer array is read
+                from its buffer, with no Python int per key: the fast form for large batches.
+            rels: one relation type for all rows, or n of them (default ""); a list that repeats
+                a few names is converted once per distinct name.
             weights: n finite weights (default 1.0); a hub expands its heaviest edges first.
             ts: one timestamp or n timestamps, int64 microseconds (default 0).
             texts: n texts (default ""). props: n JSON-serializable dicts or None.
