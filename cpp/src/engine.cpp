@@ -161,8 +161,8 @@ struct Engine::PreparedNodes {
 
 struct Engine::PreparedEdges {
     std::vector<node_id_t> src, dst;
-    std::vector<rel_id_t> rels;             // per edge; names new to the graph have the ids
-    std::vector<const std::string*> new_rels;  // apply_edges interns these under, in this order
+    std::vector<rel_id_t> rels;  // per edge (a name new to the graph: the id apply_edges interns it under)
+    std::vector<const std::string*> new_rels;  // the names new to the graph, in the order of their ids
     std::vector<std::int8_t> rows;         // edge vector rows, when the batch has vectors
     std::vector<std::uint8_t> has_vector;  // per edge, when the batch has vectors
 };
@@ -671,15 +671,17 @@ Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) cons
             if (added) prepared.new_rels.push_back(&name);
             return at->second;
         };
-        if (batch.rels && batch.rel_index) {  // a dictionary column: each name is looked up once
-            std::vector<rel_id_t> ids(batch.count_rel_names);
-            for (std::size_t j = 0; j < batch.count_rel_names; ++j) ids[j] = id_of(batch.rels[j]);
+        if (batch.rels && batch.rel_index) {  // a dictionary column: each name used is looked up once
+            constexpr rel_id_t unused = std::numeric_limits<rel_id_t>::max();
+            std::vector<rel_id_t> ids(batch.count_rel_names, unused);
             for (std::size_t i = 0; i < batch.count; ++i) {
-                if (batch.rel_index[i] >= batch.count_rel_names)
-                    return Status::invalid_argument("edge row " + std::to_string(i) + ": rel index " +
-                                                    std::to_string(batch.rel_index[i]) + " is not below the " +
-                                                    std::to_string(batch.count_rel_names) + " rel names");
-                prepared.rels[i] = ids[batch.rel_index[i]];
+                const std::uint32_t j = batch.rel_index[i];
+                if (j >= batch.count_rel_names)
+                    return Status::invalid_argument("edge row " + std::to_string(i) + ": rel index " + std::to_string(j) +
+                                                    " is not below the " + std::to_string(batch.count_rel_names) +
+                                                    " rel names");
+                if (ids[j] == unused) ids[j] = id_of(batch.rels[j]);
+                prepared.rels[i] = ids[j];
             }
         } else {
             const std::string* last = nullptr;  // runs of one name are common: hashed once a run

@@ -203,6 +203,56 @@ TEST_CASE("rejected batches change nothing") {
     CHECK_EQ(engine->count_edges(), 3u);
 }
 
+TEST_CASE("edge batches take int64 key columns and dictionary-coded relation names") {
+    auto engine = make(4);
+    std::vector<float> vectors(4 * 4, 0.f);
+    for (int i = 0; i < 4; ++i) vectors[i * 4 + i] = 1.f;
+    std::vector<std::string> keys = {encode_int_key(-7), encode_int_key(0), encode_int_key(1LL << 40),
+                                     encode_text_key("t")};
+    NodeBatch nodes;
+    nodes.count = 4;
+    nodes.keys = keys.data();
+    nodes.vectors = vectors.data();
+    REQUIRE(engine->add_nodes(nodes).ok());
+    const node_id_t a = engine->find(keys[0]).value(), b = engine->find(keys[1]).value(), c = engine->find(keys[2]).value();
+
+    // src as ints, dst as encoded keys; "unused" is named by no row and must not be interned.
+    std::vector<std::int64_t> src = {-7, 0, -7};
+    std::vector<std::string> dst = {keys[1], keys[2], keys[2]};
+    std::vector<std::string> names = {"unused", "y", "x"};
+    std::vector<std::uint32_t> index = {2, 1, 1};
+    EdgeBatch edges;
+    edges.count = 3;
+    edges.src_ints = src.data();
+    edges.dst = dst.data();
+    edges.rels = names.data();
+    edges.rel_index = index.data();
+    edges.count_rel_names = names.size();
+    REQUIRE(engine->add_edges(edges).ok());
+    CHECK_EQ(engine->stats().count_rels, 2u);
+    auto out = engine->neighbors(a, Direction::out, false, {});
+    REQUIRE(out.size() == 2u);
+    CHECK_EQ(out[0].dst, b);  // equal weights: edge id order
+    CHECK_EQ(out[0].rel, "x");
+    CHECK_EQ(out[1].dst, c);
+    CHECK_EQ(out[1].rel, "y");
+    CHECK_EQ(engine->neighbors(b, Direction::out, true, {"y"}).size(), 1u);
+
+    // An index beyond the names, or an int key that is no node: refused, nothing added.
+    index = {2, 3, 0};
+    Status s = engine->add_edges(edges);
+    CHECK(s.code() == StatusCode::invalid_argument);
+    CHECK(s.message().find("row 1") != std::string::npos);
+    index = {2, 1, 1};
+    src = {-7, 5, -7};
+    s = engine->add_edges(edges);
+    CHECK(s.code() == StatusCode::not_found);
+    CHECK(s.message().find("src key 5") != std::string::npos);
+    CHECK_EQ(engine->count_edges(), 3u);
+    CHECK_EQ(engine->stats().count_rels, 2u);
+    CHECK(engine->verify(10).empty());
+}
+
 TEST_CASE("request validation names the parameter and the value") {
     auto engine = chain();
     std::vector<float> q = {1, 0, 0, 0};
