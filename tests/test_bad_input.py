@@ -414,6 +414,8 @@ def test_one_weight_for_every_edge_of_a_batch():
     for too_big in (1e39, -1e300, float("nan"), 10**40, -10**400):  # beyond float32, or NaN: refused by name
         expect_error(g, lambda g: g.add_edges(["a"], ["b"], weights=too_big), vg.InvalidArgumentError,
                      "weight is", "weights must be finite")
+    for flag in (True, np.bool_(False), [True, False], np.array([True, False])):  # a bool is no weight, as for ts
+        expect_error(g, lambda g: g.add_edges(["a", "b"], ["b", "a"], weights=flag), TypeError, "weights", "bool")
 
 
 def test_empty_graph_search_is_empty():

@@ -1259,10 +1259,16 @@ class Graph:
         if type(weights) is float or type(weights) is int:  # one weight for all: the common case, kept cheap
             weight_arg = float(weights) if abs(weights) <= _FLOAT32_MAX else _float32_or_inf(weights)  # the core fills it in
         elif weights is not None:
-            if np.ndim(weights) == 0:
+            try:
+                weights = np.asarray(weights)  # once: a list of millions of floats is converted here only
+            except ValueError as e:  # rows of different lengths
+                raise ValueError(f"weights must be one number or {n} of them ({e})") from None
+            if weights.dtype == np.bool_:  # a bool is no weight (as for ts)
+                raise TypeError(f"weights must be numbers (one float, or {n} of them), got bool")
+            if weights.ndim == 0:
                 weights = np.full(n, weights)
-            elif np.ndim(weights) != 1:
-                raise ValueError(f"weights must have shape ({n},), got {np.shape(weights)}")
+            elif weights.ndim != 1:
+                raise ValueError(f"weights must have shape ({n},), got {weights.shape}")
             weight_arg = _float_array(weights, "weights", 1)
             if weight_arg.shape[0] != n:
                 raise ValueError(f"weights has {weight_arg.shape[0]} items, expected {n}")
