@@ -132,14 +132,6 @@ std::string batch_key(const std::string* keys, const std::int64_t* ints, std::si
     return ints ? std::to_string(ints[i]) : display_key(keys[i]);
 }
 
-// Int key `value` encoded as encode_int_key does, into `out` (9 bytes), without an allocation.
-std::string_view int_key(std::int64_t value, char (&out)[9]) {
-    out[0] = key_tag_int;
-    const auto bits = static_cast<std::uint64_t>(value);
-    for (int i = 0; i < 8; ++i) out[1 + i] = static_cast<char>((bits >> (8 * i)) & 0xff);
-    return std::string_view(out, sizeof(out));
-}
-
 }  // namespace
 
 struct Engine::PreparedNodes {
@@ -776,8 +768,8 @@ Status Engine::add_edges(const EdgeBatch& batch) {
         out.u8(p.has_vector.empty() ? 0 : 1);
         char src_key[9], dst_key[9];
         for (std::size_t i = 0; i < batch.count; ++i) {
-            out.str(by_id ? keys_.key(p.src[i]) : batch.src_ints ? int_key(batch.src_ints[i], src_key) : batch.src[i]);
-            out.str(by_id ? keys_.key(p.dst[i]) : batch.dst_ints ? int_key(batch.dst_ints[i], dst_key) : batch.dst[i]);
+            out.str(by_id ? keys_.key(p.src[i]) : batch.src_ints ? encode_int_key(batch.src_ints[i], src_key) : batch.src[i]);
+            out.str(by_id ? keys_.key(p.dst[i]) : batch.dst_ints ? encode_int_key(batch.dst_ints[i], dst_key) : batch.dst[i]);
             out.str(rel_of(batch, i));
             out.f32(batch.weights ? batch.weights[i] : 1.f);
             out.i64(batch.ts ? batch.ts[i] : 0);

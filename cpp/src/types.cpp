@@ -67,11 +67,8 @@ std::string encode_text_key(std::string_view utf8) {
 }
 
 std::string encode_int_key(std::int64_t value) {
-    std::string key(9, '\0');
-    key[0] = key_tag_int;
-    auto bits = static_cast<std::uint64_t>(value);
-    for (int i = 0; i < 8; ++i) key[1 + i] = static_cast<char>((bits >> (8 * i)) & 0xff);
-    return key;
+    char key[9];
+    return std::string(encode_int_key(value, key));
 }
 
 std::string display_key(std::string_view encoded) {

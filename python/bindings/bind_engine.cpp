@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 #include <unordered_map>
 
 #include "bind_errors.hpp"
@@ -59,38 +58,42 @@ void without_gil_if_large(py::ssize_t rows, fn_at&& fn) {
     }
 }
 
-// A 1-d NumPy array of integers: encoded straight from its buffer (no Python int per key).
-template <typename int_at>
-std::vector<std::string> encode_int_array(const py::array& keys, const char* name) {
-    auto values = py::array_t<int_at, py::array::forcecast>::ensure(keys);
-    if (!values) throw py::error_already_set();
-    auto view = values.template unchecked<1>();
-    const py::ssize_t count = view.shape(0);
-    std::vector<std::string> out;
-    py::ssize_t beyond_int64 = -1;  // the first row that is
-    auto encode = [&] {
-        out.reserve(static_cast<std::size_t>(count));
-        for (py::ssize_t row = 0; row < count; ++row) {
-            if constexpr (std::is_unsigned_v<int_at>) {
-                if (view(row) > static_cast<int_at>(std::numeric_limits<std::int64_t>::max())) {
-                    beyond_int64 = row;
-                    return;
-                }
-            }
-            out.push_back(encode_int_key(static_cast<std::int64_t>(view(row))));
-        }
-    };
-    without_gil_if_large(count, encode);
-    if (beyond_int64 >= 0) throw_beyond_int64(name, beyond_int64);
-    return out;
+// A 1-d NumPy integer array as int64 values (a copy only for another dtype or layout); a uint64
+// value beyond int64 is refused with its row.
+py::array_t<std::int64_t> int64_keys(const py::array& keys, const char* name) {
+    if (keys.dtype().kind() == 'u' && keys.itemsize() == 8) {
+        auto values = py::array_t<std::uint64_t, py::array::forcecast>::ensure(keys);
+        if (!values) throw py::error_already_set();
+        auto view = values.unchecked<1>();
+        const auto int64_max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+        py::ssize_t beyond_int64 = -1;
+        without_gil_if_large(view.shape(0), [&] {
+            for (py::ssize_t row = 0; row < view.shape(0) && beyond_int64 < 0; ++row)
+                if (view(row) > int64_max) beyond_int64 = row;
+        });
+        if (beyond_int64 >= 0) throw_beyond_int64(name, beyond_int64);
+    }
+    auto ints = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(keys);
+    if (!ints) throw py::error_already_set();
+    return ints;
+}
+
+bool is_int_key_array(const py::handle& keys) {
+    if (!py::isinstance<py::array>(keys)) return false;
+    auto array = py::reinterpret_borrow<py::array>(keys);
+    return array.ndim() == 1 && (array.dtype().kind() == 'i' || array.dtype().kind() == 'u');
 }
 
 std::vector<std::string> encode_keys(const py::handle& keys, const char* name) {
-    if (py::isinstance<py::array>(keys)) {
-        py::array array = py::reinterpret_borrow<py::array>(keys);
-        const char kind = array.dtype().kind();
-        if (array.ndim() == 1 && kind == 'u') return encode_int_array<std::uint64_t>(array, name);
-        if (array.ndim() == 1 && kind == 'i') return encode_int_array<std::int64_t>(array, name);
+    if (is_int_key_array(keys)) {  // encoded straight from the buffer (no Python int per key)
+        auto ints = int64_keys(py::reinterpret_borrow<py::array>(keys), name);
+        const std::int64_t* values = ints.data();
+        std::vector<std::string> out;
+        without_gil_if_large(ints.shape(0), [&] {
+            out.reserve(static_cast<std::size_t>(ints.shape(0)));
+            for (py::ssize_t row = 0; row < ints.shape(0); ++row) out.push_back(encode_int_key(values[row]));
+        });
+        return out;
     }
     std::vector<std::string> out;
     py::sequence items = py::reinterpret_borrow<py::sequence>(keys);
@@ -111,30 +114,12 @@ struct KeyColumn {
 
 KeyColumn key_column(const py::handle& keys, const char* name) {
     KeyColumn out;
-    if (py::isinstance<py::array>(keys)) {
-        py::array array = py::reinterpret_borrow<py::array>(keys);
-        const char kind = array.dtype().kind();
-        if (array.ndim() == 1 && kind == 'u' && array.itemsize() == 8) {  // values past int64 are refused
-            auto values = py::array_t<std::uint64_t, py::array::forcecast>::ensure(array);
-            if (!values) throw py::error_already_set();
-            auto view = values.unchecked<1>();
-            const auto int64_max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-            py::ssize_t beyond_int64 = -1;
-            auto scan = [&] {
-                for (py::ssize_t row = 0; row < view.shape(0) && beyond_int64 < 0; ++row)
-                    if (view(row) > int64_max) beyond_int64 = row;
-            };
-            without_gil_if_large(view.shape(0), scan);
-            if (beyond_int64 >= 0) throw_beyond_int64(name, beyond_int64);
-        }
-        if (array.ndim() == 1 && (kind == 'i' || kind == 'u')) {
-            out.ints = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
-            if (!out.ints) throw py::error_already_set();
-            out.is_int = true;
-            return out;
-        }
+    if (is_int_key_array(keys)) {
+        out.ints = int64_keys(py::reinterpret_borrow<py::array>(keys), name);
+        out.is_int = true;
+    } else {
+        out.encoded = encode_keys(keys, name);
     }
-    out.encoded = encode_keys(keys, name);
     return out;
 }
 

@@ -1257,7 +1257,7 @@ class Graph:
             raise ValueError(f"src has {n} keys, dst has {len(dst)}")
         weight_arg = None
         if type(weights) is float or type(weights) is int:  # one weight for all: the common case, kept cheap
-            weight_arg = float(weights) if abs(weights) <= _FLOAT32_MAX else _float32_or_inf(weights)  # the core fills it in
+            weight_arg = float(weights) if abs(weights) <= _FLOAT32_MAX else _float32_or_inf(weights)  # the binding fills the column
         elif weights is not None:
             try:
                 weights = np.asarray(weights)  # once: a list of millions of floats is converted here only

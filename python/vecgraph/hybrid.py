@@ -27,6 +27,7 @@ import numpy as np
 
 from .errors import InvalidArgumentError
 from .fusion import rrf_with_ranks
+from .text import _decode_key, _encode_key
 
 __all__ = ["CHANNELS", "HybridHit", "HybridResult", "ScoredEdge", "EntityIndex", "estimate_tokens"]
 
@@ -57,8 +58,6 @@ def _plain_key(key: Any) -> Any:
     """A key as the graph stores and returns it: a str, or a plain int for any integer type
     (np.int64, IntEnum, ...), so that the same node's key is one dict key here however the
     caller spelled it (the text index's key rule)."""
-    from .text import _decode_key, _encode_key
-
     return _decode_key(*_encode_key(key, "key"))
 
 

@@ -52,6 +52,13 @@ constexpr char key_tag_int = 'i';
 
 std::string encode_text_key(std::string_view utf8);
 std::string encode_int_key(std::int64_t value);
+/// encode_int_key into `out` (9 bytes), without an allocation; returns a view of `out`.
+inline std::string_view encode_int_key(std::int64_t value, char (&out)[9]) noexcept {
+    out[0] = key_tag_int;
+    const auto bits = static_cast<std::uint64_t>(value);
+    for (int i = 0; i < 8; ++i) out[1 + i] = static_cast<char>((bits >> (8 * i)) & 0xff);
+    return std::string_view(out, sizeof(out));
+}
 /// A key for messages: 'alice' for text keys, 42 for integer keys.
 std::string display_key(std::string_view encoded);
 

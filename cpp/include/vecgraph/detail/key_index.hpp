@@ -175,12 +175,8 @@ class KeyIndex {
     }
     // The slot word of int key `value`: int_bits of encode_int_key(value) (little-endian bytes).
     static std::uint64_t int_bits(std::int64_t value) noexcept {
-        const auto u = static_cast<std::uint64_t>(value);
-        unsigned char bytes[8];
-        for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(u >> (8 * i));
-        std::uint64_t bits;
-        std::memcpy(&bits, bytes, sizeof(bits));
-        return bits;
+        char key[9];
+        return int_bits(encode_int_key(value, key));
     }
     // An int key's tag: the 64-bit finaliser of MurmurHash3 (Appleby), cheaper than hashing bytes.
     static std::uint32_t int_tag(std::uint64_t h) noexcept {
