@@ -695,9 +695,10 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
         return false;
     };
     if (suspects.size() * 8 >= size) {
-        // Breadth-first from the top level down, as searches descend: on each level the walk
-        // starts from every member reached on the levels above (and, on the top level, from
-        // every member there) and follows that level's links.
+        // Breadth-first over level 0 from the members of the top level. A search descends the
+        // upper levels greedily and then walks level 0 only, from wherever the descent ended:
+        // a member whose only in-links are on upper levels is found only when the descent
+        // happens to end on it, so links on the upper levels do not count here.
         std::vector<std::uint8_t> reached(size, 0);
         std::vector<std::uint32_t> queue;
         const std::size_t top = index.max_level();
@@ -706,17 +707,16 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
                 reached[slot] = 1;
                 queue.push_back(static_cast<std::uint32_t>(slot));
             }
-        for (std::size_t level = top + 1; level-- > 0;)
-            for (std::size_t head = 0; head < queue.size(); ++head) {
-                auto neighbors = index.neighbors(queue[head], level);
-                for (auto it = neighbors.begin(); it != neighbors.end(); ++it) {
-                    std::uint32_t neighbor = it.slot();
-                    if (neighbor < size && !reached[neighbor]) {
-                        reached[neighbor] = 1;
-                        queue.push_back(neighbor);
-                    }
+        for (std::size_t head = 0; head < queue.size(); ++head) {
+            auto neighbors = index.neighbors(queue[head], 0);
+            for (auto it = neighbors.begin(); it != neighbors.end(); ++it) {
+                std::uint32_t neighbor = it.slot();
+                if (neighbor < size && !reached[neighbor]) {
+                    reached[neighbor] = 1;
+                    queue.push_back(neighbor);
                 }
             }
+        }
         // Reached is not enough for a search to find a member: a beam search comes near it
         // through its own neighbours, so a suspect none of them lists back (its in-links come
         // from farther members only) is linked again as well.
