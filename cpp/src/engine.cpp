@@ -294,7 +294,9 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
         to_index = nullptr;
     }
     writer.unlock();
-    // The next write applies (and inserts, and syncs) while this one inserts.
+    // The fdatasync runs on the WAL's syncer thread while this write inserts its nodes into the
+    // HNSW index; the next write applies (and inserts, and syncs) meanwhile.
+    if (sync && to_index) wal->start_sync();
     Status indexed = to_index ? index_applied(*to_index) : Status::OK();
     maybe_start_compaction();
     if (!sync) return indexed;

@@ -82,7 +82,7 @@ struct Writer::Impl {
 
     mutable std::mutex mu;
     std::condition_variable sync_done;    // a group-commit leader finished
-    std::condition_variable wake_syncer;  // the interval thread should stop
+    std::condition_variable wake_syncer;  // the syncer thread should stop, or sync (start_sync)
     std::shared_ptr<OpenSegment> current;  // guarded by mu; replaced only by the appending thread
     std::atomic<std::uint64_t> written_lsn{0};  // stored under mu
     std::atomic<std::uint64_t> synced_lsn{0};   // stored under mu
@@ -92,8 +92,12 @@ struct Writer::Impl {
     std::condition_variable caller_arrived;     // a caller entered sync_up_to
     std::vector<std::uint64_t> waiting_lsns;    // guarded by mu: the LSN of each caller in sync_up_to
     std::size_t last_round_callers = 0;         // guarded by mu: callers the last fdatasync covered
+    std::uint64_t failed_sync_target = 0;       // guarded by mu: the LSN the failed fdatasync was to cover
+    std::string failed_sync_error;              // guarded by mu: that fdatasync's error
+    std::uint64_t failed_sync_reported = 0;     // guarded by mu: io_error returned for LSNs up to here
+    std::uint64_t sync_requested_lsn = 0;       // guarded by mu: start_sync() asked for a sync up to here
     bool stop_syncer = false;                   // guarded by mu
-    std::thread syncer;
+    std::thread syncer;                         // policies interval and always (run_syncer)
 
     int data_sync(int fd) {
         if (options.sync_hook) return options.sync_hook(fd);
@@ -165,17 +169,29 @@ struct Writer::Impl {
     // Group commit: returns once every record up to `lsn` (<= written_lsn) is durable. One
     // caller at a time leads an fdatasync covering everything written when it started; callers
     // arriving meanwhile wait, and return if it covered them or else lead the next one.
-    Status sync_up_to(std::uint64_t lsn) {
+    //
+    // The syncer thread calls it too (`caller` false, for start_sync): it is not counted as a
+    // caller and never waits for callers to arrive. When an fdatasync fails, whoever ran it, the
+    // first caller asking for each record it was to make durable gets its io_error (the write
+    // that failed); every other call gets read_only.
+    Status sync_up_to(std::uint64_t lsn, bool caller = true) {
         std::unique_lock<std::mutex> lock(mu);
-        waiting_lsns.push_back(lsn);
+        if (caller) waiting_lsns.push_back(lsn);
         struct Leave {
             std::vector<std::uint64_t>& lsns;
             std::uint64_t lsn;
-            ~Leave() { lsns.erase(std::find(lsns.begin(), lsns.end(), lsn)); }  // mu held
-        } leave{waiting_lsns, lsn};
-        caller_arrived.notify_one();
+            bool caller;
+            ~Leave() {  // mu held
+                if (caller) lsns.erase(std::find(lsns.begin(), lsns.end(), lsn));
+            }
+        } leave{waiting_lsns, lsn, caller};
+        if (caller) caller_arrived.notify_one();
         for (;;) {
-            if (!failure.empty()) return Status::read_only(failure);
+            if (!failure.empty()) {
+                if (lsn <= failed_sync_reported || lsn > failed_sync_target) return Status::read_only(failure);
+                failed_sync_reported = lsn;
+                return Status::io_error(failed_sync_error);
+            }
             if (synced_lsn.load() >= lsn) return Status::OK();
             if (!syncing) break;
             sync_done.wait(lock);
@@ -191,11 +207,13 @@ struct Writer::Impl {
         // their next records right now: wait a little for as many callers, so that this
         // fdatasync covers them too instead of leaving them to the next one. A lone writer
         // never waits.
-        if (options.sync == SyncPolicy::always && last_round_callers > 1 && options.group_commit_wait_us > 0 &&
-            unsynced_callers() < last_round_callers)
-            caller_arrived.wait_for(lock, std::chrono::microseconds(options.group_commit_wait_us),
-                                    [&] { return unsynced_callers() >= last_round_callers || !failure.empty(); });
-        last_round_callers = unsynced_callers();
+        if (caller) {
+            if (options.sync == SyncPolicy::always && last_round_callers > 1 && options.group_commit_wait_us > 0 &&
+                unsynced_callers() < last_round_callers)
+                caller_arrived.wait_for(lock, std::chrono::microseconds(options.group_commit_wait_us),
+                                        [&] { return unsynced_callers() >= last_round_callers || !failure.empty(); });
+            last_round_callers = unsynced_callers();
+        }
         std::uint64_t target = written_lsn.load();
         std::shared_ptr<OpenSegment> segment = current;
         lock.unlock();
@@ -204,25 +222,34 @@ struct Writer::Impl {
         lock.lock();
         syncing = false;
         Status status;
-        if (rc != 0)
-            status = fail_locked(errno_text("fdatasync", segment->path, error), "synced");
-        else if (synced_lsn.load() < target)
+        if (rc != 0) {
+            failed_sync_error = errno_text("fdatasync", segment->path, error);
+            failed_sync_target = target;
+            failed_sync_reported = caller ? lsn : synced_lsn.load();
+            status = fail_locked(failed_sync_error, "synced");
+        } else if (synced_lsn.load() < target)
             synced_lsn.store(target);
         sync_done.notify_all();
         return status;
     }
 
-    // The interval policy's thread: at most one fdatasync per interval, only when records are unsynced.
+    // The syncer thread. Interval policy: at most one fdatasync per interval, only when records
+    // are unsynced. Always policy: an fdatasync whenever start_sync() has asked for one that no
+    // sync has covered yet, so that it runs while the caller does other work before sync_to().
     void run_syncer() {
+        const bool on_request = options.sync == SyncPolicy::always;
         const auto interval = std::chrono::milliseconds(options.sync_interval_ms);
         std::unique_lock<std::mutex> lock(mu);
         while (!stop_syncer && failure.empty()) {
-            wake_syncer.wait_for(lock, interval, [this] { return stop_syncer; });
+            if (on_request)
+                wake_syncer.wait(lock, [this] { return stop_syncer || sync_requested_lsn > synced_lsn.load(); });
+            else
+                wake_syncer.wait_for(lock, interval, [this] { return stop_syncer; });
             if (stop_syncer || !failure.empty()) break;
-            std::uint64_t target = written_lsn.load();
+            std::uint64_t target = on_request ? sync_requested_lsn : written_lsn.load();
             if (target <= synced_lsn.load()) continue;
             lock.unlock();
-            (void)sync_up_to(target);  // a failure is recorded in `failure` and reported to later calls
+            (void)sync_up_to(target, false);  // a failure is kept in `failure` and reported to callers
             lock.lock();
         }
     }
@@ -309,7 +336,7 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& dir, const Uuid&
         impl->segment_size = segment_header_bytes;
     }
 
-    if (options.sync == SyncPolicy::interval) {
+    if (options.sync != SyncPolicy::off) {
         Impl* state = impl.get();
         impl->syncer = std::thread([state] { state->run_syncer(); });
     }
@@ -365,13 +392,24 @@ Status Writer::roll_segment() {
 Status Writer::sync_to(std::uint64_t lsn) {
     Impl& s = *impl_;
     if (s.closed) return Status::invalid_argument("sync_to on a closed WAL writer");
-    if (s.has_failed.load()) return s.read_only_status();
     std::uint64_t written = s.written_lsn.load();
     if (lsn > written)
         return Status::invalid_argument("sync_to(" + std::to_string(lsn) + "): the last appended LSN is " +
                                         std::to_string(written));
-    if (s.options.sync != SyncPolicy::always) return Status::OK();
-    return s.sync_up_to(lsn);
+    if (s.options.sync != SyncPolicy::always) return s.has_failed.load() ? s.read_only_status() : Status::OK();
+    return s.sync_up_to(lsn);  // after a failure: io_error for a record it failed to sync, else read_only
+}
+
+void Writer::start_sync() {
+    Impl& s = *impl_;
+    if (s.closed || s.options.sync != SyncPolicy::always) return;
+    {
+        std::lock_guard<std::mutex> lock(s.mu);
+        std::uint64_t written = s.written_lsn.load();
+        if (!s.failure.empty() || written <= s.synced_lsn.load() || written <= s.sync_requested_lsn) return;
+        s.sync_requested_lsn = written;
+    }
+    s.wake_syncer.notify_one();
 }
 
 Status Writer::sync() {

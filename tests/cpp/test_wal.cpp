@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -787,6 +788,126 @@ TEST_CASE("writer: a lone writer's sync never waits for other callers") {
     }
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
     CHECK_EQ(writer->synced_lsn(), std::uint64_t(20));
+}
+
+TEST_CASE("writer: start_sync runs the fdatasync on the syncer thread while the caller works") {
+    TempDir tmp;
+    std::mutex hook_mutex;
+    std::condition_variable hook_cv;
+    std::vector<std::thread::id> sync_threads;
+    bool hold = false;  // while true, the hook blocks: the caller's sync_to must wait for it
+    WriterOptions options;
+    options.sync = SyncPolicy::always;
+    options.sync_hook = [&](int fd) {
+        std::unique_lock<std::mutex> lock(hook_mutex);
+        sync_threads.push_back(std::this_thread::get_id());
+        hook_cv.notify_all();
+        hook_cv.wait(lock, [&] { return !hold; });
+        return ::fdatasync(fd);
+    };
+    auto writer = open_writer(tmp.wal(), 1, options);
+    std::size_t before = 0;
+    {
+        std::lock_guard<std::mutex> lock(hook_mutex);
+        before = sync_threads.size();  // the new segment's own fdatasync
+        hold = true;
+    }
+    REQUIRE_OK(writer->append(1, "a", 1));
+    writer->start_sync();
+    {
+        std::unique_lock<std::mutex> lock(hook_mutex);
+        REQUIRE(hook_cv.wait_for(lock, std::chrono::seconds(10), [&] { return sync_threads.size() == before + 1; }));
+        CHECK(sync_threads.back() != std::this_thread::get_id());  // not run by the caller
+    }
+    CHECK_EQ(writer->synced_lsn(), 0u);  // still running: not durable yet
+    writer->start_sync();                // covered by the running sync: not asked for again
+    std::thread release([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        std::lock_guard<std::mutex> lock(hook_mutex);
+        hold = false;
+        hook_cv.notify_all();
+    });
+    REQUIRE_OK(writer->sync_to(1));  // waits for the syncer's fdatasync, leads none of its own
+    release.join();
+    CHECK_EQ(writer->synced_lsn(), 1u);
+    {
+        std::lock_guard<std::mutex> lock(hook_mutex);
+        CHECK_EQ(sync_threads.size(), before + 1);
+    }
+    // A record appended while a sync runs is covered by the next one start_sync asks for.
+    REQUIRE_OK(writer->append(1, "b", 1));
+    writer->start_sync();
+    REQUIRE_OK(writer->sync_to(2));
+    CHECK_EQ(writer->synced_lsn(), 2u);
+    writer->start_sync();  // nothing unsynced: no fdatasync
+    REQUIRE_OK(writer->close());
+    {
+        std::lock_guard<std::mutex> lock(hook_mutex);
+        CHECK_EQ(sync_threads.size(), before + 2);
+    }
+    Replayed got = replay(tmp.wal());
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.records, 2u);
+}
+
+TEST_CASE("writer: a failed fdatasync asked for by start_sync fails the write it was to cover") {
+    for (bool wait_first : {false, true}) {
+        // The failure lands before the caller reaches sync_to, or while it waits there.
+        TempDir tmp;
+        std::atomic<bool> broken{false};
+        std::atomic<int> calls_while_broken{0};
+        WriterOptions options;
+        options.sync = SyncPolicy::always;
+        options.sync_hook = [&](int fd) {
+            if (!broken.load()) return ::fdatasync(fd);
+            ++calls_while_broken;
+            std::this_thread::sleep_for(std::chrono::milliseconds(wait_first ? 50 : 0));
+            errno = EIO;
+            return -1;
+        };
+        auto writer = open_writer(tmp.wal(), 1, options);
+        REQUIRE_OK(writer->append(1, "a", 1));
+        writer->start_sync();
+        REQUIRE_OK(writer->sync_to(1));
+        broken = true;
+        REQUIRE_OK(writer->append(1, "b", 1));
+        writer->start_sync();
+        if (!wait_first)
+            for (int i = 0; i < 1000 && !writer->failed(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        Status first = writer->sync_to(2);
+        CHECK(first.code() == StatusCode::io_error);
+        CHECK(contains(first.message(), std::strerror(EIO)));
+        CHECK(writer->failed());
+        CHECK_EQ(writer->synced_lsn(), 1u);
+        CHECK(writer->sync_to(2).code() == StatusCode::read_only);  // io_error once
+        CHECK(writer->sync().code() == StatusCode::read_only);
+        writer->start_sync();  // does nothing once failed
+        CHECK(writer->close().code() == StatusCode::read_only);
+        CHECK_EQ(calls_while_broken.load(), 1);  // never retried
+    }
+}
+
+TEST_CASE("writer: start_sync does nothing under the interval and off policies") {
+    for (SyncPolicy policy : {SyncPolicy::off, SyncPolicy::interval}) {
+        TempDir tmp;
+        std::atomic<int> syncs{0};
+        WriterOptions options;
+        options.sync = policy;
+        options.sync_interval_ms = 60'000;  // the interval thread does not sync within the test
+        options.sync_hook = [&](int) {
+            ++syncs;
+            return 0;
+        };
+        auto writer = open_writer(tmp.wal(), 1, options);
+        const int baseline = syncs.load();
+        REQUIRE_OK(writer->append(1, "a", 1));
+        writer->start_sync();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        CHECK_EQ(syncs.load(), baseline);
+        CHECK_EQ(writer->synced_lsn(), 0u);
+        REQUIRE_OK(writer->sync());
+        CHECK_EQ(writer->synced_lsn(), 1u);
+    }
 }
 
 TEST_CASE("writer: a failed fdatasync is io_error once, read_only after, and never retried") {

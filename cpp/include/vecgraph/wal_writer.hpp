@@ -2,14 +2,15 @@
 // commit), and dropping segments a snapshot has made obsolete. Format: wal_format.hpp.
 //
 // Thread-safety: append() is not thread-safe; the caller serialises appends (it must anyway, to
-// apply records in LSN order). sync_to(), sync(), drop_segments_before() and the accessors may
-// be called from any thread, concurrently with each other and with append(). close() and the
+// apply records in LSN order). sync_to(), start_sync(), sync(), drop_segments_before() and the
+// accessors may be called from any thread, concurrently with each other and with append(). close() and the
 // destructor must not run concurrently with any other call.
 //
 // Failure: after a failed write(2), fdatasync or segment creation the writer is failed for
-// good. The call that met the error returns StatusCode::io_error with the operating system's
-// text; every later append, sync, sync_to and drop_segments_before returns
-// StatusCode::read_only saying the same. A failed fdatasync is never retried: after one, the
+// good. The call that met the error, and each sync_to() waiting for a record that failed
+// fdatasync was to make durable, returns StatusCode::io_error with the operating system's text;
+// every later append, sync, sync_to and drop_segments_before returns StatusCode::read_only
+// saying the same. A failed fdatasync is never retried: after one, the
 // kernel may have dropped the dirty pages, so a later success would prove nothing. Reopening
 // (recover() with truncate_tail, then Writer::open) is the way back.
 #pragma once
@@ -82,6 +83,14 @@ class Writer {
     /// not yet appended is invalid_argument. Thread-safe.
     Status sync_to(std::uint64_t lsn);
 
+    /// Under `always`, asks the writer's syncer thread to fdatasync everything appended so far
+    /// and returns at once: a caller with other work to do before sync_to() (an HNSW insert)
+    /// overlaps that work with the fdatasync, and sync_to() then waits only for what is left
+    /// of it. A sync already running or asked for that covers the last record is not asked
+    /// for again. Nothing to do under the other policies, after close() or after a failure.
+    /// Thread-safe.
+    void start_sync();
+
     /// fdatasyncs everything appended so far, under every policy (before a checkpoint commits a
     /// snapshot, so that the log is never behind it). Thread-safe.
     Status sync();
@@ -95,7 +104,7 @@ class Writer {
     /// written. Call with snapshot LSN + 1 after the snapshot is committed. Thread-safe.
     Status drop_segments_before(std::uint64_t lsn);
 
-    /// Stops the interval thread, fdatasyncs unsynced records unless the policy is off, and
+    /// Stops the syncer thread, fdatasyncs unsynced records unless the policy is off, and
     /// closes the segment. Returns read_only if the writer had failed. Later calls are errors.
     Status close();
 
