@@ -82,24 +82,60 @@ void reserve_rows(std::unordered_map<key_at, value_at>& map, std::size_t total) 
     if (total > map.bucket_count() * map.max_load_factor()) map.reserve(std::max(total, map.size() * 2));
 }
 
+// A column with room for `rows` rows holding `column`'s rows.
+template <typename value_at>
+std::vector<value_at> grown_copy(const std::vector<value_at>& column, std::size_t rows) {
+    std::vector<value_at> copy;
+    copy.reserve(rows);
+    copy.assign(column.begin(), column.end());
+    return copy;
+}
+detail::StringColumn grown_copy(const detail::StringColumn& column, std::size_t rows) {
+    return column.copy_with_capacity(rows);
+}
+
+// Appends `count` rows: rows[0..count), or `fill` when rows is nullptr.
+template <typename value_at>
+void append_rows(std::vector<value_at>& column, const value_at* rows, std::size_t count, value_at fill) {
+    if (rows) column.insert(column.end(), rows, rows + count);
+    else column.resize(column.size() + count, fill);
+}
+// Appends `count` strings: values[0..count), or empty strings when values is nullptr.
+void append_rows(detail::StringColumn& column, const std::string* values, std::size_t count) {
+    column.append(values, count);
+}
+
 // Growing a column copies it. The copy is made before the exclusive lock (searches keep
 // reading the old buffer; other writers are held off by writer_mutex_), so that only an O(1)
-// swap happens under the lock; the old buffer is freed after the lock is released.
-template <typename value_at>
+// swap happens under the lock; the old buffer is freed after the lock is released. Rows given
+// to append() go into the copy then too, so that a large batch writes (and page-faults) its
+// rows before the lock; a column with room enough appends them in place at commit().
+template <typename column_at>
 class Regrow {
   public:
-    Regrow(std::vector<value_at>& column, std::size_t total) : column_(column) {
+    Regrow(column_at& column, std::size_t total) : column_(column) {
         if (total <= column.capacity()) return;
-        grown_.reserve(std::max(total, column.capacity() + column.capacity() / 2));
-        grown_.assign(column.begin(), column.end());
+        grown_ = grown_copy(column, std::max(total, column.capacity() + column.capacity() / 2));
+        grew_ = true;
     }
-    void commit() noexcept {
-        if (grown_.capacity()) column_.swap(grown_);
+    /// append_rows(column, args...): to the grown copy now, or to the column at commit().
+    /// Pointers among `args` must stay valid until commit().
+    template <typename... args_at>
+    void append(const args_at&... args) {
+        if (grew_) append_rows(grown_, args...);
+        else pending_ = [this, args...] { append_rows(column_, args...); };
+    }
+    /// Under the exclusive lock: swaps in the grown copy, or appends in place.
+    void commit() {
+        if (grew_) std::swap(column_, grown_);
+        else if (pending_) pending_();
     }
 
   private:
-    std::vector<value_at>& column_;
-    std::vector<value_at> grown_;
+    column_at& column_;
+    column_at grown_;
+    bool grew_ = false;
+    std::function<void()> pending_;
 };
 
 // Every live edge at a node (both directions, no fanout limit), or every live out-edge.
@@ -421,16 +457,16 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     const std::size_t first = keys_.count_ids();
     std::vector<node_id_t> replaced;
     const std::size_t total = first + prepared.count_new;
-    Regrow<label_id_t> labels(node_labels_, total);
-    Regrow<tenant_id_t> tenants(node_tenants_, total);
-    Regrow<std::int64_t> ts_column(node_ts_, total);
-    Regrow<std::uint8_t> dead(node_dead_, total);
-    Regrow<std::uint32_t> delta_slots(delta_.slot, total);
+    Regrow labels(node_labels_, total);
+    Regrow tenants(node_tenants_, total);
+    Regrow ts_column(node_ts_, total);
+    Regrow dead(node_dead_, total);
+    Regrow delta_slots(delta_.slot, total);
     detail::huge_vector<std::int8_t> rows = node_vectors_.grown_buffer(prepared.count_new);
-    std::vector<Regrow<std::uint32_t>> prop_str;
-    std::vector<Regrow<std::int64_t>> prop_int;
-    std::vector<Regrow<double>> prop_real;
-    std::vector<Regrow<std::uint8_t>> prop_present;
+    std::vector<Regrow<std::vector<std::uint32_t>>> prop_str;
+    std::vector<Regrow<std::vector<std::int64_t>>> prop_int;
+    std::vector<Regrow<std::vector<double>>> prop_real;
+    std::vector<Regrow<std::vector<std::uint8_t>>> prop_present;
     for (PropColumn& column : prop_columns_) {
         prop_str.emplace_back(column.str_ids, column.type == PropType::str ? total : 0);
         prop_int.emplace_back(column.ints, column.type == PropType::int64 || column.type == PropType::timestamp ? total : 0);
@@ -710,32 +746,31 @@ Status Engine::apply_edges(const EdgeBatch& batch, PreparedEdges& prepared) {
     const std::size_t stride = edge_vectors_.stride_bytes();
     // A batch this large is folded into a new base CSR at once rather than into the delta.
     const bool bulk = config_.auto_compact_edges && batch.count >= config_.auto_compact_edges;
-    Regrow<node_id_t> src(edge_src_, total), dst(edge_dst_, total);
-    Regrow<rel_id_t> rels(edge_rels_, total);
-    Regrow<float> weights(edge_weights_, total);
-    Regrow<std::int64_t> ts_column(edge_ts_, total);
-    Regrow<std::uint8_t> dead(edge_dead_, total);
+    Regrow src(edge_src_, total), dst(edge_dst_, total);
+    Regrow rels(edge_rels_, total);
+    Regrow weights(edge_weights_, total);
+    Regrow ts_column(edge_ts_, total);
+    Regrow dead(edge_dead_, total);
+    Regrow texts(edge_texts_, total), props(edge_props_, total);
+    src.append(prepared.src.data(), batch.count, invalid_id);
+    dst.append(prepared.dst.data(), batch.count, invalid_id);
+    rels.append(prepared.rels.data(), batch.count, rel_id_t{0});
+    weights.append(batch.weights, batch.count, 1.f);
+    ts_column.append(batch.ts, batch.count, std::int64_t{0});
+    dead.append(static_cast<const std::uint8_t*>(nullptr), batch.count, std::uint8_t{0});
+    texts.append(batch.texts, batch.count);
+    props.append(batch.props, batch.count);
     {
         auto lock = write_lock();
         src.commit();
         dst.commit();
+        for (const std::string* name : prepared.new_rels) rels_.intern(*name);  // the ids prepare_edges gave them
         rels.commit();
         weights.commit();
         ts_column.commit();
         dead.commit();
-        reserve_rows(edge_texts_, total);
-        reserve_rows(edge_props_, total);
-        edge_src_.insert(edge_src_.end(), prepared.src.begin(), prepared.src.end());
-        edge_dst_.insert(edge_dst_.end(), prepared.dst.begin(), prepared.dst.end());
-        for (const std::string* name : prepared.new_rels) rels_.intern(*name);  // the ids prepare_edges gave them
-        edge_rels_.insert(edge_rels_.end(), prepared.rels.begin(), prepared.rels.end());
-        if (batch.weights) edge_weights_.insert(edge_weights_.end(), batch.weights, batch.weights + batch.count);
-        else edge_weights_.resize(total, 1.f);
-        if (batch.ts) edge_ts_.insert(edge_ts_.end(), batch.ts, batch.ts + batch.count);
-        else edge_ts_.resize(total, 0);
-        edge_texts_.append(batch.texts, batch.count);
-        edge_props_.append(batch.props, batch.count);
-        edge_dead_.resize(total, 0);
+        texts.commit();
+        props.commit();
         if (!prepared.has_vector.empty() || !edge_vector_rows_.empty()) {
             edge_vector_rows_.resize(first, invalid_id);  // first edge vectors: earlier edges have none
             for (std::size_t i = 0; i < batch.count; ++i) {

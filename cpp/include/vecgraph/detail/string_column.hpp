@@ -2,6 +2,7 @@
 // std::string's 32 (and a heap block for every string longer than 15 bytes).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -15,6 +16,15 @@ class StringColumn {
     std::size_t size() const noexcept { return offsets_.size() - 1; }
     std::size_t capacity() const noexcept { return offsets_.capacity() - 1; }
     void reserve(std::size_t rows) { offsets_.reserve(rows + 1); }
+    /// A copy with room for `rows` rows (a column grown before a lock is taken, then swapped in).
+    StringColumn copy_with_capacity(std::size_t rows) const {
+        StringColumn copy;
+        copy.offsets_.reserve(std::max(rows, size()) + 1);
+        copy.offsets_.assign(offsets_.begin(), offsets_.end());
+        copy.bytes_ = bytes_;
+        copy.replaced_ = replaced_;
+        return copy;
+    }
     void push_back(std::string_view value) {
         bytes_.append(value.data(), value.size());
         offsets_.push_back(bytes_.size());
