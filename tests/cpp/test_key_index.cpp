@@ -1,5 +1,6 @@
 // KeyIndex (the engine's key map) against std::unordered_map under random appends, erases,
 // re-adds and lookups, one at a time and in batches; and key views that outlive growth.
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <random>
@@ -156,3 +157,82 @@ TEST_CASE("KeyIndex: erasing and re-adding the same keys keeps the table small")
 }
 
 TEST_MAIN()
+
+TEST_CASE("KeyIndex: staged batches equal one-at-a-time appends, grown or in place, with erases between") {
+    // stage() must change nothing a reader sees: every lookup between stage() and commit()
+    // answers as before it. After commit(), the index must hold what appending the keys one by
+    // one would: same ids, same lookups, same live count, with tombstones reused in place.
+    std::mt19937 rng(23);
+    KeyIndex staged, appended;
+    std::unordered_map<std::string, node_id_t> model;
+    std::vector<std::string> key_of;
+    std::vector<std::string_view> views;  // taken as keys are added: must stay valid
+    std::size_t grown_tables = 0, in_place = 0;
+    for (int round = 0; round < 400; ++round) {
+        // Erase a few live keys from both (tombstones the next batch may reuse).
+        for (int e = 0; e < static_cast<int>(rng() % 20) && !model.empty(); ++e) {
+            auto it = model.begin();
+            std::advance(it, rng() % model.size());
+            staged.erase(it->second);
+            appended.erase(it->second);
+            model.erase(it);
+        }
+        // A batch of new keys (not live, no repeats), sized from 0 to a few thousand.
+        const std::size_t want = round % 50 == 0 ? 3000 + rng() % 2000 : rng() % 60;
+        std::vector<std::string> batch;
+        std::unordered_map<std::string, int> in_batch;
+        while (batch.size() < want) {
+            std::string key = random_key(rng, 200000);
+            if (model.count(key) || in_batch.count(key)) continue;
+            in_batch[key] = 1;
+            batch.push_back(key);
+        }
+        std::vector<std::string_view> keys(batch.begin(), batch.end());
+        const std::size_t slots_before = staged.memory_bytes();
+        KeyIndex::Staged pending = staged.stage(keys.data(), keys.size());
+        // Nothing visible yet: sizes and lookups as before (a sample of live and new keys).
+        CHECK_EQ(staged.count_ids(), key_of.size());
+        CHECK_EQ(staged.size(), model.size());
+        CHECK_EQ(staged.memory_bytes(), slots_before);
+        for (std::size_t i = 0; i < batch.size(); i += 7) CHECK_EQ(staged.find(batch[i]), invalid_id);
+        for (std::size_t i = 0; i < 20 && !key_of.empty(); ++i) {
+            const std::string& key = key_of[rng() % key_of.size()];
+            auto it = model.find(key);
+            CHECK_EQ(staged.find(key), it == model.end() ? invalid_id : it->second);
+        }
+        (pending.table.slots.empty() ? in_place : grown_tables) += !batch.empty();
+        staged.commit(pending);
+        for (const std::string& key : batch) {
+            const node_id_t id = appended.append(key);
+            CHECK_EQ(id, key_of.size());
+            model[key] = id;
+            key_of.push_back(key);
+        }
+        for (std::size_t id = views.size(); id < key_of.size(); ++id) views.push_back(staged.key(static_cast<node_id_t>(id)));
+        CHECK_EQ(staged.count_ids(), appended.count_ids());
+        CHECK_EQ(staged.size(), appended.size());
+        CHECK_EQ(staged.size(), model.size());
+    }
+    std::printf("  %zu batches into a grown table, %zu in place\n", grown_tables, in_place);
+    CHECK(grown_tables >= 3);
+    CHECK(in_place >= 100);
+    for (std::size_t id = 0; id < key_of.size(); ++id) {
+        CHECK_EQ(std::string(staged.key(static_cast<node_id_t>(id))), key_of[id]);
+        CHECK_EQ(std::string(views[id]), key_of[id]);
+    }
+    std::vector<std::string> probe;
+    for (int i = 0; i < 5000; ++i) probe.push_back(random_key(rng, 200000));
+    for (const std::string& key : key_of) probe.push_back(key);
+    std::vector<node_id_t> got(probe.size()), want(probe.size());
+    staged.find_many(probe.data(), probe.size(), got.data());
+    appended.find_many(probe.data(), probe.size(), want.data());
+    std::size_t live = 0;
+    for (std::size_t i = 0; i < probe.size(); ++i) {
+        auto it = model.find(probe[i]);
+        CHECK_EQ(got[i], it == model.end() ? invalid_id : it->second);
+        CHECK_EQ(got[i], want[i]);
+        live += got[i] != invalid_id;
+    }
+    CHECK(live > 1000);
+    CHECK(live < probe.size());
+}
