@@ -174,6 +174,10 @@ struct Engine::PreparedNodes {
     std::vector<std::int8_t> rows;         // count x stride, quantized
     std::vector<node_id_t> existing;       // per row: the node an upsert replaces, or invalid_id
     std::size_t count_new = 0;
+    // Per row, found before the exclusive lock; names new to the graph are interned by apply_nodes.
+    std::vector<label_id_t> labels;
+    std::vector<tenant_id_t> tenants;
+    detail::BatchNames label_names, tenant_names;
     // Filterable property values, row-major (count x declared properties).
     struct PropValue {
         bool present = false;
@@ -190,7 +194,7 @@ struct Engine::PreparedNodes {
 struct Engine::PreparedEdges {
     std::vector<node_id_t> src, dst;
     std::vector<rel_id_t> rels;  // per edge (a name new to the graph: the id apply_edges interns it under)
-    std::vector<const std::string*> new_rels;  // the names new to the graph, in the order of their ids
+    detail::BatchNames rel_names;  // the names new to the graph, interned by apply_edges
     std::vector<std::int8_t> rows;         // edge vector rows, when the batch has vectors
     std::vector<std::uint8_t> has_vector;  // per edge, when the batch has vectors
 };
@@ -449,6 +453,16 @@ Result<Engine::PreparedNodes> Engine::prepare_nodes(const NodeBatch& batch, bool
             });
         }
     }
+    // Label and tenant ids here, outside the exclusive lock that apply_nodes takes.
+    prepared.label_names = detail::BatchNames(labels_);
+    prepared.tenant_names = detail::BatchNames(tenants_);
+    prepared.labels.resize(batch.count);
+    prepared.tenants.resize(batch.count);
+    auto name_or_empty = [&](const std::string* names) {
+        return [names](std::size_t i) -> const std::string& { return names ? names[i] : empty_string(); };
+    };
+    prepared.label_names.ids_of_rows(batch.count, name_or_empty(batch.labels), prepared.labels.data());
+    prepared.tenant_names.ids_of_rows(batch.count, name_or_empty(batch.tenants), prepared.tenants.data());
     return prepared;
 }
 
@@ -467,6 +481,12 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     std::vector<Regrow<std::vector<std::int64_t>>> prop_int;
     std::vector<Regrow<std::vector<double>>> prop_real;
     std::vector<Regrow<std::vector<std::uint8_t>>> prop_present;
+    // The new rows' keys go into the key index's arena, and its grown table, before the lock.
+    std::vector<std::string_view> new_keys;
+    new_keys.reserve(prepared.count_new);
+    for (std::size_t i = 0; i < batch.count; ++i)
+        if (prepared.existing[i] == invalid_id) new_keys.push_back(batch.keys[i]);
+    detail::KeyIndex::Staged staged_keys = keys_.stage(new_keys.data(), new_keys.size());
     for (PropColumn& column : prop_columns_) {
         prop_str.emplace_back(column.str_ids, column.type == PropType::str ? total : 0);
         prop_int.emplace_back(column.ints, column.type == PropType::int64 || column.type == PropType::timestamp ? total : 0);
@@ -492,7 +512,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         dead.commit();
         delta_slots.commit();
         node_vectors_.adopt_buffer(rows);
-        keys_.reserve(total);
+        keys_.commit(staged_keys);  // ids first, first + 1, ... for the new rows, in order
         reserve_rows(node_texts_, total);
         reserve_rows(node_props_, total);
         reserve_rows(node_aliases_, total);
@@ -522,9 +542,12 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
                 }
             }
         };
+        std::size_t new_row = 0;
+        prepared.label_names.intern_fresh(labels_);  // under the ids prepare_nodes gave them
+        prepared.tenant_names.intern_fresh(tenants_);
         for (std::size_t i = 0; i < batch.count; ++i) {
-            const std::string& label = batch.labels ? batch.labels[i] : empty_string();
-            const std::string& tenant = batch.tenants ? batch.tenants[i] : empty_string();
+            const label_id_t label = prepared.labels[i];
+            const tenant_id_t tenant = prepared.tenants[i];
             const std::string& text = batch.texts ? batch.texts[i] : empty_string();
             const std::string& props = batch.props ? batch.props[i] : empty_string();
             std::int64_t ts = batch.ts ? batch.ts[i] : 0;
@@ -533,8 +556,8 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
             if (node != invalid_id) {  // upsert: replace in place, edges stay
                 const label_id_t old_label = node_labels_[node];
                 const tenant_id_t old_tenant = node_tenants_[node];
-                node_labels_[node] = labels_.intern(label);
-                node_tenants_[node] = tenants_.intern(tenant);
+                node_labels_[node] = label;
+                node_tenants_[node] = tenant;
                 if (node_labels_[node] != old_label) {
                     label_members_.add(node_labels_[node], node);
                     label_members_.remove(old_label, node_labels_.data(), node_dead_.data());
@@ -551,9 +574,9 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
                 write_props(node, i);
                 continue;
             }
-            node = keys_.append(batch.keys[i]);
-            node_labels_.push_back(labels_.intern(label));
-            node_tenants_.push_back(tenants_.intern(tenant));
+            node = static_cast<node_id_t>(first + new_row++);
+            node_labels_.push_back(label);
+            node_tenants_.push_back(tenant);
             node_dead_.push_back(0);  // before a later row's upsert can prune a list that holds this node
             label_members_.add(node_labels_.back(), node);
             tenant_members_.add(node_tenants_.back(), node);
@@ -692,36 +715,22 @@ Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) cons
     // the graph gets the id apply_edges will intern it under: writers hold writer_mutex_ from
     // prepare to apply, so nothing is interned in between.
     prepared.rels.resize(batch.count);
-    {
-        std::unordered_map<std::string_view, rel_id_t> fresh;
-        auto id_of = [&](const std::string& name) {
-            rel_id_t id;
-            if (rels_.find(name, &id)) return id;
-            auto [at, added] = fresh.emplace(name, static_cast<rel_id_t>(rels_.size() + fresh.size()));
-            if (added) prepared.new_rels.push_back(&name);
-            return at->second;
-        };
-        if (batch.rels && batch.rel_index) {  // a dictionary column: each name used is looked up once
-            constexpr rel_id_t unused = std::numeric_limits<rel_id_t>::max();
-            std::vector<rel_id_t> ids(batch.count_rel_names, unused);
-            for (std::size_t i = 0; i < batch.count; ++i) {
-                const std::uint32_t j = batch.rel_index[i];
-                if (j >= batch.count_rel_names)
-                    return Status::invalid_argument("edge row " + std::to_string(i) + ": rel index " + std::to_string(j) +
-                                                    " is not below the " + std::to_string(batch.count_rel_names) +
-                                                    " rel names");
-                if (ids[j] == unused) ids[j] = id_of(batch.rels[j]);
-                prepared.rels[i] = ids[j];
-            }
-        } else {
-            const std::string* last = nullptr;  // runs of one name are common: hashed once a run
-            rel_id_t last_id = 0;
-            for (std::size_t i = 0; i < batch.count; ++i) {
-                const std::string& name = rel_of(batch, i);
-                if (!last || name != *last) last_id = id_of(*(last = &name));
-                prepared.rels[i] = last_id;
-            }
+    prepared.rel_names = detail::BatchNames(rels_);
+    if (batch.rels && batch.rel_index) {  // a dictionary column: each name used is looked up once
+        constexpr rel_id_t unused = std::numeric_limits<rel_id_t>::max();
+        std::vector<rel_id_t> ids(batch.count_rel_names, unused);
+        for (std::size_t i = 0; i < batch.count; ++i) {
+            const std::uint32_t j = batch.rel_index[i];
+            if (j >= batch.count_rel_names)
+                return Status::invalid_argument("edge row " + std::to_string(i) + ": rel index " + std::to_string(j) +
+                                                " is not below the " + std::to_string(batch.count_rel_names) +
+                                                " rel names");
+            if (ids[j] == unused) ids[j] = prepared.rel_names.id_of(batch.rels[j]);
+            prepared.rels[i] = ids[j];
         }
+    } else {
+        prepared.rel_names.ids_of_rows(batch.count, [&](std::size_t i) -> const std::string& { return rel_of(batch, i); },
+                                       prepared.rels.data());
     }
     std::size_t stride = edge_vectors_.stride_bytes();
     if (batch.vectors) {
@@ -764,7 +773,7 @@ Status Engine::apply_edges(const EdgeBatch& batch, PreparedEdges& prepared) {
         auto lock = write_lock();
         src.commit();
         dst.commit();
-        for (const std::string* name : prepared.new_rels) rels_.intern(*name);  // the ids prepare_edges gave them
+        prepared.rel_names.intern_fresh(rels_);  // under the ids prepare_edges gave them
         rels.commit();
         weights.commit();
         ts_column.commit();

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <random>
 #include <string>
 #include <thread>
@@ -250,6 +252,89 @@ TEST_CASE("edge batches take int64 key columns and dictionary-coded relation nam
     CHECK(s.message().find("src key 5") != std::string::npos);
     CHECK_EQ(engine->count_edges(), 3u);
     CHECK_EQ(engine->stats().count_rels, 2u);
+    CHECK(engine->verify(10).empty());
+}
+
+TEST_CASE("node batches: labels and tenants new, known, in runs and upserted keep their names") {
+    // Label and tenant ids are found before the exclusive lock; names new to the graph get
+    // theirs then and are interned under it. A model of each node's names must hold after
+    // batches mixing new and known names, upserts that move nodes to new names, and rejected
+    // batches (which must intern nothing); label and tenant filters must find the same nodes.
+    auto engine = make(4);
+    std::mt19937 rng(5);
+    std::map<std::string, std::pair<std::string, std::string>> model;  // key -> (label, tenant)
+    const std::vector<std::string> pool = {"", "person", "place", "p\xc3\xa9", "pe\xcc\x81", "\xf0\x9f\x98\x80", "thing"};
+    std::size_t next_key = 0, fresh_names = 0;
+    for (int round = 0; round < 30; ++round) {
+        const std::size_t n = 1 + rng() % 40;
+        std::vector<std::string> keys, labels, tenants;
+        std::vector<float> vectors;
+        const bool upsert = round % 3 == 2 && !model.empty();
+        for (std::size_t i = 0; i < n; ++i) {
+            if (upsert && i % 2 == 0) {
+                auto it = model.begin();
+                std::advance(it, rng() % model.size());
+                if (std::find(keys.begin(), keys.end(), it->first) != keys.end()) continue;
+                keys.push_back(it->first);
+            } else {
+                keys.push_back(encode_int_key(static_cast<std::int64_t>(next_key++)));
+            }
+            // Runs of one name, names from the pool, and names never seen before.
+            const bool fresh = rng() % 5 == 0;
+            const std::string label = fresh ? "label " + std::to_string(fresh_names++) : pool[(round + i / 4) % pool.size()];
+            labels.push_back(label);
+            tenants.push_back(rng() % 3 ? pool[rng() % pool.size()] : "tenant " + std::to_string(fresh_names++));
+            for (int d = 0; d < 4; ++d) vectors.push_back(static_cast<float>(rng() % 7) + 1.f);
+        }
+        NodeBatch batch;
+        batch.count = keys.size();
+        batch.keys = keys.data();
+        batch.vectors = vectors.data();
+        batch.labels = labels.data();
+        batch.tenants = tenants.data();
+        const std::size_t labels_before = engine->stats().count_labels, tenants_before = engine->stats().count_tenants;
+        // The same batch with its last key repeated is refused and interns nothing.
+        std::vector<std::string> repeated = keys;
+        repeated.back() = repeated.front();
+        NodeBatch refused = batch;
+        refused.keys = repeated.data();
+        CHECK(!(upsert ? engine->upsert_nodes(refused) : engine->add_nodes(refused)).ok());
+        CHECK_EQ(engine->stats().count_labels, labels_before);
+        CHECK_EQ(engine->stats().count_tenants, tenants_before);
+        REQUIRE((upsert ? engine->upsert_nodes(batch) : engine->add_nodes(batch)).ok());
+        for (std::size_t i = 0; i < keys.size(); ++i) model[keys[i]] = {labels[i], tenants[i]};
+    }
+    std::set<std::string> label_names, tenant_names;
+    for (const auto& [key, names] : model) {
+        const NodeRecord record = engine->node(engine->find(key).value(), false);
+        CHECK_EQ(record.label, names.first);
+        CHECK_EQ(record.tenant, names.second);
+        label_names.insert(names.first);
+        tenant_names.insert(names.second);
+    }
+    // Every name interned was used by some row (upserts can leave a name with no node).
+    CHECK(engine->stats().count_labels >= label_names.size());
+    CHECK(engine->stats().count_tenants >= tenant_names.size());
+    CHECK(fresh_names > 20);
+    for (const std::string& label : label_names) {
+        std::vector<std::string> keys;
+        for (const auto& [key, names] : model)
+            if (names.first == label) keys.push_back(key);
+        SearchRequest request;
+        request.k = 1000;
+        request.seeds = 1000;  // hops 0: the results are the seeds
+        request.hops = 0;
+        request.exact = true;
+        request.filter_labels = true;
+        request.labels = {label};
+        std::vector<float> q = {1, 1, 1, 1};
+        auto result = engine->search(q.data(), 4, request).value();
+        std::vector<std::string> found;
+        for (const Hit& hit : result.hits) found.emplace_back(engine->key(hit.node));
+        std::sort(found.begin(), found.end());
+        std::sort(keys.begin(), keys.end());
+        CHECK(found == keys);
+    }
     CHECK(engine->verify(10).empty());
 }
 

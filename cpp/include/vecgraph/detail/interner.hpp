@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -49,6 +50,45 @@ class Interner {
   private:
     std::unordered_map<std::string, std::uint32_t> ids_;
     std::vector<std::string> names_;
+};
+
+/// The ids of a batch's names, found before the lock under which they are interned: a name the
+/// interner holds gets its id; a name new to it gets the id intern() will give it once the new
+/// names are interned in `fresh` order (intern_fresh()). Nothing may intern into the interner
+/// in between (the engine's writers hold writer_mutex_ from one to the other).
+class BatchNames {
+  public:
+    BatchNames() = default;
+    explicit BatchNames(const Interner& interner) : interner_(&interner) {}
+    /// The id of `name`, which must outlive this object.
+    std::uint32_t id_of(const std::string& name) {
+        std::uint32_t id;
+        if (interner_->find(name, &id)) return id;
+        auto [at, added] = fresh_ids_.emplace(name, static_cast<std::uint32_t>(interner_->size() + fresh_.size()));
+        if (added) fresh_.push_back(&name);
+        return at->second;
+    }
+    /// ids[i] = id_of(name_of(i)) for i < count; a run of one name is hashed once.
+    template <typename name_of_at>
+    void ids_of_rows(std::size_t count, name_of_at&& name_of, std::uint32_t* ids) {
+        const std::string* last = nullptr;
+        std::uint32_t last_id = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+            const std::string& name = name_of(i);
+            if (!last || name != *last) last_id = id_of(*(last = &name));
+            ids[i] = last_id;
+        }
+    }
+    /// Interns the new names, in the order of the ids id_of() gave them.
+    void intern_fresh(Interner& interner) const {
+        for (const std::string* name : fresh_) interner.intern(*name);
+    }
+    bool has_fresh() const noexcept { return !fresh_.empty(); }
+
+  private:
+    const Interner* interner_ = nullptr;
+    std::unordered_map<std::string_view, std::uint32_t> fresh_ids_;
+    std::vector<const std::string*> fresh_;
 };
 
 }  // namespace vecgraph::detail
