@@ -790,6 +790,17 @@ TEST_CASE("writer: a lone writer's sync never waits for other callers") {
     CHECK_EQ(writer->synced_lsn(), std::uint64_t(20));
 }
 
+// Options for `policy` whose fdatasyncs only count into `syncs`.
+WriterOptions counting_syncs(SyncPolicy policy, std::atomic<int>& syncs) {
+    WriterOptions options;
+    options.sync = policy;
+    options.sync_hook = [&syncs](int) {
+        ++syncs;
+        return 0;
+    };
+    return options;
+}
+
 TEST_CASE("writer: start_sync runs the fdatasync on the syncer thread while the caller works") {
     TempDir tmp;
     std::mutex hook_mutex;
@@ -891,13 +902,8 @@ TEST_CASE("writer: start_sync does nothing under the interval and off policies")
     for (SyncPolicy policy : {SyncPolicy::off, SyncPolicy::interval}) {
         TempDir tmp;
         std::atomic<int> syncs{0};
-        WriterOptions options;
-        options.sync = policy;
+        WriterOptions options = counting_syncs(policy, syncs);
         options.sync_interval_ms = 60'000;  // the interval thread does not sync within the test
-        options.sync_hook = [&](int) {
-            ++syncs;
-            return 0;
-        };
         auto writer = open_writer(tmp.wal(), 1, options);
         const int baseline = syncs.load();
         REQUIRE_OK(writer->append(1, "a", 1));
@@ -1014,12 +1020,7 @@ TEST_CASE("writer: the interval policy syncs in the background") {
 TEST_CASE("writer: the off policy syncs only on sync(), a roll, and not on close") {
     TempDir tmp;
     std::atomic<int> syncs{0};
-    WriterOptions options;
-    options.sync = SyncPolicy::off;
-    options.sync_hook = [&](int) {
-        ++syncs;
-        return 0;
-    };
+    WriterOptions options = counting_syncs(SyncPolicy::off, syncs);
     auto writer = open_writer(tmp.wal(), 1, options);
     const int baseline = syncs.load();
     REQUIRE_OK(writer->append(1, "a", 1));
