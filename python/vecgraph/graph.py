@@ -710,7 +710,9 @@ class Graph:
             dim, metric: required to create a graph; when opening an existing one they are
                 optional and, if given, must match what the folder holds.
             sync: when a write reaches the disk. "always": fsync before the write returns
-                (concurrent writers share one fsync: group commit); "interval": a background
+                (concurrent writers share one fsync: group commit; a write that adds nodes
+                has its fsync run by a background thread while it inserts them into the HNSW
+                index); "interval": a background
                 fsync at most every ``sync_interval_ms`` (a crash loses at most that window);
                 "off": the operating system decides (a process crash loses nothing, a machine
                 crash may).
