@@ -17,6 +17,7 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "vecgraph/wal_reader.hpp"
@@ -92,9 +93,10 @@ struct Writer::Impl {
     std::condition_variable caller_arrived;     // a caller entered sync_up_to
     std::vector<std::uint64_t> waiting_lsns;    // guarded by mu: the LSN of each caller in sync_up_to
     std::size_t last_round_callers = 0;         // guarded by mu: callers the last fdatasync covered
+    std::uint64_t synced_at_failure = 0;        // guarded by mu: synced_lsn when the writer failed
     std::uint64_t failed_sync_target = 0;       // guarded by mu: the LSN the failed fdatasync was to cover
     std::string failed_sync_error;              // guarded by mu: that fdatasync's error
-    std::uint64_t failed_sync_reported = 0;     // guarded by mu: io_error returned for LSNs up to here
+    std::unordered_set<std::uint64_t> failed_sync_reported;  // guarded by mu: LSNs told that io_error
     std::uint64_t sync_requested_lsn = 0;       // guarded by mu: start_sync() asked for a sync up to here
     bool stop_syncer = false;                   // guarded by mu
     std::thread syncer;                         // policies interval and always (run_syncer)
@@ -113,6 +115,7 @@ struct Writer::Impl {
     // later calls get read_only with the message kept here.
     Status fail_locked(const std::string& what, const char* verb) {
         if (failure.empty()) {
+            synced_at_failure = synced_lsn.load();
             failure = std::string("the WAL could not be ") + verb + " (" + what +
                       "); the graph is read-only, reopen it to recover";
             has_failed.store(true);
@@ -173,7 +176,8 @@ struct Writer::Impl {
     // The syncer thread calls it too (`caller` false, for start_sync): it is not counted as a
     // caller and never waits for callers to arrive. When an fdatasync fails, whoever ran it, the
     // first caller asking for each record it was to make durable gets its io_error (the write
-    // that failed); every other call gets read_only.
+    // that failed); a caller whose record an earlier fdatasync made durable gets OK; every other
+    // call gets read_only.
     Status sync_up_to(std::uint64_t lsn, bool caller = true) {
         std::unique_lock<std::mutex> lock(mu);
         if (caller) waiting_lsns.push_back(lsn);
@@ -188,8 +192,10 @@ struct Writer::Impl {
         if (caller) caller_arrived.notify_one();
         for (;;) {
             if (!failure.empty()) {
-                if (lsn <= failed_sync_reported || lsn > failed_sync_target) return Status::read_only(failure);
-                failed_sync_reported = lsn;
+                // Durable before the failure: that write succeeded (a sync after one is not trusted).
+                if (lsn <= synced_at_failure) return Status::OK();
+                if (lsn > failed_sync_target || !failed_sync_reported.insert(lsn).second)
+                    return Status::read_only(failure);
                 return Status::io_error(failed_sync_error);
             }
             if (synced_lsn.load() >= lsn) return Status::OK();
@@ -225,8 +231,8 @@ struct Writer::Impl {
         if (rc != 0) {
             failed_sync_error = errno_text("fdatasync", segment->path, error);
             failed_sync_target = target;
-            failed_sync_reported = caller ? lsn : synced_lsn.load();
             status = fail_locked(failed_sync_error, "synced");
+            if (caller) failed_sync_reported.insert(lsn);
         } else if (synced_lsn.load() < target)
             synced_lsn.store(target);
         sync_done.notify_all();

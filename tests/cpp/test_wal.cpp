@@ -898,6 +898,31 @@ TEST_CASE("writer: a failed fdatasync asked for by start_sync fails the write it
     }
 }
 
+TEST_CASE("writer: after a failed fdatasync, each record it was to cover fails once; durable ones stay OK") {
+    TempDir tmp;
+    std::atomic<bool> broken{false};
+    WriterOptions options;
+    options.sync = SyncPolicy::always;
+    options.sync_hook = [&](int fd) {
+        if (!broken.load()) return ::fdatasync(fd);
+        errno = EIO;
+        return -1;
+    };
+    auto writer = open_writer(tmp.wal(), 1, options);
+    REQUIRE_OK(writer->append(1, "a", 1));
+    REQUIRE_OK(writer->sync_to(1));  // durable before the failure
+    REQUIRE_OK(writer->append(1, "b", 1));
+    REQUIRE_OK(writer->append(1, "c", 1));
+    broken = true;
+    CHECK(writer->sync_to(3).code() == StatusCode::io_error);  // leads the fdatasync covering 2 and 3
+    CHECK(writer->sync_to(2).code() == StatusCode::io_error);  // its record was in that fdatasync too
+    CHECK(writer->sync_to(2).code() == StatusCode::read_only);  // told once
+    CHECK(writer->sync_to(3).code() == StatusCode::read_only);
+    REQUIRE_OK(writer->sync_to(1));  // that write did not fail
+    CHECK_EQ(writer->synced_lsn(), 1u);
+    CHECK(writer->close().code() == StatusCode::read_only);
+}
+
 TEST_CASE("writer: start_sync does nothing under the interval and off policies") {
     for (SyncPolicy policy : {SyncPolicy::off, SyncPolicy::interval}) {
         TempDir tmp;
