@@ -194,7 +194,8 @@ struct Writer::Impl {
             if (!failure.empty()) {
                 // Durable before the failure: that write succeeded (a sync after one is not trusted).
                 if (lsn <= synced_at_failure) return Status::OK();
-                if (lsn > failed_sync_target || !failed_sync_reported.insert(lsn).second)
+                // The syncer thread reports to no one: it must not take a caller's io_error.
+                if (!caller || lsn > failed_sync_target || !failed_sync_reported.insert(lsn).second)
                     return Status::read_only(failure);
                 return Status::io_error(failed_sync_error);
             }

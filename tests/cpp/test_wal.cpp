@@ -923,6 +923,46 @@ TEST_CASE("writer: after a failed fdatasync, each record it was to cover fails o
     CHECK(writer->close().code() == StatusCode::read_only);
 }
 
+TEST_CASE("writer: a failed fdatasync fails a waiting record's write whoever led it, the syncer or a caller") {
+    // A caller leads a slow fdatasync; meanwhile records 2 and 3 are appended, a caller waits
+    // for 3 and start_sync() has the syncer wait too; then the disk fails. Whether the
+    // syncer or that caller leads the failing fdatasync, the write of record 2 gets io_error.
+    for (int round = 0; round < 20; ++round) {
+        TempDir tmp;
+        std::atomic<bool> broken{false};
+        WriterOptions options;
+        options.sync = SyncPolicy::always;
+        options.sync_hook = [&](int fd) {
+            const bool fail = broken.load();  // as the fdatasync starts
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            if (!fail) return ::fdatasync(fd);
+            errno = EIO;
+            return -1;
+        };
+        auto writer = open_writer(tmp.wal(), 1, options);
+        REQUIRE_OK(writer->append(1, "a", 1));
+        std::thread first([&] { (void)writer->sync_to(1); });
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // its fdatasync is running
+        REQUIRE_OK(writer->append(1, "b", 1));
+        REQUIRE_OK(writer->append(1, "c", 1));
+        std::atomic<int> third_code{-1};
+        std::thread third([&] { third_code = static_cast<int>(writer->sync_to(3).code()); });
+        if (round % 2) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // waits before the syncer
+        writer->start_sync();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        broken = true;
+        first.join();
+        third.join();
+        Status second = writer->sync_to(2);
+        // Record 2 was durable (an fdatasync before the failure covered it), or its write failed.
+        if (writer->synced_lsn() >= 2) CHECK(second.ok());
+        else CHECK(second.code() == StatusCode::io_error);
+        CHECK(writer->failed());
+        CHECK(writer->sync_to(2).code() == (second.ok() ? StatusCode::ok : StatusCode::read_only));
+        CHECK(third_code.load() == static_cast<int>(StatusCode::io_error) || writer->synced_lsn() >= 3);
+    }
+}
+
 TEST_CASE("writer: start_sync does nothing under the interval and off policies") {
     for (SyncPolicy policy : {SyncPolicy::off, SyncPolicy::interval}) {
         TempDir tmp;
