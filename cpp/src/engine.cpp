@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -94,16 +95,28 @@ detail::StringColumn grown_copy(const detail::StringColumn& column, std::size_t 
     return column.copy_with_capacity(rows);
 }
 
-// Appends `count` rows: rows[0..count), or `fill` when rows is nullptr.
+// Rows to append to a column: rows[0..count), or `fill` `count` times when rows is nullptr
+// (empty strings, for a string column).
 template <typename value_at>
-void append_rows(std::vector<value_at>& column, const value_at* rows, std::size_t count, value_at fill) {
-    if (rows) column.insert(column.end(), rows, rows + count);
-    else column.resize(column.size() + count, fill);
+struct NewRows {
+    const value_at* rows;
+    std::size_t count;
+    value_at fill;
+};
+template <typename value_at>
+void append_rows(std::vector<value_at>& column, const NewRows<value_at>& add) {
+    if (add.rows) column.insert(column.end(), add.rows, add.rows + add.count);
+    else column.resize(column.size() + add.count, add.fill);
 }
-// Appends `count` strings: values[0..count), or empty strings when values is nullptr.
-void append_rows(detail::StringColumn& column, const std::string* values, std::size_t count) {
-    column.append(values, count);
-}
+void append_rows(detail::StringColumn& column, const NewRows<std::string>& add) { column.append(add.rows, add.count); }
+template <typename column_at>
+struct row_of {
+    using type = typename column_at::value_type;
+};
+template <>
+struct row_of<detail::StringColumn> {
+    using type = std::string;
+};
 
 // Growing a column copies it. The copy is made before the exclusive lock (searches keep
 // reading the old buffer; other writers are held off by writer_mutex_), so that only an O(1)
@@ -118,24 +131,23 @@ class Regrow {
         grown_ = grown_copy(column, std::max(total, column.capacity() + column.capacity() / 2));
         grew_ = true;
     }
-    /// append_rows(column, args...): to the grown copy now, or to the column at commit().
-    /// Pointers among `args` must stay valid until commit().
-    template <typename... args_at>
-    void append(const args_at&... args) {
-        if (grew_) append_rows(grown_, args...);
-        else pending_ = [this, args...] { append_rows(column_, args...); };
+    using row_t = typename row_of<column_at>::type;
+    /// To the grown copy now, or to the column at commit(); `add.rows` must stay valid until then.
+    void append(const NewRows<row_t>& add) {
+        if (grew_) append_rows(grown_, add);
+        else pending_ = add;
     }
     /// Under the exclusive lock: swaps in the grown copy, or appends in place.
     void commit() {
         if (grew_) std::swap(column_, grown_);
-        else if (pending_) pending_();
+        else if (pending_) append_rows(column_, *pending_);
     }
 
   private:
     column_at& column_;
     column_at grown_;
     bool grew_ = false;
-    std::function<void()> pending_;
+    std::optional<NewRows<row_t>> pending_;
 };
 
 // Every live edge at a node (both directions, no fanout limit), or every live out-edge.
@@ -761,14 +773,14 @@ Status Engine::apply_edges(const EdgeBatch& batch, PreparedEdges& prepared) {
     Regrow ts_column(edge_ts_, total);
     Regrow dead(edge_dead_, total);
     Regrow texts(edge_texts_, total), props(edge_props_, total);
-    src.append(prepared.src.data(), batch.count, invalid_id);
-    dst.append(prepared.dst.data(), batch.count, invalid_id);
-    rels.append(prepared.rels.data(), batch.count, rel_id_t{0});
-    weights.append(batch.weights, batch.count, 1.f);
-    ts_column.append(batch.ts, batch.count, std::int64_t{0});
-    dead.append(static_cast<const std::uint8_t*>(nullptr), batch.count, std::uint8_t{0});
-    texts.append(batch.texts, batch.count);
-    props.append(batch.props, batch.count);
+    src.append({prepared.src.data(), batch.count, invalid_id});
+    dst.append({prepared.dst.data(), batch.count, invalid_id});
+    rels.append({prepared.rels.data(), batch.count, 0});
+    weights.append({batch.weights, batch.count, 1.f});
+    ts_column.append({batch.ts, batch.count, 0});
+    dead.append({nullptr, batch.count, 0});
+    texts.append({batch.texts, batch.count, {}});
+    props.append({batch.props, batch.count, {}});
     {
         auto lock = write_lock();
         src.commit();

@@ -83,7 +83,6 @@ class BatchNames {
     void intern_fresh(Interner& interner) const {
         for (const std::string* name : fresh_) interner.intern(*name);
     }
-    bool has_fresh() const noexcept { return !fresh_.empty(); }
 
   private:
     const Interner* interner_ = nullptr;
