@@ -129,24 +129,22 @@ class Regrow {
     Regrow(column_at& column, std::size_t total) : column_(column) {
         if (total <= column.capacity()) return;
         grown_ = grown_copy(column, std::max(total, column.capacity() + column.capacity() / 2));
-        grew_ = true;
     }
     using row_t = typename row_of<column_at>::type;
     /// To the grown copy now, or to the column at commit(); `add.rows` must stay valid until then.
     void append(const NewRows<row_t>& add) {
-        if (grew_) append_rows(grown_, add);
+        if (grown_) append_rows(*grown_, add);
         else pending_ = add;
     }
     /// Under the exclusive lock: swaps in the grown copy, or appends in place.
     void commit() {
-        if (grew_) std::swap(column_, grown_);
+        if (grown_) std::swap(column_, *grown_);
         else if (pending_) append_rows(column_, *pending_);
     }
 
   private:
     column_at& column_;
-    column_at grown_;
-    bool grew_ = false;
+    std::optional<column_at> grown_;  // none while the column has room (no allocation for a small write)
     std::optional<NewRows<row_t>> pending_;
 };
 
