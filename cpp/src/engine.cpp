@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <thread>
 #include <unordered_set>
@@ -327,6 +328,22 @@ Result<std::uint64_t> Engine::log(std::uint8_t type, encode_at&& encode) {
         return failure;
     }
     return lsn.value();
+}
+
+template <typename apply_at>
+Status Engine::apply_logged(apply_at&& apply) {
+    Status status;
+    try {
+        status = apply();
+    } catch (const std::bad_alloc&) {
+        if (!wal_) throw;  // in memory there is no log to disagree with
+        status = Status::internal("out of memory");
+    }
+    if (status.ok() || !wal_) return status;
+    std::string why = "a write in the WAL could not be applied (" + status.message() +
+                      "); the graph is read-only, reopen it to recover (the reopen applies that write)";
+    if (read_only_.empty()) read_only_ = why;
+    return Status(status.code(), why);
 }
 
 Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn, PreparedNodes* to_index) {
@@ -665,7 +682,7 @@ Status Engine::write_nodes(const NodeBatch& batch, bool upsert) {
         encode_nodes(batch, prepared.value().rows, config_.dim, node_vectors_.stride_bytes(), out);
     });
     if (!lsn.ok()) return lsn.status();
-    VG_RETURN_IF_ERROR(apply_nodes(batch, prepared.value()));
+    VG_RETURN_IF_ERROR(apply_logged([&] { return apply_nodes(batch, prepared.value()); }));
     return finish_write(writer, lsn.value(), &prepared.value());
 }
 
@@ -837,8 +854,11 @@ Status Engine::add_edges(const EdgeBatch& batch) {
         }
     });
     if (!lsn.ok()) return lsn.status();
-    VG_RETURN_IF_ERROR(apply_edges(batch, prepared.value()));
-    if (config_.auto_compact_edges && batch.count >= config_.auto_compact_edges) rebuild_base();
+    VG_RETURN_IF_ERROR(apply_logged([&] {
+        VG_RETURN_IF_ERROR(apply_edges(batch, prepared.value()));
+        if (config_.auto_compact_edges && batch.count >= config_.auto_compact_edges) rebuild_base();
+        return Status::OK();
+    }));
     return finish_write(writer, lsn.value());
 }
 
@@ -940,7 +960,10 @@ Status Engine::delete_nodes(const std::string* keys, std::size_t count, bool mis
         for (node_id_t node : nodes.value()) out.str(keys_.key(node));
     });
     if (!lsn.ok()) return lsn.status();
-    apply_node_deletes(nodes.value());
+    VG_RETURN_IF_ERROR(apply_logged([&] {
+        apply_node_deletes(nodes.value());
+        return Status::OK();
+    }));
     if (deleted) *deleted = nodes.value().size();
     return finish_write(writer, lsn.value());
 }
@@ -964,7 +987,10 @@ Status Engine::delete_edges(const EdgeSelection& selection, bool missing_ok, std
         }
     });
     if (!lsn.ok()) return lsn.status();
-    apply_edge_deletes(edges.value());
+    VG_RETURN_IF_ERROR(apply_logged([&] {
+        apply_edge_deletes(edges.value());
+        return Status::OK();
+    }));
     if (deleted) *deleted = edges.value().size();
     return finish_write(writer, lsn.value());
 }
@@ -977,7 +1003,10 @@ Status Engine::delete_tenant(const std::string& tenant, std::size_t* deleted) {
     if (nodes.empty()) return Status::OK();
     auto lsn = log(record::delete_tenant, [&](wal::PayloadWriter& out) { out.str(tenant); });
     if (!lsn.ok()) return lsn.status();
-    apply_node_deletes(nodes);
+    VG_RETURN_IF_ERROR(apply_logged([&] {
+        apply_node_deletes(nodes);
+        return Status::OK();
+    }));
     if (deleted) *deleted = nodes.size();
     return finish_write(writer, lsn.value());
 }
@@ -996,7 +1025,10 @@ Status Engine::set_aliases(const std::string* keys, const std::string* aliases, 
         }
     });
     if (!lsn.ok()) return lsn.status();
-    apply_aliases(nodes.value(), aliases);
+    VG_RETURN_IF_ERROR(apply_logged([&] {
+        apply_aliases(nodes.value(), aliases);
+        return Status::OK();
+    }));
     return finish_write(writer, lsn.value());
 }
 

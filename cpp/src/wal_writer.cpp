@@ -119,6 +119,7 @@ struct Writer::Impl {
             failure = std::string("the WAL could not be ") + verb + " (" + what +
                       "); the graph is read-only, reopen it to recover";
             has_failed.store(true);
+            caller_arrived.notify_all();  // a leader waiting for callers issues no fdatasync now
         }
         return Status::io_error(what);
     }
@@ -156,7 +157,16 @@ struct Writer::Impl {
     // Ends the current segment (fdatasync) and starts the next at next_lsn. Appending thread only.
     Status roll() {
         std::shared_ptr<OpenSegment> old = current;  // only this thread replaces `current`
-        if (data_sync(old->fd) != 0) return fail(errno_text("fdatasync", old->path, errno), "synced");
+        if (data_sync(old->fd) != 0) {
+            // The records this fdatasync was to make durable fail their writes as a caller's would.
+            std::string error = errno_text("fdatasync", old->path, errno);
+            std::lock_guard<std::mutex> lock(mu);
+            if (failure.empty()) {
+                failed_sync_error = error;
+                failed_sync_target = next_lsn - 1;
+            }
+            return fail_locked(error, "synced");
+        }
         {
             std::lock_guard<std::mutex> lock(mu);
             if (synced_lsn.load() < next_lsn - 1) synced_lsn.store(next_lsn - 1);
@@ -178,6 +188,16 @@ struct Writer::Impl {
     // first caller asking for each record it was to make durable gets its io_error (the write
     // that failed); a caller whose record an earlier fdatasync made durable gets OK; every other
     // call gets read_only.
+    // What sync_up_to answers for `lsn` once the writer has failed (mu held).
+    Status answer_after_failure(std::uint64_t lsn, bool caller) {
+        // Durable before the failure: that write succeeded (a sync after one is not trusted).
+        if (lsn <= synced_at_failure) return Status::OK();
+        // The syncer thread reports to no one: it must not take a caller's io_error.
+        if (!caller || lsn > failed_sync_target || !failed_sync_reported.insert(lsn).second)
+            return Status::read_only(failure);
+        return Status::io_error(failed_sync_error);
+    }
+
     Status sync_up_to(std::uint64_t lsn, bool caller = true) {
         std::unique_lock<std::mutex> lock(mu);
         if (caller) waiting_lsns.push_back(lsn);
@@ -191,14 +211,7 @@ struct Writer::Impl {
         } leave{waiting_lsns, lsn, caller};
         if (caller) caller_arrived.notify_one();
         for (;;) {
-            if (!failure.empty()) {
-                // Durable before the failure: that write succeeded (a sync after one is not trusted).
-                if (lsn <= synced_at_failure) return Status::OK();
-                // The syncer thread reports to no one: it must not take a caller's io_error.
-                if (!caller || lsn > failed_sync_target || !failed_sync_reported.insert(lsn).second)
-                    return Status::read_only(failure);
-                return Status::io_error(failed_sync_error);
-            }
+            if (!failure.empty()) return answer_after_failure(lsn, caller);
             if (synced_lsn.load() >= lsn) return Status::OK();
             if (!syncing) break;
             sync_done.wait(lock);
@@ -220,6 +233,11 @@ struct Writer::Impl {
                 caller_arrived.wait_for(lock, std::chrono::microseconds(options.group_commit_wait_us),
                                         [&] { return unsynced_callers() >= last_round_callers || !failure.empty(); });
             last_round_callers = unsynced_callers();
+            if (!failure.empty()) {  // failed while it waited (a segment roll): no fdatasync after one
+                syncing = false;
+                sync_done.notify_all();
+                return answer_after_failure(lsn, caller);
+            }
         }
         std::uint64_t target = written_lsn.load();
         std::shared_ptr<OpenSegment> segment = current;

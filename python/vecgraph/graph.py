@@ -705,6 +705,16 @@ class Graph:
         traversal, checkpoints) works as usual. ``stats()["index_pending"]`` counts the nodes
         still waiting; :meth:`wait_for_indexing` waits for them.
 
+        Disk failures: a write whose WAL record cannot be written, or whose fsync fails,
+        raises :class:`~vecgraph.errors.StorageError`, and the graph turns read-only (later
+        writes raise :class:`~vecgraph.errors.ReadOnlyError`; a failed fsync is never retried,
+        since the kernel may have dropped the pages it was to write). Such a write is not all
+        or nothing: its record may have reached the log, so it may be visible until
+        :meth:`close` and may or may not be there after a reopen. Writes acknowledged before
+        the failure are durable. A write whose record is logged but which then runs out of
+        memory while being applied raises :class:`~vecgraph.errors.Error` and turns the graph
+        read-only the same way; a reopen applies it from the log.
+
         Args:
             path: the graph folder (created with its parents if missing).
             dim, metric: required to create a graph; when opening an existing one they are
@@ -1173,7 +1183,7 @@ class Graph:
         ts: Union[int, Sequence[int], np.ndarray, None] = None,
         props: Optional[Sequence[Optional[dict]]] = None,
     ) -> None:
-        """Add a batch of nodes. All or nothing: on any error the graph is unchanged.
+        """Add a batch of nodes. All or nothing: on any error but StorageError the graph is unchanged.
 
         Args:
             keys: n unique keys, each a str (kept byte for byte: NFC and NFD spellings are
@@ -1192,6 +1202,8 @@ class Graph:
                 props that are not JSON; on a folder graph, a batch whose WAL record would
                 pass 1 GiB (split it: nothing is written and the graph stays writable).
             ReadOnlyError: the graph is closed, or read-only after a failed WAL write or fsync.
+            StorageError: on a folder graph, the WAL write or fsync failed: the graph turns
+                read-only and this write may or may not be kept (see :meth:`open`).
             TypeError / ValueError: keys, columns or arrays of the wrong type or length.
         """
         self._write_nodes(self._engine.add_nodes, keys, vectors, labels, texts, tenants, ts, props)
@@ -1250,6 +1262,8 @@ class Graph:
                 graph, a batch whose WAL record would pass 1 GiB (nothing is written).
             DimensionMismatchError: edge vectors of the wrong length.
             ReadOnlyError: the graph is closed, or read-only after a failed WAL write or fsync.
+            StorageError: on a folder graph, the WAL write or fsync failed: the graph turns
+                read-only and this write may or may not be kept (see :meth:`open`).
         """
         self._check_open()
         src = _keys(src, "src", int_arrays=True)
@@ -1314,6 +1328,7 @@ class Graph:
 
         Raises:
             NotFoundError: a key not in the graph (unless ``missing_ok``).
+            ReadOnlyError, StorageError: as for :meth:`add_nodes`.
         """
         self._check_open()
         keys = _keys(keys, "keys")
@@ -1341,6 +1356,7 @@ class Graph:
 
         Raises:
             NotFoundError: a pair with no such edge (unless ``missing_ok``).
+            ReadOnlyError, StorageError: as for :meth:`add_nodes`.
         """
         self._check_open()
         src = _keys(src, "src", int_arrays=True)
@@ -1360,6 +1376,7 @@ class Graph:
 
         Raises:
             InvalidArgumentError: ``tenant`` is "" without ``allow_default_tenant=True``.
+            ReadOnlyError, StorageError: as for :meth:`add_nodes`.
         """
         self._check_open()
         if not isinstance(tenant, str):

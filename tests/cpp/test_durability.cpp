@@ -1,8 +1,11 @@
 // Engine + WAL: every write kind replays into a fresh engine to the same state; a failed fsync
 // fails the write that saw it and turns the engine read-only (never retried); a rejected batch
-// is not logged, and one too large for a WAL record leaves the engine writable.
+// is not logged, and one too large for a WAL record leaves the engine writable; a logged write
+// that cannot be applied (out of memory) turns the engine read-only, and a reopen applies it.
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,6 +15,18 @@
 #include "vecgraph/engine.hpp"
 
 using namespace vecgraph;
+
+// While non-zero, an allocation of more bytes than this throws std::bad_alloc.
+std::atomic<std::size_t> fail_allocations_over{0};
+
+void* operator new(std::size_t bytes) {
+    const std::size_t limit = fail_allocations_over.load(std::memory_order_relaxed);
+    if (limit && bytes > limit) throw std::bad_alloc();
+    if (void* p = std::malloc(bytes ? bytes : 1)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -188,6 +203,49 @@ TEST_CASE("a batch too large for one WAL record is rejected and the engine stays
     CHECK_EQ(report.value().replayed, std::uint64_t{2});
     CHECK_EQ(again->count_nodes(), std::size_t{2});
     CHECK(again->find(key).status().code() == StatusCode::not_found);
+}
+
+TEST_CASE("a logged write that cannot be applied turns the engine read-only, and a reopen applies it") {
+    vecgraph_test::TempDir tmp("vecgraph_apply_failure");
+    const std::string dir = tmp.root.string();
+    EngineConfig config;
+    config.dim = dim;
+    config.auto_compact_edges = 0;
+    auto engine = std::move(Engine::create(config)).value();
+    wal::WriterOptions options;
+    options.sync = wal::SyncPolicy::off;
+    REQUIRE(engine->attach_wal(dir, uuid, 1, options).ok());
+    REQUIRE(add_node(*engine, "a", 1).ok());
+    REQUIRE(add_node(*engine, "b", 2).ok());
+    // One batch of 50,000 edges leaves the edge columns full: the next edge grows each of
+    // them into a copy of 75,000 rows (300 KB for a column of 4-byte rows), after its record
+    // (a few dozen bytes) is logged.
+    constexpr std::size_t many = 50000;
+    std::vector<std::string> src(many, encode_text_key("a")), dst(many, encode_text_key("b"));
+    EdgeBatch batch;
+    batch.count = many;
+    batch.src = src.data();
+    batch.dst = dst.data();
+    REQUIRE(engine->add_edges(batch).ok());
+    REQUIRE(engine->count_edges() == many);
+    const std::uint64_t lsn_before = engine->last_lsn();
+    fail_allocations_over = 100'000;
+    Status failed = add_edge(*engine, "b", "a", "r");
+    fail_allocations_over = 0;
+    CHECK(failed.code() == StatusCode::internal);
+    CHECK(failed.message().find("out of memory") != std::string::npos);
+    CHECK(failed.message().find("reopen") != std::string::npos);
+    CHECK(engine->stats().read_only);
+    CHECK_EQ(engine->count_edges(), many);  // not applied
+    Status refused = add_edge(*engine, "a", "b", "r");
+    CHECK(refused.code() == StatusCode::read_only);
+    CHECK(refused.message().find("could not be applied") != std::string::npos);
+    REQUIRE(engine->close_wal().ok());
+    auto again = make();
+    auto report = again->replay_wal(dir, uuid, 1, true);
+    REQUIRE(report.ok());
+    CHECK_EQ(report.value().last_lsn, lsn_before + 1);  // the failed write's record, and no later one
+    CHECK_EQ(again->count_edges(), many + 1);
 }
 
 TEST_MAIN()

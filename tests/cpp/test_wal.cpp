@@ -925,21 +925,24 @@ TEST_CASE("writer: after a failed fdatasync, each record it was to cover fails o
 
 TEST_CASE("writer: a failed fdatasync fails a waiting record's write whoever led it, the syncer or a caller") {
     // A caller leads a slow fdatasync; meanwhile records 2 and 3 are appended, a caller waits
-    // for 3 and start_sync() has the syncer wait too; then the disk fails. Whether the
-    // syncer or that caller leads the failing fdatasync, the write of record 2 gets io_error.
+    // for 3 and start_sync() has the syncer wait too; every fdatasync after that first one
+    // fails. Whether the syncer or that caller leads the failing fdatasync, the write of
+    // record 2 gets io_error.
     for (int round = 0; round < 20; ++round) {
         TempDir tmp;
-        std::atomic<bool> broken{false};
+        std::atomic<int> syncs{0};
+        std::atomic<int> working{1 << 30};  // fdatasyncs that succeed (the segment's own, then one)
         WriterOptions options;
         options.sync = SyncPolicy::always;
         options.sync_hook = [&](int fd) {
-            const bool fail = broken.load();  // as the fdatasync starts
+            const bool fail = ++syncs > working.load();
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
             if (!fail) return ::fdatasync(fd);
             errno = EIO;
             return -1;
         };
         auto writer = open_writer(tmp.wal(), 1, options);
+        working = syncs.load() + 1;
         REQUIRE_OK(writer->append(1, "a", 1));
         std::thread first([&] { (void)writer->sync_to(1); });
         std::this_thread::sleep_for(std::chrono::milliseconds(5));  // its fdatasync is running
@@ -949,18 +952,87 @@ TEST_CASE("writer: a failed fdatasync fails a waiting record's write whoever led
         std::thread third([&] { third_code = static_cast<int>(writer->sync_to(3).code()); });
         if (round % 2) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // waits before the syncer
         writer->start_sync();
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        broken = true;
         first.join();
         third.join();
         Status second = writer->sync_to(2);
         // Record 2 was durable (an fdatasync before the failure covered it), or its write failed.
         if (writer->synced_lsn() >= 2) CHECK(second.ok());
         else CHECK(second.code() == StatusCode::io_error);
-        CHECK(writer->failed());
+        CHECK(writer->failed() || writer->synced_lsn() == 3);  // the first fdatasync covered all three
         CHECK(writer->sync_to(2).code() == (second.ok() ? StatusCode::ok : StatusCode::read_only));
         CHECK(third_code.load() == static_cast<int>(StatusCode::io_error) || writer->synced_lsn() >= 3);
     }
+}
+
+TEST_CASE("writer: a leader waiting for callers issues no fdatasync once a segment roll has failed") {
+    TempDir tmp;
+    std::mutex hook_mutex;
+    std::condition_variable hook_cv;
+    bool hold = false;  // while true, a working fdatasync blocks
+    int entered = 0;
+    std::atomic<bool> broken{false};
+    std::atomic<int> calls_while_broken{0};
+    WriterOptions options;
+    options.sync = SyncPolicy::always;
+    options.segment_bytes = 4096;
+    options.group_commit_wait_us = 2'000'000;
+    options.sync_hook = [&](int fd) {
+        if (broken.load()) {
+            ++calls_while_broken;
+            errno = EIO;
+            return -1;
+        }
+        std::unique_lock<std::mutex> lock(hook_mutex);
+        ++entered;
+        hook_cv.notify_all();
+        hook_cv.wait(lock, [&] { return !hold; });
+        return ::fdatasync(fd);
+    };
+    auto writer = open_writer(tmp.wal(), 1, options);
+    // A caller leads an fdatasync the hook holds while two more callers arrive: the next
+    // fdatasync covers both, so the caller after them waits for callers before its own.
+    int before = 0;
+    {
+        std::lock_guard<std::mutex> lock(hook_mutex);
+        before = entered;
+        hold = true;
+    }
+    REQUIRE_OK(writer->append(1, "a", 1));
+    std::thread first([&] { CHECK(writer->sync_to(1).ok()); });
+    {
+        std::unique_lock<std::mutex> lock(hook_mutex);
+        REQUIRE(hook_cv.wait_for(lock, std::chrono::seconds(10), [&] { return entered == before + 1; }));
+    }
+    REQUIRE_OK(writer->append(1, "b", 1));
+    REQUIRE_OK(writer->append(1, "c", 1));
+    std::thread second([&] { CHECK(writer->sync_to(2).ok()); });
+    std::thread third([&] { CHECK(writer->sync_to(3).ok()); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // both wait for the held fdatasync
+    {
+        std::lock_guard<std::mutex> lock(hook_mutex);
+        hold = false;
+        hook_cv.notify_all();
+    }
+    first.join();
+    second.join();
+    third.join();
+    REQUIRE(writer->synced_lsn() == 3u);
+    REQUIRE_OK(writer->append(1, "d", 1));
+    std::atomic<int> fourth_code{-1};
+    std::thread fourth([&] { fourth_code = static_cast<int>(writer->sync_to(4).code()); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // it waits for a second caller
+    broken = true;
+    const std::string large(3000, 'x');
+    Status appended = Status::OK();
+    for (int i = 0; i < 3 && appended.ok(); ++i) appended = writer->append(1, large.data(), large.size()).status();
+    CHECK(appended.code() == StatusCode::io_error);  // the roll's fdatasync failed
+    fourth.join();
+    CHECK_EQ(calls_while_broken.load(), 1);  // the roll's: the waiting leader issued none after it
+    // Record 4 was in the failed fdatasync (the roll's): its write fails with io_error.
+    CHECK_EQ(fourth_code.load(), static_cast<int>(StatusCode::io_error));
+    CHECK_EQ(writer->synced_lsn(), 3u);
+    REQUIRE_OK(writer->sync_to(3));
+    CHECK(writer->sync_to(4).code() == StatusCode::read_only);  // told once
 }
 
 TEST_CASE("writer: start_sync does nothing under the interval and off policies") {

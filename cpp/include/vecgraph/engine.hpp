@@ -377,6 +377,11 @@ class Engine {
     /// Appends a record whose payload `encode(PayloadWriter&)` writes (only when a WAL is attached); its LSN.
     template <typename encode_at>
     Result<std::uint64_t> log(std::uint8_t type, encode_at&& encode);
+    /// Runs `apply()` (returns a Status) for a write whose record is already in the log. If it
+    /// fails, or throws std::bad_alloc, the graph and the log disagree until a reopen replays
+    /// the record: the engine turns read-only and the error says so.
+    template <typename apply_at>
+    Status apply_logged(apply_at&& apply);
     /// Ends a write whose record has LSN `lsn` and which is applied: releases `writer`, runs the
     /// HNSW inserts `to_index` holds (if any; see insert_mutex_), then (sync "always") syncs.
     Status finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn, PreparedNodes* to_index = nullptr);
