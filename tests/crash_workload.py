@@ -305,9 +305,12 @@ class CycleResult:
 def run_cycle(folder: str, model: Model, seed: int, cycle: int, rng: random.Random, *, sync: str = "always",
               max_delay: float = 0.1, early_kill: float = 0.15, search_checks: int = 5,
               work_dir: str | None = None, max_writes: int | None = None,
-              segment_bytes: int | None = None) -> tuple[CycleResult, Model]:
+              segment_bytes: int | None = None, kill_after_acks: int | None = None) -> tuple[CycleResult, Model]:
     """One crash cycle. Returns the result and the model of the recovered state (the input model
-    unchanged on failure). segment_bytes: the writer's WAL segment size (None: the default)."""
+    unchanged on failure). segment_bytes: the writer's WAL segment size (None: the default).
+    kill_after_acks: kill once the writer has acknowledged that many writes (never early), instead
+    of at a random moment within ``max_delay`` seconds of its start, so that a kill strikes a long
+    run of writes however fast the machine writes."""
     work_dir = work_dir or os.path.dirname(os.path.abspath(folder))
     model_path = os.path.join(work_dir, "model.json")
     with open(model_path, "w") as f:
@@ -318,7 +321,7 @@ def run_cycle(folder: str, model: Model, seed: int, cycle: int, rng: random.Rand
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL)
     pipe = _Pipe(proc.stdout.fileno())
-    early = rng.random() < early_kill
+    early = rng.random() < early_kill and not kill_after_acks
     try:
         if early:  # may strike during import, Graph.open (recovery) or the first writes
             time.sleep(rng.uniform(0.0, 0.4))
@@ -330,7 +333,10 @@ def run_cycle(folder: str, model: Model, seed: int, cycle: int, rng: random.Rand
                     err_text = f.read().decode(errors="replace")
                 return CycleResult(cycle, 0, 0, False, proc.returncode, False,
                                    f"writer never became ready: {err_text[-2000:]}"), model
-            time.sleep(rng.uniform(0.0, max_delay))
+            if kill_after_acks:  # its ack has been written: the kill strikes the writes after it
+                pipe.read_until(f"ack {kill_after_acks - 1}\n".encode(), 60.0)
+            else:
+                time.sleep(rng.uniform(0.0, max_delay))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         out = pipe.read_all()
