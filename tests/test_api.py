@@ -121,6 +121,55 @@ def test_defaults_for_unset_columns():
     assert g.neighbors("c", direction="both") == [("c", "R", "d", 0.25), ("d", "R", "c", 0.25)]
 
 
+def test_batches_that_grow_the_columns_and_batches_that_fit_keep_every_column():
+    # Batches of new keys only (their rows go into grown copies of the columns, or in place
+    # when the columns have room) and batches with upserts, in random sizes; afterwards every
+    # node's columns and stored codes, and the label and tenant member lists, match a model.
+    rng = np.random.default_rng(7)
+    dim = 5
+    g = vg.Graph(dim, "l2", full_scan_max_nodes=0, filter_scan_max_nodes=100_000)  # seeds: member-list scans
+    model: dict = {}
+    next_key = 0
+    for batch in range(40):
+        upserts = batch % 4 == 3 and model
+        count_new = int(rng.choice([1, 2, 7, 50, 300]))
+        keys = list(range(next_key, next_key + count_new))
+        next_key += count_new
+        if upserts:
+            keys += [int(k) for k in rng.choice(sorted(model), size=min(5, len(model)), replace=False)]
+        n = len(keys)
+        columns = dict(
+            vectors=rng.normal(size=(n, dim)).astype(np.float32),
+            labels=[f"L{rng.integers(4)}" for _ in range(n)],
+            tenants=[f"T{rng.integers(3)}" for _ in range(n)],
+            ts=[int(t) for t in rng.integers(0, 1 << 40, size=n)],
+            texts=[f"text {k} of batch {batch}" * int(rng.integers(0, 3)) for k in keys],
+            props=[{"batch": batch, "key": k} if rng.random() < 0.5 else None for k in keys],
+        )
+        (g.upsert_nodes if upserts else g.add_nodes)(keys, columns["vectors"],
+                                                      labels=columns["labels"], tenants=columns["tenants"],
+                                                      ts=columns["ts"], texts=columns["texts"], props=columns["props"])
+        for i, key in enumerate(keys):
+            model[key] = {name: values[i] for name, values in columns.items()}
+    assert len(g) == len(model)
+    keys = sorted(model)
+    codes, scales = g.quantized(keys)
+    want_codes, want_scales = numpy_quantize(np.stack([model[k]["vectors"] for k in keys]), "l2")
+    assert np.array_equal(codes, want_codes) and np.array_equal(scales, want_scales)
+    for key in keys:
+        node = g.get_node(key)
+        want = model[key]
+        assert (node["label"], node["tenant"], node["ts"], node["text"], node["props"]) == (
+            want["labels"], want["tenants"], want["ts"], want["texts"], want["props"]), key
+    query = np.ones(dim, np.float32)
+    for name, values in (("labels", [f"L{i}" for i in range(4)]), ("tenants", [f"T{i}" for i in range(3)])):
+        for value in values:
+            members = {k for k in keys if model[k][name] == value}
+            found = g.search(query, k=len(model), seeds=len(model), hops=0, **{name: [value]})
+            assert set(found.keys) == members, (name, value)
+    assert g.stats()["seed_list_scans"] == 7
+
+
 def test_len_count_edges_contains(people):
     g = people["g"]
     assert len(g) == 6

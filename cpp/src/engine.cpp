@@ -72,18 +72,6 @@ std::size_t default_threads(std::size_t threads) {
     return std::max<std::size_t>(1, std::thread::hardware_concurrency());
 }
 
-// Reserves room for `total` rows, growing geometrically so that many small batches stay
-// amortised O(1) per row (an exact reserve per batch would copy everything every time).
-template <typename container_at>
-void reserve_rows(container_at& column, std::size_t total) {
-    if (total > column.capacity()) column.reserve(std::max(total, column.capacity() + column.capacity() / 2));
-}
-
-template <typename key_at, typename value_at>
-void reserve_rows(std::unordered_map<key_at, value_at>& map, std::size_t total) {
-    if (total > map.bucket_count() * map.max_load_factor()) map.reserve(std::max(total, map.size() * 2));
-}
-
 // A column with room for `rows` rows holding `column`'s rows.
 template <typename value_at>
 std::vector<value_at> grown_copy(const std::vector<value_at>& column, std::size_t rows) {
@@ -503,7 +491,24 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     Regrow ts_column(node_ts_, total);
     Regrow dead(node_dead_, total);
     Regrow delta_slots(delta_.slot, total);
+    Regrow texts(node_texts_, total), props(node_props_, total), aliases(node_aliases_, total);
     detail::huge_vector<std::int8_t> rows = node_vectors_.grown_buffer(prepared.count_new);
+    const bool rows_grown = rows.capacity() != 0;
+    // A batch of new keys only (no upsert) writes its rows into the grown copies now, so that
+    // their page faults and copies happen before the lock; columns with room append them in
+    // place at commit().
+    const bool all_new = prepared.count_new == batch.count;
+    if (all_new) {
+        labels.append({prepared.labels.data(), batch.count, 0});
+        tenants.append({prepared.tenants.data(), batch.count, 0});
+        ts_column.append({batch.ts, batch.count, 0});
+        dead.append({nullptr, batch.count, 0});
+        delta_slots.append({nullptr, batch.count, 0});
+        texts.append({batch.texts, batch.count, {}});
+        props.append({batch.props, batch.count, {}});
+        aliases.append({nullptr, batch.count, {}});
+        if (rows_grown) rows.insert(rows.end(), prepared.rows.begin(), prepared.rows.begin() + batch.count * stride);
+    }
     std::vector<Regrow<std::vector<std::uint32_t>>> prop_str;
     std::vector<Regrow<std::vector<std::int64_t>>> prop_int;
     std::vector<Regrow<std::vector<double>>> prop_real;
@@ -525,7 +530,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         // Moving the row buffer or rewriting a row (upsert) waits for the HNSW inserts of
         // earlier writes that are still running (insert_mutex_); appending does not.
         std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
-        if (rows.capacity() || prepared.count_new < batch.count) moving.lock();
+        if (rows_grown || !all_new) moving.lock();
         if (!replaying_ && !defer_index_) VG_RETURN_IF_ERROR(reserve_seed_index(batch.count, moving));
         for (std::size_t p = 0; p < prop_columns_.size(); ++p) {
             prop_str[p].commit();
@@ -538,11 +543,12 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         ts_column.commit();
         dead.commit();
         delta_slots.commit();
-        node_vectors_.adopt_buffer(rows);
+        texts.commit();
+        props.commit();
+        aliases.commit();
+        node_vectors_.adopt_buffer(rows);  // with the new rows of an all-new batch when it grew
+        if (all_new && !rows_grown) node_vectors_.append_rows(prepared.rows.data(), batch.count);
         keys_.commit(staged_keys);  // ids first, first + 1, ... for the new rows, in order
-        reserve_rows(node_texts_, total);
-        reserve_rows(node_props_, total);
-        reserve_rows(node_aliases_, total);
         // Node `node` takes the property values of batch row `row` (a missing value clears it).
         auto write_props = [&](node_id_t node, std::size_t row) {
             for (std::size_t p = 0; p < prop_columns_.size(); ++p) {
@@ -572,7 +578,13 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         std::size_t new_row = 0;
         prepared.label_names.intern_fresh(labels_);  // under the ids prepare_nodes gave them
         prepared.tenant_names.intern_fresh(tenants_);
-        for (std::size_t i = 0; i < batch.count; ++i) {
+        for (std::size_t i = 0; all_new && i < batch.count; ++i) {  // its columns hold its rows already
+            const node_id_t node = static_cast<node_id_t>(first + i);
+            label_members_.add(prepared.labels[i], node);
+            tenant_members_.add(prepared.tenants[i], node);
+            if (!prop_columns_.empty()) write_props(node, i);
+        }
+        for (std::size_t i = 0; !all_new && i < batch.count; ++i) {
             const label_id_t label = prepared.labels[i];
             const tenant_id_t tenant = prepared.tenants[i];
             const std::string& text = batch.texts ? batch.texts[i] : empty_string();

@@ -103,9 +103,12 @@ class VectorStore {
     /// an empty buffer when the current one has room. Lets a writer copy outside a lock that
     /// readers wait for, then adopt_buffer() under it.
     detail::huge_vector<std::int8_t> grown_buffer(std::size_t extra_rows) const;
-    /// Takes a buffer from grown_buffer() (nothing to do for an empty one); `buffer` receives the old one.
+    /// Takes a buffer from grown_buffer() (nothing to do for an empty one), with any whole rows
+    /// appended to it since; `buffer` receives the old one.
     void adopt_buffer(detail::huge_vector<std::int8_t>& buffer) noexcept {
-        if (buffer.capacity()) rows_.swap(buffer);
+        if (!buffer.capacity()) return;
+        rows_.swap(buffer);
+        count_ = rows_.size() / stride_;
     }
     std::size_t memory_bytes() const noexcept { return rows_.capacity(); }
 
