@@ -179,15 +179,6 @@ struct Writer::Impl {
         return Status::OK();
     }
 
-    // Group commit: returns once every record up to `lsn` (<= written_lsn) is durable. One
-    // caller at a time leads an fdatasync covering everything written when it started; callers
-    // arriving meanwhile wait, and return if it covered them or else lead the next one.
-    //
-    // The syncer thread calls it too (`caller` false, for start_sync): it is not counted as a
-    // caller and never waits for callers to arrive. When an fdatasync fails, whoever ran it, the
-    // first caller asking for each record it was to make durable gets its io_error (the write
-    // that failed); a caller whose record an earlier fdatasync made durable gets OK; every other
-    // call gets read_only.
     // What sync_up_to answers for `lsn` once the writer has failed (mu held).
     Status answer_after_failure(std::uint64_t lsn, bool caller) {
         // Durable before the failure: that write succeeded (a sync after one is not trusted).
@@ -198,6 +189,15 @@ struct Writer::Impl {
         return Status::io_error(failed_sync_error);
     }
 
+    // Group commit: returns once every record up to `lsn` (<= written_lsn) is durable. One
+    // caller at a time leads an fdatasync covering everything written when it started; callers
+    // arriving meanwhile wait, and return if it covered them or else lead the next one.
+    //
+    // The syncer thread calls it too (`caller` false, for start_sync): it is not counted as a
+    // caller and never waits for callers to arrive. When an fdatasync fails, whoever ran it, the
+    // first caller asking for each record it was to make durable gets its io_error (the write
+    // that failed); a caller whose record an earlier fdatasync made durable gets OK; every other
+    // call gets read_only.
     Status sync_up_to(std::uint64_t lsn, bool caller = true) {
         std::unique_lock<std::mutex> lock(mu);
         if (caller) waiting_lsns.push_back(lsn);
