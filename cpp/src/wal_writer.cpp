@@ -157,18 +157,26 @@ struct Writer::Impl {
     // Ends the current segment (fdatasync) and starts the next at next_lsn. Appending thread only.
     Status roll() {
         std::shared_ptr<OpenSegment> old = current;  // only this thread replaces `current`
-        if (data_sync(old->fd) != 0) {
-            // The records this fdatasync was to make durable fail their writes as a caller's would.
-            std::string error = errno_text("fdatasync", old->path, errno);
-            std::lock_guard<std::mutex> lock(mu);
-            if (failure.empty()) {
-                failed_sync_error = error;
-                failed_sync_target = next_lsn - 1;
-            }
-            return fail_locked(error, "synced");
+        {
+            // One fdatasync of the log at a time: of two that overlap on one file, only one is
+            // told of a writeback error, so the other's success would prove nothing.
+            std::unique_lock<std::mutex> lock(mu);
+            sync_done.wait(lock, [this] { return !syncing; });
+            if (!failure.empty()) return Status::read_only(failure);  // no fdatasync after a failed one
+            syncing = true;
         }
+        const int rc = data_sync(old->fd);
+        const int error = errno;
         {
             std::lock_guard<std::mutex> lock(mu);
+            syncing = false;
+            sync_done.notify_all();
+            if (rc != 0) {
+                // The records this fdatasync was to make durable fail their writes as a caller's would.
+                failed_sync_error = errno_text("fdatasync", old->path, error);
+                failed_sync_target = next_lsn - 1;
+                return fail_locked(failed_sync_error, "synced");
+            }
             if (synced_lsn.load() < next_lsn - 1) synced_lsn.store(next_lsn - 1);
         }
         Result<std::shared_ptr<OpenSegment>> created = create_segment(next_lsn);
@@ -179,14 +187,14 @@ struct Writer::Impl {
         return Status::OK();
     }
 
-    // What sync_up_to answers for `lsn` once the writer has failed (mu held).
+    // What sync_up_to answers for `lsn` once the writer has failed (mu held): OK for a record an
+    // fdatasync made durable (that write succeeded); io_error, once, for any other record (its
+    // write failed: it is in the log, not known to be on disk); read_only after that.
     Status answer_after_failure(std::uint64_t lsn, bool caller) {
-        // Durable before the failure: that write succeeded (a sync after one is not trusted).
         if (lsn <= synced_at_failure) return Status::OK();
         // The syncer thread reports to no one: it must not take a caller's io_error.
-        if (!caller || lsn > failed_sync_target || !failed_sync_reported.insert(lsn).second)
-            return Status::read_only(failure);
-        return Status::io_error(failed_sync_error);
+        if (!caller || !failed_sync_reported.insert(lsn).second) return Status::read_only(failure);
+        return Status::io_error(lsn <= failed_sync_target ? failed_sync_error : failure);
     }
 
     // Group commit: returns once every record up to `lsn` (<= written_lsn) is durable. One
@@ -252,8 +260,11 @@ struct Writer::Impl {
             failed_sync_target = target;
             status = fail_locked(failed_sync_error, "synced");
             if (caller) failed_sync_reported.insert(lsn);
-        } else if (synced_lsn.load() < target)
-            synced_lsn.store(target);
+        } else {
+            if (synced_lsn.load() < target) synced_lsn.store(target);
+            // A write(2) or segment creation that failed meanwhile left these records durable.
+            if (!failure.empty() && synced_at_failure < target) synced_at_failure = target;
+        }
         sync_done.notify_all();
         return status;
     }

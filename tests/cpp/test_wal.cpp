@@ -964,24 +964,16 @@ TEST_CASE("writer: a failed fdatasync fails a waiting record's write whoever led
     }
 }
 
-TEST_CASE("writer: a leader waiting for callers issues no fdatasync once a segment roll has failed") {
+TEST_CASE("writer: a leader waiting for callers issues no fdatasync once a write has failed") {
     TempDir tmp;
     std::mutex hook_mutex;
     std::condition_variable hook_cv;
-    bool hold = false;  // while true, a working fdatasync blocks
+    bool hold = false;  // while true, an fdatasync blocks
     int entered = 0;
-    std::atomic<bool> broken{false};
-    std::atomic<int> calls_while_broken{0};
     WriterOptions options;
     options.sync = SyncPolicy::always;
-    options.segment_bytes = 4096;
     options.group_commit_wait_us = 2'000'000;
     options.sync_hook = [&](int fd) {
-        if (broken.load()) {
-            ++calls_while_broken;
-            errno = EIO;
-            return -1;
-        }
         std::unique_lock<std::mutex> lock(hook_mutex);
         ++entered;
         hook_cv.notify_all();
@@ -1021,18 +1013,101 @@ TEST_CASE("writer: a leader waiting for callers issues no fdatasync once a segme
     std::atomic<int> fourth_code{-1};
     std::thread fourth([&] { fourth_code = static_cast<int>(writer->sync_to(4).code()); });
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // it waits for a second caller
-    broken = true;
-    const std::string large(3000, 'x');
-    Status appended = Status::OK();
-    for (int i = 0; i < 3 && appended.ok(); ++i) appended = writer->append(1, large.data(), large.size()).status();
-    CHECK(appended.code() == StatusCode::io_error);  // the roll's fdatasync failed
+    int syncs_before_failure = 0;
+    {
+        std::lock_guard<std::mutex> lock(hook_mutex);
+        syncs_before_failure = entered;
+    }
+    // The next record's write(2) stops part-way at a file size limit (EFBIG).
+    const std::uint64_t size = fs::file_size(segment_paths(tmp.wal()).at(0));
+    struct rlimit saved;
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limited = saved;
+    limited.rlim_cur = size + 100;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+    const std::string large(1000, 'x');
+    Status appended = writer->append(1, large.data(), large.size()).status();
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, old_handler);
+    CHECK(appended.code() == StatusCode::io_error);
     fourth.join();
-    CHECK_EQ(calls_while_broken.load(), 1);  // the roll's: the waiting leader issued none after it
-    // Record 4 was in the failed fdatasync (the roll's): its write fails with io_error.
+    {
+        std::lock_guard<std::mutex> lock(hook_mutex);
+        CHECK_EQ(entered, syncs_before_failure);  // the waiting leader issued no fdatasync after it
+    }
+    // Record 4 is in the log but no fdatasync made it durable: its write fails, once.
     CHECK_EQ(fourth_code.load(), static_cast<int>(StatusCode::io_error));
     CHECK_EQ(writer->synced_lsn(), 3u);
     REQUIRE_OK(writer->sync_to(3));
     CHECK(writer->sync_to(4).code() == StatusCode::read_only);  // told once
+}
+
+TEST_CASE("writer: a segment roll's fdatasync waits for a running one, and none follows a failed one") {
+    for (bool fail_first : {false, true}) {
+        TempDir tmp;
+        std::mutex hook_mutex;
+        std::condition_variable hook_cv;
+        bool hold = false;
+        int running = 0, most_running = 0, calls = 0;
+        std::atomic<bool> failing{false};
+        WriterOptions options;
+        options.sync = SyncPolicy::always;
+        options.segment_bytes = 4096;
+        options.sync_hook = [&](int fd) {
+            std::unique_lock<std::mutex> lock(hook_mutex);
+            ++calls;
+            most_running = std::max(most_running, ++running);
+            hook_cv.notify_all();
+            hook_cv.wait(lock, [&] { return !hold; });
+            --running;
+            if (failing.load()) {
+                errno = EIO;
+                return -1;
+            }
+            return ::fdatasync(fd);
+        };
+        auto writer = open_writer(tmp.wal(), 1, options);
+        const std::string large(3000, 'x');
+        REQUIRE_OK(writer->append(1, large.data(), large.size()));
+        int before = 0;
+        {
+            std::lock_guard<std::mutex> lock(hook_mutex);
+            before = calls;
+            hold = true;
+        }
+        std::atomic<int> first_code{-1};
+        std::thread first([&] { first_code = static_cast<int>(writer->sync_to(1).code()); });
+        {
+            std::unique_lock<std::mutex> lock(hook_mutex);
+            REQUIRE(hook_cv.wait_for(lock, std::chrono::seconds(10), [&] { return calls == before + 1; }));
+        }
+        failing = fail_first;
+        // This record does not fit: the append rolls the segment, whose fdatasync must wait.
+        std::atomic<int> second_code{-1};
+        std::thread second([&] { second_code = static_cast<int>(writer->append(1, large.data(), large.size()).status().code()); });
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        {
+            std::lock_guard<std::mutex> lock(hook_mutex);
+            CHECK_EQ(calls, before + 1);  // the roll waits for the running fdatasync
+            hold = false;
+            hook_cv.notify_all();
+        }
+        first.join();
+        second.join();
+        std::lock_guard<std::mutex> lock(hook_mutex);
+        CHECK_EQ(most_running, 1);
+        if (fail_first) {
+            CHECK_EQ(first_code.load(), static_cast<int>(StatusCode::io_error));
+            CHECK_EQ(second_code.load(), static_cast<int>(StatusCode::read_only));  // no roll after it
+            CHECK_EQ(calls, before + 1);
+            CHECK_EQ(segment_paths(tmp.wal()).size(), 1u);
+        } else {
+            CHECK_EQ(first_code.load(), static_cast<int>(StatusCode::ok));
+            CHECK_EQ(second_code.load(), static_cast<int>(StatusCode::ok));
+            CHECK_EQ(segment_paths(tmp.wal()).size(), 2u);
+        }
+    }
 }
 
 TEST_CASE("writer: start_sync does nothing under the interval and off policies") {
@@ -1119,7 +1194,8 @@ TEST_CASE("writer: a failed write is io_error once, read_only after; recovery cu
     auto later = writer->append(1, "x", 1);
     CHECK(later.status().code() == StatusCode::read_only);
     CHECK(contains(later.status().message(), "the WAL could not be written"));
-    CHECK(writer->sync_to(1).code() == StatusCode::read_only);
+    CHECK(writer->sync_to(1).code() == StatusCode::io_error);  // never made durable: its write failed
+    CHECK(writer->sync_to(1).code() == StatusCode::read_only);  // told once
     writer.reset();
 
     Replayed got = replay(tmp.wal(), true);

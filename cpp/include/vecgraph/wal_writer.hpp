@@ -7,12 +7,14 @@
 // destructor must not run concurrently with any other call.
 //
 // Failure: after a failed write(2), fdatasync or segment creation the writer is failed for
-// good. The call that met the error, and the first sync_to() for each record the failed
-// fdatasync was to make durable, return StatusCode::io_error with the operating system's text;
-// sync_to() for a record an earlier fdatasync made durable returns OK (that write did not fail);
-// every other later append, sync, sync_to and drop_segments_before returns StatusCode::read_only
-// saying the same. A failed fdatasync is never retried: after one, the
-// kernel may have dropped the dirty pages, so a later success would prove nothing. Reopening
+// good. The call that met the error, and the first sync_to() for each appended record no
+// fdatasync made durable, return StatusCode::io_error (the operating system's text for the
+// records the failed fdatasync was to cover); sync_to() for a record an fdatasync made durable
+// returns OK (that write did not fail); every other later append, sync, sync_to and
+// drop_segments_before returns StatusCode::read_only saying the same, and appends nothing.
+// A failed fdatasync is never retried, and no two fdatasyncs of the log overlap (of two that
+// overlap on one file only one is told of a writeback error): after a failure the kernel may
+// have dropped the dirty pages, so a later success would prove nothing. Reopening
 // (recover() with truncate_tail, then Writer::open) is the way back.
 #pragma once
 
