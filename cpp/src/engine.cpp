@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <limits>
 #include <mutex>
 #include <new>
@@ -71,6 +72,30 @@ std::size_t default_threads(std::size_t threads) {
     if (threads) return threads;
     return std::max<std::size_t>(1, std::thread::hardware_concurrency());
 }
+
+// Declared just after the exclusive lock is taken for a change of several structures. An
+// exception thrown before the change is complete (std::bad_alloc) would leave searches a graph
+// half changed, so the process stops instead, saying why. A folder graph loses no acknowledged
+// write by it: the write is in the WAL, and reopening the folder applies it.
+class AbortIfThrown {
+  public:
+    explicit AbortIfThrown(const char* change) noexcept : change_(change), exceptions_(std::uncaught_exceptions()) {}
+    AbortIfThrown(const AbortIfThrown&) = delete;
+    AbortIfThrown& operator=(const AbortIfThrown&) = delete;
+    ~AbortIfThrown() {
+        if (std::uncaught_exceptions() <= exceptions_) return;
+        std::fprintf(stderr,
+                     "vecgraph: an exception (out of memory?) stopped %s half way under the exclusive lock; "
+                     "stopping the process rather than serve a half-changed graph (a graph in a folder loses no "
+                     "acknowledged write: reopen it)\n",
+                     change_);
+        std::abort();
+    }
+
+  private:
+    const char* change_;
+    int exceptions_;
+};
 
 // A column with room for `rows` rows holding `column`'s rows.
 template <typename value_at>
@@ -352,7 +377,23 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
     // The fdatasync runs on the WAL's syncer thread while this write inserts its nodes into the
     // HNSW index; the next write applies (and inserts, and syncs) meanwhile.
     if (sync && to_index) wal->start_sync();
-    Status indexed = to_index ? index_applied(*to_index) : Status::OK();
+    Status indexed = Status::OK();
+    if (to_index) {
+        try {
+            indexed = index_applied(*to_index);
+        } catch (const std::bad_alloc&) {
+            if (!wal) throw;  // in memory there is no log to recover the index from
+            indexed = Status::internal("out of memory");
+        }
+    }
+    if (!indexed.ok() && wal) {
+        // The nodes are in the graph and the log but not in the HNSW index: a reopen indexes them.
+        std::lock_guard<std::mutex> again(writer_mutex_);
+        std::string why = "the nodes of a write in the WAL could not be inserted into the HNSW index (" +
+                          indexed.message() + "); the graph is read-only, reopen it to recover (the reopen indexes them)";
+        if (read_only_.empty()) read_only_ = why;
+        indexed = Status(indexed.code(), why);
+    }
     maybe_start_compaction();
     if (!sync) return indexed;
     Status status = wal->sync_to(lsn);  // group commit: concurrent writers share one fsync
@@ -368,13 +409,17 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
 }
 
 Status Engine::index_applied(const PreparedNodes& applied) {
-    Status status = insert_seeds(applied.to_index, applied.count_reindexed, false);
-    {
-        std::lock_guard<std::mutex> guard(in_flight_mutex_);
-        --inserts_in_flight_;
-    }
-    in_flight_cv_.notify_all();
-    return status;
+    struct Done {  // however the inserts end, an exception included: close() and verify() wait for this
+        Engine& engine;
+        ~Done() {
+            {
+                std::lock_guard<std::mutex> guard(engine.in_flight_mutex_);
+                --engine.inserts_in_flight_;
+            }
+            engine.in_flight_cv_.notify_all();
+        }
+    } done{*this};
+    return insert_seeds(applied.to_index, applied.count_reindexed, false);
 }
 
 Status Engine::insert_seeds(const std::vector<node_id_t>& nodes, std::size_t reindexed, bool wait_for_relink) {
@@ -498,6 +543,8 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     // their page faults and copies happen before the lock; columns with room append them in
     // place at commit().
     const bool all_new = prepared.count_new == batch.count;
+    replaced.reserve(batch.count - prepared.count_new);
+    if (!replaying_ && !defer_index_) prepared.to_index.reserve(batch.count);
     if (all_new) {
         labels.append({prepared.labels.data(), batch.count, 0});
         tenants.append({prepared.tenants.data(), batch.count, 0});
@@ -527,6 +574,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     }
     {
         auto lock = write_lock();
+        const AbortIfThrown whole("adding nodes");
         // Moving the row buffer or rewriting a row (upsert) waits for the HNSW inserts of
         // earlier writes that are still running (insert_mutex_); appending does not.
         std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
@@ -630,17 +678,18 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         if (!prop_columns_.empty()) refresh_prop_views();
         if (!replaced.empty()) text_changed_ = true;
         for (std::size_t i = 0; batch.texts && i < batch.count && !text_changed_; ++i) text_changed_ = !batch.texts[i].empty();
-    }
-    if (replaying_ || defer_index_) {  // one parallel HNSW pass later (flush_deferred)
-        for (std::size_t i = 0; i < prepared.count_new; ++i) deferred_hnsw_.push_back(static_cast<node_id_t>(first + i));
-        for (node_id_t node : replaced) {
-            if (node >= indexed_before_defer_) continue;  // not indexed yet: indexed once, later
-            deferred_hnsw_.push_back(node);
-            ++deferred_reindexed_;
+        if (replaying_ || defer_index_) {  // one parallel HNSW pass later (flush_deferred)
+            for (std::size_t i = 0; i < prepared.count_new; ++i) deferred_hnsw_.push_back(static_cast<node_id_t>(first + i));
+            for (node_id_t node : replaced) {
+                if (node >= indexed_before_defer_) continue;  // not indexed yet: indexed once, later
+                deferred_hnsw_.push_back(node);
+                ++deferred_reindexed_;
+            }
+            return Status::OK();
         }
-        return Status::OK();
     }
     // The HNSW inserts run after the writer lock is released (finish_write, index_applied).
+    // (No allocation from here on: the write is applied, it must not fail now.)
     prepared.to_index.resize(prepared.count_new);
     for (std::size_t i = 0; i < prepared.count_new; ++i) prepared.to_index[i] = static_cast<node_id_t>(first + i);
     prepared.to_index.insert(prepared.to_index.end(), replaced.begin(), replaced.end());
@@ -810,6 +859,7 @@ Status Engine::apply_edges(const EdgeBatch& batch, PreparedEdges& prepared) {
     props.append({batch.props, batch.count, {}});
     {
         auto lock = write_lock();
+        const AbortIfThrown whole("adding edges");
         src.commit();
         dst.commit();
         prepared.rel_names.intern_fresh(rels_);  // under the ids prepare_edges gave them
@@ -866,11 +916,12 @@ Status Engine::add_edges(const EdgeBatch& batch) {
         }
     });
     if (!lsn.ok()) return lsn.status();
-    VG_RETURN_IF_ERROR(apply_logged([&] {
-        VG_RETURN_IF_ERROR(apply_edges(batch, prepared.value()));
-        if (config_.auto_compact_edges && batch.count >= config_.auto_compact_edges) rebuild_base();
-        return Status::OK();
-    }));
+    VG_RETURN_IF_ERROR(apply_logged([&] { return apply_edges(batch, prepared.value()); }));
+    if (config_.auto_compact_edges && batch.count >= config_.auto_compact_edges) {
+        // The batch's edges are in the columns but in no adjacency until this CSR is in.
+        const AbortIfThrown whole("folding a large edge batch into the CSR");
+        rebuild_base();
+    }
     return finish_write(writer, lsn.value());
 }
 
@@ -930,6 +981,7 @@ std::vector<node_id_t> Engine::tenant_nodes(const std::string& tenant) const {
 
 void Engine::apply_edge_deletes(const std::vector<edge_id_t>& edges) {
     auto lock = write_lock();
+    const AbortIfThrown whole("deleting edges");
     for (edge_id_t e : edges) {
         if (edge_dead_[e]) continue;
         edge_dead_[e] = 1;
@@ -941,6 +993,7 @@ void Engine::apply_edge_deletes(const std::vector<edge_id_t>& edges) {
 void Engine::apply_node_deletes(const std::vector<node_id_t>& nodes) {
     if (!nodes.empty()) text_changed_ = true;
     auto lock = write_lock();
+    const AbortIfThrown whole("deleting nodes");
     for (node_id_t node : nodes) {
         if (node_dead_[node]) continue;
         node_dead_[node] = 1;
@@ -1059,6 +1112,7 @@ Result<std::vector<node_id_t>> Engine::alias_targets(const std::string* keys, st
 
 void Engine::apply_aliases(const std::vector<node_id_t>& nodes, const std::string* aliases) {
     auto lock = write_lock();
+    const AbortIfThrown whole("setting aliases");
     for (std::size_t i = 0; i < nodes.size(); ++i) node_aliases_.set(nodes[i], aliases[i]);
 }
 
@@ -1068,6 +1122,7 @@ void Engine::apply_aliases(const std::vector<node_id_t>& nodes, const std::strin
 void Engine::install_base(CsrGraph next, std::size_t count_edges, const std::uint8_t* dead_at_build) {
     CsrGraph old;  // freed after the lock is released (a large CSR's unmapping takes a while)
     auto lock = write_lock();
+    const AbortIfThrown whole("installing a compacted CSR");
     old = std::exchange(csr_, std::move(next));
     base_edges_ = count_edges;
     // Edges added while the CSR was built stay in the delta; edges deleted meanwhile stay

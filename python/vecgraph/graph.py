@@ -705,15 +705,23 @@ class Graph:
         traversal, checkpoints) works as usual. ``stats()["index_pending"]`` counts the nodes
         still waiting; :meth:`wait_for_indexing` waits for them.
 
-        Disk failures: a write whose WAL record cannot be written, or whose fsync fails,
-        raises :class:`~vecgraph.errors.StorageError`, and the graph turns read-only (later
-        writes raise :class:`~vecgraph.errors.ReadOnlyError`; a failed fsync is never retried,
-        since the kernel may have dropped the pages it was to write). Such a write is not all
-        or nothing: its record may have reached the log, so it may be visible until
-        :meth:`close` and may or may not be there after a reopen. Writes acknowledged before
-        the failure are durable. A write whose record is logged but which then runs out of
-        memory while being applied raises :class:`~vecgraph.errors.Error` and turns the graph
-        read-only the same way; a reopen applies it from the log.
+        Disk failures: a write whose WAL record cannot be written, or whose fsync fails (its
+        own or one that was to cover it), raises :class:`~vecgraph.errors.StorageError`, and
+        the graph turns read-only: later writes raise :class:`~vecgraph.errors.ReadOnlyError`
+        and write nothing. A failed fsync is never retried, since the kernel may have dropped
+        the pages it was to write. A write that raised StorageError is not all or nothing: its
+        record may be in the log, so it may be visible until :meth:`close`, and may or may not
+        be there after a reopen. Writes acknowledged before the failure are durable.
+
+        Running out of memory: a write refused before its record is logged raises MemoryError
+        and changes nothing. One whose record is logged raises :class:`~vecgraph.errors.Error`
+        and turns the graph read-only as above; the graph holds all of it or none of it (if
+        the write is in the graph but its nodes could not be inserted into the HNSW index, they
+        are found only by traversal and ``exact=True`` until the reopen), and a reopen applies
+        or indexes it from the log. An allocation that fails while the write changes the
+        graph's structures under its exclusive lock stops the process (abort, with a message)
+        rather than leave searches a half-changed graph; a folder graph loses no acknowledged
+        write by it.
 
         Args:
             path: the graph folder (created with its parents if missing).
@@ -1201,7 +1209,8 @@ class Graph:
             InvalidArgumentError: NaN or inf in a vector, an all-zero vector under "cos",
                 props that are not JSON; on a folder graph, a batch whose WAL record would
                 pass 1 GiB (split it: nothing is written and the graph stays writable).
-            ReadOnlyError: the graph is closed, or read-only after a failed WAL write or fsync.
+            ReadOnlyError: the graph is closed, or read-only after a failed WAL write or fsync
+                (nothing was written).
             StorageError: on a folder graph, the WAL write or fsync failed: the graph turns
                 read-only and this write may or may not be kept (see :meth:`open`).
             TypeError / ValueError: keys, columns or arrays of the wrong type or length.
@@ -1261,7 +1270,8 @@ class Graph:
             InvalidArgumentError: a NaN or infinite weight, a bad edge vector; on a folder
                 graph, a batch whose WAL record would pass 1 GiB (nothing is written).
             DimensionMismatchError: edge vectors of the wrong length.
-            ReadOnlyError: the graph is closed, or read-only after a failed WAL write or fsync.
+            ReadOnlyError: the graph is closed, or read-only after a failed WAL write or fsync
+                (nothing was written).
             StorageError: on a folder graph, the WAL write or fsync failed: the graph turns
                 read-only and this write may or may not be kept (see :meth:`open`).
         """

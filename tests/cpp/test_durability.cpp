@@ -2,8 +2,13 @@
 // fails the write that saw it and turns the engine read-only (never retried); a rejected batch
 // is not logged, and one too large for a WAL record leaves the engine writable; a logged write
 // that cannot be applied (out of memory) turns the engine read-only, and a reopen applies it.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <new>
 #include <random>
@@ -18,15 +23,18 @@ using namespace vecgraph;
 
 // While non-zero, an allocation of more bytes than this throws std::bad_alloc.
 std::atomic<std::size_t> fail_allocations_over{0};
+// While positive, counts allocations down; the one that brings it to zero throws std::bad_alloc.
+// (The library's operator delete frees with std::free, which fits this operator new.)
+std::atomic<long> fail_allocation_in{0};
 
 void* operator new(std::size_t bytes) {
     const std::size_t limit = fail_allocations_over.load(std::memory_order_relaxed);
     if (limit && bytes > limit) throw std::bad_alloc();
+    if (fail_allocation_in.load(std::memory_order_relaxed) > 0 && fail_allocation_in.fetch_sub(1) == 1)
+        throw std::bad_alloc();
     if (void* p = std::malloc(bytes ? bytes : 1)) return p;
     throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -246,6 +254,139 @@ TEST_CASE("a logged write that cannot be applied turns the engine read-only, and
     REQUIRE(report.ok());
     CHECK_EQ(report.value().last_lsn, lsn_before + 1);  // the failed write's record, and no later one
     CHECK_EQ(again->count_edges(), many + 1);
+}
+
+namespace {
+
+// What a write did in the child process of the allocation-failure sweep (its exit code).
+enum Outcome : int { wrote = 0, logged_read_only = 1, rejected_writable = 2, inconsistent = 3, unindexed_read_only = 4 };
+
+// A folder engine with 30 nodes (6 labels, texts) and 29 edges; then `write` with its K-th
+// allocation failing. Runs in a child process: an abort there is one of the allowed outcomes.
+int write_with_failing_allocation(const std::string& dir, int kind, long k) {
+    auto engine = make();
+    wal::WriterOptions options;
+    options.sync = wal::SyncPolicy::off;
+    if (!engine->attach_wal(dir, uuid, 1, options).ok()) return inconsistent;
+    for (std::size_t i = 0; i < 30; ++i)
+        if (!add_node(*engine, "n" + std::to_string(i), i, "t" + std::to_string(i % 3)).ok()) return inconsistent;
+    for (std::size_t i = 0; i + 1 < 30; ++i)
+        if (!add_edge(*engine, "n" + std::to_string(i), "n" + std::to_string(i + 1), "r").ok()) return inconsistent;
+    const std::uint64_t lsn_before = engine->last_lsn();
+    const std::size_t nodes_before = engine->count_nodes(), edges_before = engine->count_edges();
+    std::vector<std::string> keys = {encode_text_key(kind == 1 ? "n3" : "new1"), encode_text_key("new2"),
+                                     encode_text_key("new3")};
+    std::vector<std::string> labels = {"fresh label", "L1", "L2"}, texts = {"one", "", "three"};
+    std::vector<float> vectors;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        std::vector<float> v = vector_of(100 + i);
+        vectors.insert(vectors.end(), v.begin(), v.end());
+    }
+    std::vector<std::string> src = {encode_text_key("n0"), encode_text_key("n5"), encode_text_key("n9")};
+    std::vector<std::string> dst = {encode_text_key("n7"), encode_text_key("n5"), encode_text_key("n2")};
+    std::vector<std::string> rels = {"fresh rel", "r", "s"};
+    auto write = [&]() -> Status {
+        if (kind < 2) {
+            NodeBatch batch;
+            batch.count = keys.size();
+            batch.keys = keys.data();
+            batch.vectors = vectors.data();
+            batch.labels = labels.data();
+            batch.texts = texts.data();
+            return kind == 1 ? engine->upsert_nodes(batch) : engine->add_nodes(batch);
+        }
+        EdgeBatch batch;
+        batch.count = src.size();
+        batch.src = src.data();
+        batch.dst = dst.data();
+        batch.rels = rels.data();
+        return engine->add_edges(batch);
+    };
+    Status status;
+    bool threw = false;  // std::bad_alloc before the record was logged: the write is refused
+    fail_allocation_in = k;
+    try {
+        status = write();
+    } catch (const std::bad_alloc&) {
+        threw = true;
+    }
+    fail_allocation_in = 0;
+    const std::vector<std::string> problems = engine->verify(10);
+    const bool only_unindexed = std::all_of(problems.begin(), problems.end(), [](const std::string& problem) {
+        return problem.find("not in the HNSW index") != std::string::npos;
+    });
+    if (status.ok() && !threw) return problems.empty() ? wrote : inconsistent;
+    const bool unchanged = engine->count_nodes() == nodes_before && engine->count_edges() == edges_before;
+    if (engine->stats().read_only) {
+        // Logged, not applied.
+        if (problems.empty() && unchanged && engine->last_lsn() == lsn_before) return logged_read_only;
+        // Logged and applied; its HNSW insert failed (after the exclusive lock).
+        if (!problems.empty() && only_unindexed && !unchanged && engine->last_lsn() == lsn_before + 1)
+            return unindexed_read_only;
+        return inconsistent;
+    }
+    // Refused before its record was logged: nothing changed, the engine takes the next write.
+    return problems.empty() && unchanged && engine->last_lsn() == lsn_before && add_node(*engine, "later", 7).ok()
+               ? rejected_writable
+               : inconsistent;
+}
+
+}  // namespace
+
+TEST_CASE("an allocation failing anywhere in a write: applied whole, refused whole, or the process stops") {
+    // Each write kind, with its K-th allocation failing, K = 1, 2, ... until the write no longer
+    // allocates that many times. Allowed: the write succeeds; it is refused and nothing is
+    // logged (still writable); it is logged but not applied (read-only, reopen applies it); or
+    // the process aborts (an exception under the exclusive lock). After each, the folder
+    // reopens into a consistent graph holding the write if it was acknowledged.
+    int outcomes[5] = {0, 0, 0, 0, 0}, aborted = 0;
+    for (int kind = 0; kind < 3; ++kind) {
+        int clean_runs = 0;  // K past the write's last allocation: it succeeds from then on
+        for (long k = 1; clean_runs < 3 && k < 2000; ++k) {
+            vecgraph_test::TempDir tmp("vecgraph_alloc_sweep");
+            const std::string dir = tmp.root.string();
+            std::fflush(nullptr);
+            const pid_t child = ::fork();
+            REQUIRE(child >= 0);
+            if (child == 0) {
+                ::alarm(30);  // a hang fails the test (SIGALRM)
+                if (std::freopen("/dev/null", "w", stderr) == nullptr) std::_Exit(inconsistent);
+                std::_Exit(write_with_failing_allocation(dir, kind, k));
+            }
+            int wait_status = 0;
+            REQUIRE(::waitpid(child, &wait_status, 0) == child);
+            const bool exited = WIFEXITED(wait_status);
+            const bool aborts = WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGABRT;
+            CHECK((exited || aborts));
+            if (!exited && !aborts) std::printf("  kind %d, K=%ld: killed by signal %d\n", kind, k, WTERMSIG(wait_status));
+            const int outcome = exited ? WEXITSTATUS(wait_status) : -1;
+            CHECK(outcome != inconsistent);
+            if (outcome == inconsistent) std::printf("  kind %d, K=%ld: inconsistent engine\n", kind, k);
+            if (outcome >= 0 && outcome < 5) ++outcomes[outcome];
+            if (aborts) ++aborted;
+            clean_runs = outcome == wrote ? clean_runs + 1 : 0;
+            // The folder reopens consistent; an acknowledged write is in it, a refused one is not.
+            auto again = make();
+            auto report = again->replay_wal(dir, uuid, 1, true);
+            REQUIRE(report.ok());
+            CHECK(again->verify(10).empty());
+            const bool has_new2 = again->find(encode_text_key("new2")).ok(), has_new3 = again->find(encode_text_key("new3")).ok();
+            const bool has_write = kind == 2 ? again->count_edges() == 29 + 3 : has_new2 && has_new3;
+            const bool lacks_write = kind == 2 ? again->count_edges() == 29 : !has_new2 && !has_new3;
+            CHECK((has_write || lacks_write));
+            if (outcome == wrote || outcome == logged_read_only || outcome == unindexed_read_only) CHECK(has_write);
+            if (outcome == rejected_writable) CHECK(again->find(encode_text_key("later")).ok());
+        }
+    }
+    std::printf("  outcomes: %d wrote, %d refused, %d logged then read-only, %d applied but not indexed then "
+                "read-only, %d aborted\n",
+                outcomes[wrote], outcomes[rejected_writable], outcomes[logged_read_only], outcomes[unindexed_read_only],
+                aborted);
+    // The sweep reached every stage: before the log, after it, under the lock, the HNSW insert.
+    CHECK(outcomes[rejected_writable] > 0);
+    CHECK(outcomes[logged_read_only] > 0);
+    CHECK(aborted > 0);
+    CHECK(outcomes[unindexed_read_only] > 0);
 }
 
 TEST_MAIN()
