@@ -204,6 +204,23 @@ def test_the_text_index_catches_up_after_a_crash_between_graph_and_index(tmp_pat
     assert g.hybrid_search("alpha", k=2, channels=["bm25"]).keys == ["x"]
 
 
+def test_a_text_index_out_of_memory_keeps_the_graph_write_and_rebuilds_the_index(tmp_path):
+    g = vg.Graph.open(tmp_path / "g", dim=4)
+    g.add_nodes(["x"], [unit(1, 0, 0, 0)], texts=["alpha bravo"])
+    assert g.hybrid_search("alpha", k=2, channels=["bm25"]).keys == ["x"]  # the index exists
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError
+
+    g._text.upsert = out_of_memory
+    with pytest.warns(RuntimeWarning, match=r"a write to the BM25 index failed \(MemoryError\)"):
+        g.add_nodes(["y"], [unit(0, 1, 0, 0)], texts=["charlie delta"])  # the graph's write stands
+    assert "y" in g and g.get_node("y")["text"] == "charlie delta"
+    assert g.hybrid_search("charlie", k=2, channels=["bm25"]).keys == ["y"]  # rebuilt from the graph
+    assert g.hybrid_search("alpha", k=2, channels=["bm25"]).keys == ["x"]
+    g.close()
+
+
 def test_bad_input_and_edge_cases():
     g = products()
     with pytest.raises(vg.InvalidArgumentError, match="needs text, a vector, or both"):

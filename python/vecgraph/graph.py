@@ -1476,12 +1476,12 @@ class Graph:
 
     def _write_text(self, write: Any) -> None:
         """Applies ``write(index)`` to the BM25 index after the graph's own write succeeded. If
-        the index fails (a full disk, a damaged file), the graph's write stands: the index is
-        dropped with a warning and the next BM25 search rebuilds it from the graph."""
+        the index fails (a full disk, a damaged file, no memory left), the graph's write stands:
+        the index is dropped with a warning and the next BM25 search rebuilds it from the graph."""
         try:
             write(self._text)
-        except Error as failure:
-            self._drop_text_index(f"a write to the BM25 index failed ({failure})")
+        except (Error, MemoryError) as failure:
+            self._drop_text_index(f"a write to the BM25 index failed ({str(failure) or type(failure).__name__})")
 
     def _drop_text_index(self, why: str) -> None:
         """Closes and forgets the BM25 index (removing its folder, so that it is rebuilt)."""
