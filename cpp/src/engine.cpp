@@ -353,10 +353,13 @@ Status Engine::apply_logged(apply_at&& apply) {
         status = Status::internal("out of memory");
     }
     if (status.ok() || !wal_) return status;
-    std::string why = "a write in the WAL could not be applied (" + status.message() +
-                      "); the graph is read-only, reopen it to recover (the reopen applies that write)";
-    if (read_only_.empty()) read_only_ = why;
-    return Status(status.code(), why);
+    return read_only_after(status, "a write in the WAL could not be applied (" + status.message() +
+                                       "); the graph is read-only, reopen it to recover (the reopen applies that write)");
+}
+
+Status Engine::read_only_after(const Status& failure, std::string why) {
+    if (read_only_.empty()) read_only_ = why;  // the first reason stays
+    return Status(failure.code(), std::move(why));
 }
 
 Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn, PreparedNodes* to_index) {
@@ -389,10 +392,9 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
     if (!indexed.ok() && wal) {
         // The nodes are in the graph and the log but not in the HNSW index: a reopen indexes them.
         std::lock_guard<std::mutex> again(writer_mutex_);
-        std::string why = "the nodes of a write in the WAL could not be inserted into the HNSW index (" +
-                          indexed.message() + "); the graph is read-only, reopen it to recover (the reopen indexes them)";
-        if (read_only_.empty()) read_only_ = why;
-        indexed = Status(indexed.code(), why);
+        indexed = read_only_after(indexed, "the nodes of a write in the WAL could not be inserted into the HNSW index (" +
+                                               indexed.message() +
+                                               "); the graph is read-only, reopen it to recover (the reopen indexes them)");
     }
     maybe_start_compaction();
     if (!sync) return indexed;

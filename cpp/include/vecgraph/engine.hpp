@@ -382,6 +382,9 @@ class Engine {
     /// the record: the engine turns read-only and the error says so.
     template <typename apply_at>
     Status apply_logged(apply_at&& apply);
+    /// Makes the engine read-only for `why` (writer lock held; the first reason stays) and
+    /// returns `failure`'s code with `why`.
+    Status read_only_after(const Status& failure, std::string why);
     /// Ends a write whose record has LSN `lsn` and which is applied: releases `writer`, runs the
     /// HNSW inserts `to_index` holds (if any; see insert_mutex_), then (sync "always") syncs.
     Status finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t lsn, PreparedNodes* to_index = nullptr);
