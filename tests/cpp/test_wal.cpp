@@ -790,6 +790,22 @@ TEST_CASE("writer: a lone writer's sync never waits for other callers") {
     CHECK_EQ(writer->synced_lsn(), std::uint64_t(20));
 }
 
+// Appends a record of `bytes` bytes under a file size limit of `limit_bytes`, so that its
+// write(2) stops part-way (EFBIG) instead of killing the process (SIGXFSZ).
+Result<std::uint64_t> append_past_size_limit(Writer& writer, std::uint64_t limit_bytes, std::size_t bytes) {
+    struct rlimit saved;
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limited = saved;
+    limited.rlim_cur = limit_bytes;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+    const std::string payload(bytes, 'x');
+    auto appended = writer.append(1, payload.data(), payload.size());
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, old_handler);
+    return appended;
+}
+
 // Options for `policy` whose fdatasyncs only count into `syncs`.
 WriterOptions counting_syncs(SyncPolicy policy, std::atomic<int>& syncs) {
     WriterOptions options;
@@ -1020,16 +1036,7 @@ TEST_CASE("writer: a leader waiting for callers issues no fdatasync once a write
     }
     // The next record's write(2) stops part-way at a file size limit (EFBIG).
     const std::uint64_t size = fs::file_size(segment_paths(tmp.wal()).at(0));
-    struct rlimit saved;
-    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
-    auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit limited = saved;
-    limited.rlim_cur = size + 100;
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
-    const std::string large(1000, 'x');
-    Status appended = writer->append(1, large.data(), large.size()).status();
-    ::setrlimit(RLIMIT_FSIZE, &saved);
-    std::signal(SIGXFSZ, old_handler);
+    Status appended = append_past_size_limit(*writer, size + 100, 1000).status();
     CHECK(appended.code() == StatusCode::io_error);
     fourth.join();
     {
@@ -1176,17 +1183,7 @@ TEST_CASE("writer: a failed write is io_error once, read_only after; recovery cu
     const std::string segment = segment_paths(tmp.wal()).at(0);
     const std::uint64_t size = fs::file_size(segment);
 
-    // A file size limit makes the next write stop part-way (EFBIG) instead of killing us (SIGXFSZ).
-    struct rlimit saved;
-    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
-    auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-    struct rlimit limited = saved;
-    limited.rlim_cur = size + 100;
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
-    std::string big(1000, 'x');
-    auto failed = writer->append(1, big.data(), big.size());
-    ::setrlimit(RLIMIT_FSIZE, &saved);
-    std::signal(SIGXFSZ, old_handler);
+    auto failed = append_past_size_limit(*writer, size + 100, 1000);
 
     CHECK(failed.status().code() == StatusCode::io_error);
     CHECK(contains(failed.status().message(), std::strerror(EFBIG)));
