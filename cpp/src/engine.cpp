@@ -343,15 +343,25 @@ Result<std::uint64_t> Engine::log(std::uint8_t type, encode_at&& encode) {
     return lsn.value();
 }
 
+namespace {
+
+// `run()`'s Status, with a std::bad_alloc it throws as an error when the write is in a log a
+// reopen recovers it from (`logged`); rethrown otherwise.
+template <typename run_at>
+Status out_of_memory_as_error(run_at&& run, bool logged) {
+    try {
+        return run();
+    } catch (const std::bad_alloc&) {
+        if (!logged) throw;
+        return Status::internal("out of memory");
+    }
+}
+
+}  // namespace
+
 template <typename apply_at>
 Status Engine::apply_logged(apply_at&& apply) {
-    Status status;
-    try {
-        status = apply();
-    } catch (const std::bad_alloc&) {
-        if (!wal_) throw;  // in memory there is no log to disagree with
-        status = Status::internal("out of memory");
-    }
+    Status status = out_of_memory_as_error(apply, wal_ != nullptr);
     if (status.ok() || !wal_) return status;
     return read_only_after(status, "a write in the WAL could not be applied (" + status.message() +
                                        "); the graph is read-only, reopen it to recover (the reopen applies that write)");
@@ -380,15 +390,8 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
     // The fdatasync runs on the WAL's syncer thread while this write inserts its nodes into the
     // HNSW index; the next write applies (and inserts, and syncs) meanwhile.
     if (sync && to_index) wal->start_sync();
-    Status indexed = Status::OK();
-    if (to_index) {
-        try {
-            indexed = index_applied(*to_index);
-        } catch (const std::bad_alloc&) {
-            if (!wal) throw;  // in memory there is no log to recover the index from
-            indexed = Status::internal("out of memory");
-        }
-    }
+    Status indexed = to_index ? out_of_memory_as_error([&] { return index_applied(*to_index); }, wal != nullptr)
+                              : Status::OK();
     if (!indexed.ok() && wal) {
         // The nodes are in the graph and the log but not in the HNSW index: a reopen indexes them.
         std::lock_guard<std::mutex> again(writer_mutex_);
@@ -1027,10 +1030,7 @@ Status Engine::delete_nodes(const std::string* keys, std::size_t count, bool mis
         for (node_id_t node : nodes.value()) out.str(keys_.key(node));
     });
     if (!lsn.ok()) return lsn.status();
-    VG_RETURN_IF_ERROR(apply_logged([&] {
-        apply_node_deletes(nodes.value());
-        return Status::OK();
-    }));
+    apply_node_deletes(nodes.value());
     if (deleted) *deleted = nodes.value().size();
     return finish_write(writer, lsn.value());
 }
@@ -1054,10 +1054,7 @@ Status Engine::delete_edges(const EdgeSelection& selection, bool missing_ok, std
         }
     });
     if (!lsn.ok()) return lsn.status();
-    VG_RETURN_IF_ERROR(apply_logged([&] {
-        apply_edge_deletes(edges.value());
-        return Status::OK();
-    }));
+    apply_edge_deletes(edges.value());
     if (deleted) *deleted = edges.value().size();
     return finish_write(writer, lsn.value());
 }
@@ -1070,10 +1067,7 @@ Status Engine::delete_tenant(const std::string& tenant, std::size_t* deleted) {
     if (nodes.empty()) return Status::OK();
     auto lsn = log(record::delete_tenant, [&](wal::PayloadWriter& out) { out.str(tenant); });
     if (!lsn.ok()) return lsn.status();
-    VG_RETURN_IF_ERROR(apply_logged([&] {
-        apply_node_deletes(nodes);
-        return Status::OK();
-    }));
+    apply_node_deletes(nodes);
     if (deleted) *deleted = nodes.size();
     return finish_write(writer, lsn.value());
 }
@@ -1092,10 +1086,7 @@ Status Engine::set_aliases(const std::string* keys, const std::string* aliases, 
         }
     });
     if (!lsn.ok()) return lsn.status();
-    VG_RETURN_IF_ERROR(apply_logged([&] {
-        apply_aliases(nodes.value(), aliases);
-        return Status::OK();
-    }));
+    apply_aliases(nodes.value(), aliases);
     return finish_write(writer, lsn.value());
 }
 

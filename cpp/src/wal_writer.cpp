@@ -164,20 +164,7 @@ struct Writer::Impl {
             sync_done.wait(lock, [this] { return !syncing; });
             if (!failure.empty()) return Status::read_only(failure);  // no fdatasync after a failed one
             syncing = true;
-        }
-        const int rc = data_sync(old->fd);
-        const int error = errno;
-        {
-            std::lock_guard<std::mutex> lock(mu);
-            syncing = false;
-            sync_done.notify_all();
-            if (rc != 0) {
-                // The records this fdatasync was to make durable fail their writes as a caller's would.
-                failed_sync_error = errno_text("fdatasync", old->path, error);
-                failed_sync_target = next_lsn - 1;
-                return fail_locked(failed_sync_error, "synced");
-            }
-            if (synced_lsn.load() < next_lsn - 1) synced_lsn.store(next_lsn - 1);
+            if (!lead_fdatasync(lock, *old, next_lsn - 1)) return Status::io_error(failed_sync_error);
         }
         Result<std::shared_ptr<OpenSegment>> created = create_segment(next_lsn);
         if (!created.ok()) return fail(created.status().message(), "written");
@@ -185,6 +172,29 @@ struct Writer::Impl {
         current = std::move(created.value());
         segment_size = segment_header_bytes;
         return Status::OK();
+    }
+
+    // The fdatasync of `segment` that makes the records up to `target` durable, run by the
+    // thread that set `syncing` (mu held by `lock`, released during the call). Records the
+    // outcome; false when it failed (then failed_sync_error says why, and the writer has failed).
+    bool lead_fdatasync(std::unique_lock<std::mutex>& lock, const OpenSegment& segment, std::uint64_t target) {
+        lock.unlock();
+        const int rc = data_sync(segment.fd);
+        const int error = errno;
+        lock.lock();
+        syncing = false;
+        sync_done.notify_all();
+        if (rc != 0) {
+            // Each record it was to make durable fails its write once (answer_after_failure).
+            failed_sync_error = errno_text("fdatasync", segment.path, error);
+            failed_sync_target = target;
+            (void)fail_locked(failed_sync_error, "synced");
+            return false;
+        }
+        if (synced_lsn.load() < target) synced_lsn.store(target);
+        // A write(2) or segment creation that failed meanwhile left these records durable.
+        if (!failure.empty() && synced_at_failure < target) synced_at_failure = target;
+        return true;
     }
 
     // What sync_up_to answers for `lsn` once the writer has failed (mu held): OK for a record an
@@ -241,7 +251,7 @@ struct Writer::Impl {
                 caller_arrived.wait_for(lock, std::chrono::microseconds(options.group_commit_wait_us),
                                         [&] { return unsynced_callers() >= last_round_callers || !failure.empty(); });
             last_round_callers = unsynced_callers();
-            if (!failure.empty()) {  // failed while it waited (a segment roll): no fdatasync after one
+            if (!failure.empty()) {  // failed while it waited (a write(2)): no fdatasync after that
                 syncing = false;
                 sync_done.notify_all();
                 return answer_after_failure(lsn, caller);
@@ -249,24 +259,9 @@ struct Writer::Impl {
         }
         std::uint64_t target = written_lsn.load();
         std::shared_ptr<OpenSegment> segment = current;
-        lock.unlock();
-        int rc = data_sync(segment->fd);
-        int error = errno;
-        lock.lock();
-        syncing = false;
-        Status status;
-        if (rc != 0) {
-            failed_sync_error = errno_text("fdatasync", segment->path, error);
-            failed_sync_target = target;
-            status = fail_locked(failed_sync_error, "synced");
-            if (caller) failed_sync_reported.insert(lsn);
-        } else {
-            if (synced_lsn.load() < target) synced_lsn.store(target);
-            // A write(2) or segment creation that failed meanwhile left these records durable.
-            if (!failure.empty() && synced_at_failure < target) synced_at_failure = target;
-        }
-        sync_done.notify_all();
-        return status;
+        if (lead_fdatasync(lock, *segment, target)) return Status::OK();
+        if (caller) failed_sync_reported.insert(lsn);
+        return Status::io_error(failed_sync_error);
     }
 
     // The syncer thread. Interval policy: at most one fdatasync per interval, only when records
