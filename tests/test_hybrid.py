@@ -221,6 +221,33 @@ def test_a_text_index_out_of_memory_keeps_the_graph_write_and_rebuilds_the_index
     g.close()
 
 
+def test_an_entity_index_out_of_memory_keeps_the_graph_write_and_rebuilds_the_index():
+    g = vg.Graph(dim=4)
+    g.add_nodes(["orion"], [unit(1, 0, 0, 0)])
+    assert g.hybrid_search("tell me about orion", k=2, channels=["entity"]).keys == ["orion"]  # the index exists
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError
+
+    g._entities.add_keys = out_of_memory
+    with pytest.warns(RuntimeWarning, match="the entity index ran out of memory during a write"):
+        g.add_nodes(["vega"], [unit(0, 1, 0, 0)])  # the graph's write stands
+    assert "vega" in g and g._entities is None
+    assert sorted(g.hybrid_search("is vega near orion", k=2, channels=["entity"]).keys) == ["orion", "vega"]  # rebuilt
+
+    g._entities.add = out_of_memory
+    with pytest.warns(RuntimeWarning, match="the entity index ran out of memory during a write"):
+        g.add_aliases("vega", ["alpha lyrae"])
+    assert g.aliases("vega") == ["alpha lyrae"]
+    assert g.hybrid_search("alpha lyrae", k=2, channels=["entity"]).keys == ["vega"]
+
+    g._entities.forget = out_of_memory
+    with pytest.warns(RuntimeWarning, match="the entity index ran out of memory during a write"):
+        assert g.delete_nodes(["orion"]) == 1
+    assert "orion" not in g
+    assert g.hybrid_search("is vega near orion", k=2, channels=["entity"]).keys == ["vega"]
+
+
 def test_bad_input_and_edge_cases():
     g = products()
     with pytest.raises(vg.InvalidArgumentError, match="needs text, a vector, or both"):

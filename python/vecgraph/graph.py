@@ -1237,7 +1237,7 @@ class Graph:
                 self._write_text(lambda index: index.upsert(keys, texts or [""] * n, tenants=tenants, labels=labels,
                                                             ts=ts, lsn=self._engine.last_lsn()))
             if self._entities is not None:
-                self._entities.add_keys(keys)
+                self._write_entities(lambda index: index.add_keys(keys))
 
     def add_edges(
         self,
@@ -1347,7 +1347,7 @@ class Graph:
             if deleted and self._text is not None:
                 self._write_text(lambda index: index.delete(keys, lsn=self._engine.last_lsn()))
             if deleted and self._entities is not None:
-                self._entities.forget(keys)
+                self._write_entities(lambda index: index.forget(keys))
         return deleted
 
     def delete_edges(
@@ -1448,7 +1448,7 @@ class Graph:
             if merged != current:
                 self._engine.set_aliases([key], [hybrid.ALIAS_SEPARATOR.join(merged)])
                 if self._entities is not None:
-                    self._entities.add(key, merged)
+                    self._write_entities(lambda index: index.add(key, merged))
         return merged
 
     def aliases(self, key: Key) -> list[str]:
@@ -1482,6 +1482,18 @@ class Graph:
             write(self._text)
         except (Error, MemoryError) as failure:
             self._drop_text_index(f"a write to the BM25 index failed ({str(failure) or type(failure).__name__})")
+
+    def _write_entities(self, write: Any) -> None:
+        """Applies ``write(index)`` to the entity index (text lock held) after the graph's own
+        write succeeded. If it runs out of memory, the graph's write stands: the index, which may
+        be half changed, is dropped with a warning and the next entity lookup rebuilds it from
+        the graph."""
+        try:
+            write(self._entities)
+        except MemoryError:
+            self._entities = None
+            warnings.warn("the entity index ran out of memory during a write; it is rebuilt from the graph on the "
+                          "next entity lookup", RuntimeWarning, stacklevel=4)
 
     def _drop_text_index(self, why: str) -> None:
         """Closes and forgets the BM25 index (removing its folder, so that it is rebuilt)."""
