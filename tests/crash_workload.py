@@ -334,7 +334,13 @@ def run_cycle(folder: str, model: Model, seed: int, cycle: int, rng: random.Rand
                 return CycleResult(cycle, 0, 0, False, proc.returncode, False,
                                    f"writer never became ready: {err_text[-2000:]}"), model
             if kill_after_acks:  # its ack has been written: the kill strikes the writes after it
-                pipe.read_until(f"ack {kill_after_acks - 1}\n".encode(), 60.0)
+                if not pipe.read_until(f"ack {kill_after_acks - 1}\n".encode(), 60.0) and not pipe.eof:
+                    proc.kill()
+                    proc.wait()
+                    acks_seen = pipe.buf.decode(errors="replace").split().count("ack")
+                    return CycleResult(cycle, acks_seen, -1, False, None, False,
+                                       f"the writer acknowledged {acks_seen} writes in 60 s, not the "
+                                       f"{kill_after_acks} the kill waits for"), model
             else:
                 time.sleep(rng.uniform(0.0, max_delay))
         proc.send_signal(signal.SIGKILL)
