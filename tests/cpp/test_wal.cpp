@@ -772,6 +772,51 @@ TEST_CASE("writer: group commit shares fdatasyncs among concurrent sync_to calls
     CHECK_EQ(got.report.records, std::uint64_t(commits));
 }
 
+TEST_CASE("writer: four concurrent writers share each fdatasync, once under way") {
+    // Four threads each append and sync_to in a loop, with an fdatasync far slower than an
+    // append. Once the writers are under way, each leader waits for as many callers as the last
+    // fdatasync covered, so one fdatasync covers all four: about commits / 4 of them, where a
+    // leader that never waited would issue up to commits / 2 (writers taking turns in pairs).
+    TempDir tmp;
+    std::atomic<int> syncs{0};
+    WriterOptions options;
+    options.sync = SyncPolicy::always;
+    options.group_commit_wait_us = 200'000;  // far above any scheduling delay; a round waits far less
+    options.sync_hook = [&](int fd) {
+        ++syncs;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        return ::fdatasync(fd);
+    };
+    auto writer = open_writer(tmp.wal(), 1, options);
+    constexpr int threads = 4, commits_per_thread = 40;
+    std::mutex append_mutex;
+    std::atomic<int> failures{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&] {
+            for (int i = 0; i < commits_per_thread; ++i) {
+                std::uint64_t lsn;
+                {
+                    std::lock_guard<std::mutex> lock(append_mutex);
+                    auto appended = writer->append(1, "commit", 6);
+                    if (!appended.ok()) {
+                        ++failures;
+                        return;
+                    }
+                    lsn = appended.value();
+                }
+                if (!writer->sync_to(lsn).ok() || writer->synced_lsn() < lsn) ++failures;
+            }
+        });
+    for (auto& thread : pool) thread.join();
+    const int commits = threads * commits_per_thread;
+    CHECK_EQ(failures.load(), 0);
+    CHECK_EQ(writer->synced_lsn(), std::uint64_t(commits));
+    std::printf("  %d commits from %d threads, %d fdatasyncs\n", commits, threads, syncs.load());
+    CHECK(syncs.load() <= commits / threads + 8);  // the first rounds, and the last as threads finish
+    REQUIRE_OK(writer->close());
+}
+
 TEST_CASE("writer: a lone writer's sync never waits for other callers") {
     // The group-commit wait applies only after an fdatasync that covered several callers: with
     // a 10 s bound, 20 commits from one thread would take 200 s if a lone writer waited.
