@@ -818,21 +818,23 @@ TEST_CASE("writer: four concurrent writers share each fdatasync, once under way"
 }
 
 TEST_CASE("writer: a lone writer's sync never waits for other callers") {
-    // The group-commit wait applies only after an fdatasync that covered several callers: with
-    // a 10 s bound, 20 commits from one thread would take 200 s if a lone writer waited.
+    // The group-commit wait applies only after an fdatasync that covered several callers or
+    // records: with a 10 s bound, 40 commits from one thread would take 400 s if a lone writer
+    // waited.
     TempDir tmp;
     WriterOptions options;
     options.sync = SyncPolicy::always;
     options.group_commit_wait_us = 10'000'000;
     auto writer = open_writer(tmp.wal(), 1, options);
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 20; ++i) {
+    for (int i = 0; i < 40; ++i) {
         auto appended = writer->append(1, "commit", 6);
         REQUIRE_OK(appended.status());
+        if (i % 2) writer->start_sync();  // the syncer thread's fdatasyncs never wait either
         REQUIRE_OK(writer->sync_to(appended.value()));
     }
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
-    CHECK_EQ(writer->synced_lsn(), std::uint64_t(20));
+    CHECK_EQ(writer->synced_lsn(), std::uint64_t(40));
 }
 
 // Appends a record of `bytes` bytes under a file size limit of `limit_bytes`, so that its
@@ -920,6 +922,53 @@ TEST_CASE("writer: start_sync runs the fdatasync on the syncer thread while the 
     Replayed got = replay(tmp.wal());
     REQUIRE_OK(got.status);
     CHECK_EQ(got.report.records, 2u);
+}
+
+TEST_CASE("writer: the syncer thread's fdatasyncs cover concurrent writers together") {
+    // Four threads each append, start_sync, work 1 ms (an HNSW insert), then sync_to, with a
+    // 2 ms fdatasync. Once a syncer fdatasync has covered several records, the next one waits
+    // for as many: about commits / 4 fdatasyncs, where a syncer that never waited issues one
+    // for nearly every start_sync that finds none running (about commits / 2 here).
+    TempDir tmp;
+    std::atomic<int> syncs{0};
+    WriterOptions options;
+    options.sync = SyncPolicy::always;
+    options.group_commit_wait_us = 200'000;  // far above any scheduling delay; a round waits far less
+    options.sync_hook = [&](int fd) {
+        ++syncs;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        return ::fdatasync(fd);
+    };
+    auto writer = open_writer(tmp.wal(), 1, options);
+    constexpr int threads = 4, commits_per_thread = 40;
+    std::mutex append_mutex;
+    std::atomic<int> failures{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&] {
+            for (int i = 0; i < commits_per_thread; ++i) {
+                std::uint64_t lsn;
+                {
+                    std::lock_guard<std::mutex> lock(append_mutex);
+                    auto appended = writer->append(1, "commit", 6);
+                    if (!appended.ok()) {
+                        ++failures;
+                        return;
+                    }
+                    lsn = appended.value();
+                }
+                writer->start_sync();
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                if (!writer->sync_to(lsn).ok() || writer->synced_lsn() < lsn) ++failures;
+            }
+        });
+    for (auto& thread : pool) thread.join();
+    const int commits = threads * commits_per_thread;
+    CHECK_EQ(failures.load(), 0);
+    CHECK_EQ(writer->synced_lsn(), std::uint64_t(commits));
+    std::printf("  %d commits from %d threads with start_sync, %d fdatasyncs\n", commits, threads, syncs.load());
+    CHECK(syncs.load() <= commits / 3);
+    REQUIRE_OK(writer->close());
 }
 
 TEST_CASE("writer: a failed fdatasync asked for by start_sync fails the write it was to cover") {
