@@ -93,7 +93,6 @@ struct Writer::Impl {
     std::condition_variable caller_arrived;     // a caller entered sync_up_to
     std::vector<std::uint64_t> waiting_lsns;    // guarded by mu: the LSN of each caller in sync_up_to
     std::size_t last_round_callers = 0;         // guarded by mu: callers the last fdatasync covered
-    std::uint64_t last_sync_records = 0;        // guarded by mu: records the last fdatasync made durable
     std::uint64_t synced_at_failure = 0;        // guarded by mu: synced_lsn when the writer failed
     std::uint64_t failed_sync_target = 0;       // guarded by mu: the LSN the failed fdatasync was to cover
     std::string failed_sync_error;              // guarded by mu: that fdatasync's error
@@ -121,7 +120,6 @@ struct Writer::Impl {
                       "); the graph is read-only, reopen it to recover";
             has_failed.store(true);
             caller_arrived.notify_all();  // a leader waiting for callers issues no fdatasync now
-            wake_syncer.notify_all();     // nor does the syncer thread waiting for records
         }
         return Status::io_error(what);
     }
@@ -193,7 +191,6 @@ struct Writer::Impl {
             (void)fail_locked(failed_sync_error, "synced");
             return false;
         }
-        last_sync_records = target > synced_lsn.load() ? target - synced_lsn.load() : 0;
         if (synced_lsn.load() < target) synced_lsn.store(target);
         // A write(2) or segment creation that failed meanwhile left these records durable.
         if (!failure.empty() && synced_at_failure < target) synced_at_failure = target;
@@ -246,26 +243,19 @@ struct Writer::Impl {
         };
         // When the last fdatasync covered several callers, the others are most likely writing
         // their next records right now: wait a little for as many callers, so that this
-        // fdatasync covers them too instead of leaving them to the next one. The syncer thread
-        // (start_sync) likewise waits for as many records as its last fdatasync covered: fewer
-        // fdatasyncs, each costing the machine CPU time, cover the same writes. A lone writer
+        // fdatasync covers them too instead of leaving them to the next one. A lone writer
         // never waits.
-        const bool may_wait = options.sync == SyncPolicy::always && options.group_commit_wait_us > 0;
-        const auto wait_bound = std::chrono::microseconds(options.group_commit_wait_us);
         if (caller) {
-            if (may_wait && last_round_callers > 1 && unsynced_callers() < last_round_callers)
-                caller_arrived.wait_for(lock, wait_bound,
+            if (options.sync == SyncPolicy::always && last_round_callers > 1 && options.group_commit_wait_us > 0 &&
+                unsynced_callers() < last_round_callers)
+                caller_arrived.wait_for(lock, std::chrono::microseconds(options.group_commit_wait_us),
                                         [&] { return unsynced_callers() >= last_round_callers || !failure.empty(); });
             last_round_callers = unsynced_callers();
-        } else if (may_wait && last_sync_records > 1) {
-            const std::uint64_t want = synced_lsn.load() + last_sync_records;
-            wake_syncer.wait_for(lock, wait_bound,
-                                 [&] { return written_lsn.load() >= want || stop_syncer || !failure.empty(); });
-        }
-        if (!failure.empty()) {  // failed while it waited (a write(2)): no fdatasync after that
-            syncing = false;
-            sync_done.notify_all();
-            return answer_after_failure(lsn, caller);
+            if (!failure.empty()) {  // failed while it waited (a write(2)): no fdatasync after that
+                syncing = false;
+                sync_done.notify_all();
+                return answer_after_failure(lsn, caller);
+            }
         }
         std::uint64_t target = written_lsn.load();
         std::shared_ptr<OpenSegment> segment = current;

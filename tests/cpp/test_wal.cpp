@@ -772,11 +772,10 @@ TEST_CASE("writer: group commit shares fdatasyncs among concurrent sync_to calls
     CHECK_EQ(got.report.records, std::uint64_t(commits));
 }
 
-// Four threads each commit 40 one-record writes (append, then sync_to; with `start_sync`, also
-// start_sync and 1 ms of work in between, as a node write inserting into the HNSW index does),
-// with a 2 ms fdatasync. Checks that every commit is durable when sync_to returns, and returns
-// how many fdatasyncs the 160 commits took.
-int fdatasyncs_for_concurrent_commits(bool start_sync) {
+// Four threads each commit 40 one-record writes (append, then sync_to) with a 2 ms fdatasync.
+// Checks that every commit is durable when sync_to returns, and returns how many fdatasyncs the
+// 160 commits took.
+int fdatasyncs_for_concurrent_commits() {
     TempDir tmp;
     std::atomic<int> syncs{0};
     WriterOptions options;
@@ -805,10 +804,6 @@ int fdatasyncs_for_concurrent_commits(bool start_sync) {
                     }
                     lsn = appended.value();
                 }
-                if (start_sync) {
-                    writer->start_sync();
-                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                }
                 if (!writer->sync_to(lsn).ok() || writer->synced_lsn() < lsn) ++failures;
             }
         });
@@ -816,8 +811,7 @@ int fdatasyncs_for_concurrent_commits(bool start_sync) {
     CHECK_EQ(failures.load(), 0);
     CHECK_EQ(writer->synced_lsn(), std::uint64_t(threads * commits_per_thread));
     REQUIRE_OK(writer->close());
-    std::printf("  %d commits from %d threads%s, %d fdatasyncs\n", threads * commits_per_thread, threads,
-                start_sync ? " with start_sync" : "", syncs.load());
+    std::printf("  %d commits from %d threads, %d fdatasyncs\n", threads * commits_per_thread, threads, syncs.load());
     return syncs.load();
 }
 
@@ -825,13 +819,12 @@ TEST_CASE("writer: four concurrent writers share each fdatasync, once under way"
     // Once the writers are under way, each leader waits for as many callers as the last
     // fdatasync covered, so one fdatasync covers all four: about 160 / 4 of them, where a
     // leader that never waited would issue up to 160 / 2 (writers taking turns in pairs).
-    CHECK(fdatasyncs_for_concurrent_commits(false) <= 160 / 4 + 8);  // the first rounds, and the last as threads finish
+    CHECK(fdatasyncs_for_concurrent_commits() <= 160 / 4 + 8);  // the first rounds, and the last as threads finish
 }
 
 TEST_CASE("writer: a lone writer's sync never waits for other callers") {
-    // The group-commit wait applies only after an fdatasync that covered several callers or
-    // records: with a 10 s bound, 40 commits from one thread would take 400 s if a lone writer
-    // waited.
+    // The group-commit wait applies only after an fdatasync that covered several callers: with
+    // a 10 s bound, 40 commits from one thread would take 400 s if a lone writer waited.
     TempDir tmp;
     WriterOptions options;
     options.sync = SyncPolicy::always;
@@ -841,7 +834,7 @@ TEST_CASE("writer: a lone writer's sync never waits for other callers") {
     for (int i = 0; i < 40; ++i) {
         auto appended = writer->append(1, "commit", 6);
         REQUIRE_OK(appended.status());
-        if (i % 2) writer->start_sync();  // the syncer thread's fdatasyncs never wait either
+        if (i % 2) writer->start_sync();  // the syncer thread's fdatasyncs never wait
         REQUIRE_OK(writer->sync_to(appended.value()));
     }
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
@@ -933,13 +926,6 @@ TEST_CASE("writer: start_sync runs the fdatasync on the syncer thread while the 
     Replayed got = replay(tmp.wal());
     REQUIRE_OK(got.status);
     CHECK_EQ(got.report.records, 2u);
-}
-
-TEST_CASE("writer: the syncer thread's fdatasyncs cover concurrent writers together") {
-    // Once a syncer fdatasync has covered several records, the next one waits for as many:
-    // about 160 / 4 fdatasyncs, where a syncer that never waited issues one for nearly every
-    // start_sync that finds none running (about 160 / 2 here).
-    CHECK(fdatasyncs_for_concurrent_commits(true) <= 160 / 3);
 }
 
 TEST_CASE("writer: a failed fdatasync asked for by start_sync fails the write it was to cover") {

@@ -46,8 +46,7 @@ struct WriterOptions {
     std::uint32_t max_record_bytes = max_payload_bytes;
     /// Group commit (policy "always"): when the last fdatasync covered several callers, the
     /// next leader waits at most this long for as many callers to append before it syncs, so
-    /// one fdatasync covers them all; likewise the syncer thread (start_sync) waits for as many
-    /// records as its last fdatasync covered. 0: never wait. A single writer never waits.
+    /// one fdatasync covers them all. 0: never wait. A single writer never waits.
     std::uint32_t group_commit_wait_us = 100;
     /// Called instead of fdatasync(fd) on segment files when set (tests count syncs and inject
     /// failures). Returns 0, or -1 with errno set.
