@@ -24,9 +24,7 @@ namespace vecgraph {
 
 namespace us = unum::usearch;
 // Node tape and the slot table on huge pages (detail/huge_pages.hpp): a search reads both at random.
-// Out of memory, both allocators return nullptr, which USearch turns into an error or a false
-// return (its functions are noexcept: a std::bad_alloc thrown inside one would end the process).
-using hnsw_t = us::index_gt<float, std::uint64_t, std::uint32_t, detail::NullOnFailureHugePageAllocator<us::byte_t>,
+using hnsw_t = us::index_gt<float, std::uint64_t, std::uint32_t, detail::HugePageAllocator<us::byte_t>,
                             detail::HugePageArena>;
 
 namespace {
@@ -567,12 +565,9 @@ Status SeedIndex::reserve_more(std::size_t count) {
         return Status::OK();
     }
     std::size_t capacity = std::max(needed, index.capacity() + index.capacity() / 2);
-    // The slot table first: slots beyond the index's capacity are never read, so it may stay
-    // the larger of the two when the index cannot grow.
-    impl_->slot_to_node.resize(capacity, invalid_id);
     if (!index.try_reserve(us::index_limits_t(capacity, impl_->count_contexts)))
-        return Status::internal("out of memory: the HNSW index could not reserve " + std::to_string(capacity) +
-                                " members");
+        return Status::internal("HNSW index could not reserve " + std::to_string(capacity) + " members");
+    impl_->slot_to_node.resize(capacity, invalid_id);
     reserved_ += count;
     return Status::OK();
 }

@@ -102,29 +102,6 @@ struct HugePageAllocator {
 template <typename T>
 using huge_vector = std::vector<T, HugePageAllocator<T>>;
 
-/// HugePageAllocator that returns nullptr instead of throwing std::bad_alloc: the allocator for
-/// USearch, whose functions are noexcept (a throw inside them ends the process) and check what
-/// every allocation returns, turning nullptr into an "Out of memory" error or a false return.
-template <typename T>
-struct NullOnFailureHugePageAllocator : HugePageAllocator<T> {
-    template <typename U>
-    struct rebind {
-        using other = NullOnFailureHugePageAllocator<U>;
-    };
-
-    NullOnFailureHugePageAllocator() noexcept = default;
-    template <typename U>
-    NullOnFailureHugePageAllocator(const NullOnFailureHugePageAllocator<U>&) noexcept {}
-
-    T* allocate(std::size_t count) noexcept {
-        try {
-            return HugePageAllocator<T>::allocate(count);
-        } catch (const std::bad_alloc&) {
-            return nullptr;
-        }
-    }
-};
-
 /// Bump allocator for USearch's node tape: nodes are carved, 64-byte aligned, from arenas on
 /// huge pages (2 MiB first, doubling up to 64 MiB), so the nodes of one index share few pages and
 /// one insert's allocation is a pointer bump. Single nodes are never returned; `reset()` (also
