@@ -1177,7 +1177,13 @@ void Engine::maybe_start_compaction() {
     std::lock_guard<std::mutex> hold(thread_mutex_);
     if (compaction_thread_.joinable()) compaction_thread_.join();  // finished: it cleared the flag last
     compaction_thread_ = std::thread([this] {
-        (void)compact();
+        // Out of memory, a background compaction gives up: it fails while copying the edge
+        // columns or building the CSR, before it changes anything (installing it is under
+        // AbortIfThrown). The delta stays and is searched as before; a later write tries again.
+        try {
+            (void)compact();
+        } catch (const std::bad_alloc&) {
+        }
         compaction_running_.store(false);
     });
 }
@@ -1296,23 +1302,27 @@ void Engine::background_index_pass() {
     constexpr std::size_t chunk = 256;
     const std::size_t total = background_nodes_.size();
     Status status;
-    std::vector<node_id_t> live;
-    for (std::size_t begin = 0; begin < total && status.ok() && !background_stop_.load(); begin += chunk) {
-        const std::size_t end = std::min(total, begin + chunk);
-        live.clear();
-        {
-            auto lock = write_lock();  // reading node_dead_ and reserving exclude searches and writes
-            std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
-            for (std::size_t i = begin; i < end; ++i)
-                if (!node_dead_[background_nodes_[i]]) live.push_back(background_nodes_[i]);
-            status = reserve_seed_index(live.size(), moving);
+    try {  // out of memory, the pass ends as after any failure
+        std::vector<node_id_t> live;
+        for (std::size_t begin = 0; begin < total && status.ok() && !background_stop_.load(); begin += chunk) {
+            const std::size_t end = std::min(total, begin + chunk);
+            live.clear();
+            {
+                auto lock = write_lock();  // reading node_dead_ and reserving exclude searches and writes
+                std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
+                for (std::size_t i = begin; i < end; ++i)
+                    if (!node_dead_[background_nodes_[i]]) live.push_back(background_nodes_[i]);
+                status = reserve_seed_index(live.size(), moving);
+            }
+            if (status.ok()) status = insert_seeds(live, 0, false);
+            if (status.ok()) background_done_.store(end, std::memory_order_release);
         }
-        if (status.ok()) status = insert_seeds(live, 0, false);
-        if (status.ok()) background_done_.store(end, std::memory_order_release);
-    }
-    if (status.ok()) {  // the chunks' checks may have been put off by writes beside the pass
-        std::shared_lock<std::shared_mutex> in_place(insert_mutex_);
-        relink_unreachable_members(true);
+        if (status.ok()) {  // the chunks' checks may have been put off by writes beside the pass
+            std::shared_lock<std::shared_mutex> in_place(insert_mutex_);
+            relink_unreachable_members(true);
+        }
+    } catch (const std::bad_alloc&) {
+        status = Status::internal("out of memory while inserting nodes into the HNSW index in the background");
     }
     const bool complete = status.ok() && background_done_.load() == total;
     std::lock_guard<std::mutex> guard(background_mutex_);
@@ -1903,10 +1913,7 @@ Result<std::vector<SearchResult>> Engine::search_batch(const float* queries, std
         for (std::size_t i; (i = next.fetch_add(1)) < count;)
             (void)search_locked(queries + i * dim, request, lease.slot(), results[i]);  // validated above
     };
-    std::vector<std::thread> pool;
-    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& thread : pool) thread.join();
+    detail::run_on_threads(threads, worker);  // out of memory on any thread: std::bad_alloc here
     return results;
 }
 

@@ -17,6 +17,7 @@
 
 #include "vecgraph/detail/huge_pages.hpp"
 #include "vecgraph/detail/prefetch.hpp"
+#include "vecgraph/detail/ranges.hpp"
 #include "vecgraph/simd/kernels.hpp"
 
 
@@ -40,8 +41,12 @@ struct nodes_member {
 struct entry_member {
     friend constexpr auto member_of(entry_member) noexcept;
 };
+struct contexts_member {
+    friend constexpr auto member_of(contexts_member) noexcept;
+};
 template struct member_access<nodes_member, &hnsw_t::nodes_>;
 template struct member_access<entry_member, &hnsw_t::entry_slot_>;
+template struct member_access<contexts_member, &hnsw_t::contexts_>;
 
 // Reads members' neighbour lists straight from their tapes (layout: see "search walk" below).
 class Tapes {
@@ -454,6 +459,23 @@ class InsertScope {
     std::atomic<std::size_t>& inserting_;
 };
 
+// try_reserve gives every context new, empty candidate buffers and visited set, which the next
+// insert on each would grow inside index_gt::add: noexcept, and it goes on after some failed
+// growths, linking a node to fewer neighbours. They are grown here instead (out of memory:
+// false), to what an insert of this expansion usually needs; a larger walk still grows them.
+bool grow_insert_buffers(hnsw_t& index, std::size_t expansion) {
+    const std::size_t connectivity_max = std::max(index.config().connectivity_base, index.config().connectivity);
+    const std::size_t top_limit = std::max(connectivity_max + 1, expansion);
+    const std::size_t visited = 2 * expansion * index.config().connectivity_base;  // and candidates queued
+    auto& contexts = index.*member_of(contexts_member{});
+    detail::NullOnFailureScope no_throw;
+    for (std::size_t i = 0; i < contexts.size(); ++i)
+        if (!contexts[i].top_candidates.reserve(top_limit) || !contexts[i].next_candidates.reserve(visited) ||
+            !contexts[i].visits.reserve(visited))
+            return false;
+    return true;
+}
+
 std::string take_error(us::error_t& error) {
     const char* message = error.release();
     return message ? message : "unknown error";
@@ -565,9 +587,17 @@ Status SeedIndex::reserve_more(std::size_t count) {
         return Status::OK();
     }
     std::size_t capacity = std::max(needed, index.capacity() + index.capacity() / 2);
-    if (!index.try_reserve(us::index_limits_t(capacity, impl_->count_contexts)))
-        return Status::internal("HNSW index could not reserve " + std::to_string(capacity) + " members");
+    // The slot table first: slots beyond the index's capacity are never read, so it may stay the
+    // larger of the two when the index cannot grow.
     impl_->slot_to_node.resize(capacity, invalid_id);
+    bool reserved;
+    {
+        detail::NullOnFailureScope no_throw;  // try_reserve is noexcept: out of memory, it returns false
+        reserved = index.try_reserve(us::index_limits_t(capacity, impl_->count_contexts));
+    }
+    if (!reserved || !grow_insert_buffers(index, params_.expansion_add))
+        return Status::internal("out of memory: the HNSW index could not reserve " + std::to_string(capacity) +
+                                " members");
     reserved_ += count;
     return Status::OK();
 }
@@ -605,6 +635,9 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
     std::vector<std::uint32_t> slots(count, no_slot);
     {
         std::lock_guard<std::mutex> guard(adds_mutex_);
+        // Room for this call's suspects now: Registered's destructor must not allocate.
+        suspect_slots_.reserve(suspect_slots_.size() + suspects_promised_ + count);
+        suspects_promised_ += count;
         if (active_adds_++ > 0 || threads > 1) adds_overlapped_ = true;
     }
     struct Registered {
@@ -612,6 +645,7 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
         const std::vector<std::uint32_t>& slots;
         ~Registered() {
             std::lock_guard<std::mutex> guard(self.adds_mutex_);
+            self.suspects_promised_ -= slots.size();
             if (self.adds_overlapped_) {
                 for (std::uint32_t slot : slots)
                     if (slot != no_slot) self.suspect_slots_.push_back(slot);
@@ -656,14 +690,7 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
             }
         }
     };
-    if (threads == 1) {
-        worker();
-    } else {
-        std::vector<std::thread> pool;
-        for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-        worker();
-        for (auto& thread : pool) thread.join();
-    }
+    detail::run_on_threads(threads, worker);
     if (failed) return Status::internal("HNSW insert failed: " + failure);
     return Status::OK();
 }
@@ -672,7 +699,8 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
     std::vector<std::uint32_t> suspects;
     {
         std::lock_guard<std::mutex> guard(adds_mutex_);
-        suspects.swap(suspect_slots_);
+        suspects = suspect_slots_;  // copied: the room kept for running adds stays, and a failed copy loses none
+        suspect_slots_.clear();
         needs_relink_.store(false, std::memory_order_release);
     }
     hnsw_t& index = impl_->index;
@@ -899,7 +927,12 @@ Status SeedIndex::load(const std::string& path, std::size_t count_nodes) {
     if (!result) return fail(take_error(result.error));
     if (offset != bytes.size()) return fail("bytes after the last node");
     bytes = std::vector<char>();
-    if (!index.try_reserve(us::index_limits_t(index.size(), impl_->count_contexts))) {
+    bool reserved;
+    {
+        detail::NullOnFailureScope no_throw;  // try_reserve is noexcept: out of memory, it returns false
+        reserved = index.try_reserve(us::index_limits_t(index.size(), impl_->count_contexts));
+    }
+    if (!reserved) {
         index.reset();
         return Status::internal("HNSW index could not reserve " + std::to_string(index.size()) + " members");
     }

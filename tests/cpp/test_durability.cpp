@@ -27,10 +27,18 @@ std::atomic<std::size_t> fail_allocations_over{0};
 // (The library's operator delete frees with std::free, which fits this operator new.)
 std::atomic<long> fail_allocation_in{0};
 
+// The same, counting only the allocations of threads other than the one that armed it (which
+// clears its own counted_thread): the threads the engine starts.
+std::atomic<long> fail_thread_allocation_in{0};
+thread_local bool counted_thread = true;
+
 void* operator new(std::size_t bytes) {
     const std::size_t limit = fail_allocations_over.load(std::memory_order_relaxed);
     if (limit && bytes > limit) throw std::bad_alloc();
     if (fail_allocation_in.load(std::memory_order_relaxed) > 0 && fail_allocation_in.fetch_sub(1) == 1)
+        throw std::bad_alloc();
+    if (counted_thread && fail_thread_allocation_in.load(std::memory_order_relaxed) > 0 &&
+        fail_thread_allocation_in.fetch_sub(1) == 1)
         throw std::bad_alloc();
     if (void* p = std::malloc(bytes ? bytes : 1)) return p;
     throw std::bad_alloc();
@@ -387,6 +395,122 @@ TEST_CASE("an allocation failing anywhere in a write: applied whole, refused who
     CHECK(outcomes[logged_read_only] > 0);
     CHECK(aborted > 0);
     CHECK(outcomes[unindexed_read_only] > 0);
+}
+
+TEST_CASE("an allocation failing on a thread the engine starts reaches the caller or ends that work; the process goes on") {
+    // search_batch's pool, the CSR build's second thread (2^18 edges or more), the background
+    // compaction and the background HNSW pass, each with the K-th allocation of the threads it
+    // starts failing, K = 1, 2, ... until none fails. A std::bad_alloc escaping a thread's
+    // function would end the process through std::terminate.
+    constexpr std::size_t count_nodes = 3000, count_edges = std::size_t(1) << 18, pass_nodes = 600;
+    std::vector<std::string> keys(count_nodes);
+    std::vector<float> rows;
+    for (std::size_t i = 0; i < count_nodes; ++i) {
+        keys[i] = encode_text_key("n" + std::to_string(i));
+        std::vector<float> v = vector_of(i);
+        rows.insert(rows.end(), v.begin(), v.end());
+    }
+    std::vector<std::string> src(count_edges), dst(count_edges);
+    for (std::size_t e = 0; e < count_edges; ++e) {
+        src[e] = keys[e % count_nodes];
+        dst[e] = keys[(e * 7 + 1) % count_nodes];
+    }
+    auto engine_for = [&](int scenario) {
+        EngineConfig config;
+        config.dim = dim;
+        config.threads = 2;
+        config.auto_compact_edges = scenario == 2 ? count_edges : 0;
+        auto created = Engine::create(config);
+        REQUIRE(created.ok());
+        auto engine = std::move(created).value();
+        NodeBatch nodes;
+        nodes.count = scenario == 3 ? count_nodes - pass_nodes : count_nodes;
+        nodes.keys = keys.data();
+        nodes.vectors = rows.data();
+        REQUIRE((engine->add_nodes(nodes)).ok());
+        if (scenario == 1 || scenario == 2) {
+            EdgeBatch edges;
+            edges.count = count_edges - (scenario == 2 ? 1 : 0);  // the last one starts scenario 2's compaction
+            edges.src = src.data();
+            edges.dst = dst.data();
+            REQUIRE((engine->add_edges(edges)).ok());
+        }
+        if (scenario == 3) {
+            REQUIRE((engine->defer_indexing(true)).ok());
+            NodeBatch rest = nodes;
+            rest.count = pass_nodes;
+            rest.keys = keys.data() + nodes.count;
+            rest.vectors = rows.data() + nodes.count * dim;
+            REQUIRE((engine->add_nodes(rest)).ok());
+        }
+        return engine;
+    };
+    enum { done = 0, failed_cleanly = 1, inconsistent_after = 3, not_reached = 10 };
+    // In the child: arms the K-th allocation, runs the scenario, and says how it ended. The
+    // first two count every thread's allocations (whichever thread takes the work, the caller
+    // gets the std::bad_alloc); the background ones only the background threads'.
+    auto run = [&](Engine& engine, int scenario, long k) -> int {
+        std::atomic<long>& armed = scenario < 2 ? fail_allocation_in : fail_thread_allocation_in;
+        counted_thread = false;
+        armed = k;
+        int outcome = done;
+        try {
+            if (scenario == 0) {
+                SearchRequest request;
+                request.k = 5;
+                outcome = engine.search_batch(rows.data(), 64, dim, request, 2).ok() ? done : failed_cleanly;
+            } else if (scenario == 1) {
+                outcome = engine.compact().ok() ? done : failed_cleanly;
+            } else if (scenario == 2) {
+                EdgeBatch last;
+                last.count = 1;
+                last.src = &src[count_edges - 1];
+                last.dst = &dst[count_edges - 1];
+                if (!engine.add_edges(last).ok()) return inconsistent_after;  // the main thread's own allocations do not fail
+                engine.wait_for_compaction();
+                outcome = engine.stats().count_compactions == 1 ? done : failed_cleanly;
+            } else {
+                REQUIRE((engine.defer_indexing(false, 1)).ok());  // starts the background pass
+                outcome = engine.wait_for_indexing().ok() ? done : failed_cleanly;
+            }
+        } catch (const std::bad_alloc&) {
+            outcome = failed_cleanly;
+        }
+        if (armed.exchange(0) > 0) return not_reached;
+        if (!engine.verify(10).empty()) return inconsistent_after;
+        return outcome;
+    };
+    const char* names[4] = {"search_batch", "compact (CSR build on two threads)", "background compaction",
+                            "background HNSW pass"};
+    for (int scenario = 0; scenario < 4; ++scenario) {
+        auto engine = engine_for(scenario);
+        int outcomes[4] = {0, 0, 0, 0};
+        long k = 1;
+        for (; k < 400; ++k) {
+            std::fflush(nullptr);
+            const pid_t child = ::fork();
+            REQUIRE(child >= 0);
+            if (child == 0) {
+                ::alarm(30);  // a hang fails the test (SIGALRM)
+                if (std::freopen("/dev/null", "w", stderr) == nullptr) std::_Exit(inconsistent_after);
+                std::_Exit(run(*engine, scenario, k));
+            }
+            int wait_status = 0;
+            REQUIRE(::waitpid(child, &wait_status, 0) == child);
+            CHECK(WIFEXITED(wait_status));
+            if (!WIFEXITED(wait_status)) {
+                std::printf("  %s, K=%ld: killed by signal %d\n", names[scenario], k, WTERMSIG(wait_status));
+                continue;
+            }
+            const int outcome = WEXITSTATUS(wait_status);
+            if (outcome == not_reached) break;
+            CHECK(outcome != inconsistent_after);
+            if (outcome < 4) ++outcomes[outcome];
+        }
+        std::printf("  %s: %d completed, %d failed cleanly, %d inconsistent (K up to %ld)\n", names[scenario],
+                    outcomes[done], outcomes[failed_cleanly], outcomes[inconsistent_after], k);
+        CHECK(outcomes[failed_cleanly] > 0);  // the sweep reached the threads' allocations
+    }
 }
 
 TEST_MAIN()

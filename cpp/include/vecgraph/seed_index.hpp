@@ -140,10 +140,11 @@ class SeedIndex {
     std::atomic<bool> has_entry_{false};           // the first member's add has returned (it is the entry point)
     std::atomic<bool> needs_relink_{false};        // suspect_slots_ is not empty
     std::atomic<std::size_t> count_relinked_{0};
-    std::mutex adds_mutex_;                        // guards the three below
+    std::mutex adds_mutex_;                        // guards the four below
     std::size_t active_adds_ = 0;                  // add_nodes() calls in their insert loop
     bool adds_overlapped_ = false;                 // since active_adds_ was last 0, inserts ran side by side
     std::vector<std::uint32_t> suspect_slots_;     // members added side by side, not yet checked
+    std::size_t suspects_promised_ = 0;            // room kept in suspect_slots_ for the adds running
     std::unique_ptr<Impl> impl_;
 };
 

@@ -61,6 +61,23 @@ inline void unmap_huge_pages(void* address, std::size_t bytes) noexcept {
 #endif
 }
 
+/// While a NullOnFailureScope lives on a thread, HugePageAllocator returns nullptr there instead
+/// of throwing std::bad_alloc. For calls into USearch functions that are noexcept and check every
+/// allocation they make (index_gt::try_reserve), where a throw would end the process. (Not for
+/// index_gt::add, which goes on after some failed allocations.)
+inline thread_local bool allocations_return_null = false;
+
+class NullOnFailureScope {
+  public:
+    NullOnFailureScope() noexcept : saved_(allocations_return_null) { allocations_return_null = true; }
+    ~NullOnFailureScope() { allocations_return_null = saved_; }
+    NullOnFailureScope(const NullOnFailureScope&) = delete;
+    NullOnFailureScope& operator=(const NullOnFailureScope&) = delete;
+
+  private:
+    bool saved_;
+};
+
 /// std::allocator that puts blocks of at least huge_page_bytes on huge pages (map_huge_pages)
 /// and smaller ones on the heap. Stateless: any two instances are equal.
 template <typename T>
@@ -81,9 +98,12 @@ struct HugePageAllocator {
     static bool is_huge(std::size_t count) noexcept { return count >= huge_page_bytes / sizeof(T); }
 
     T* allocate(std::size_t count) {
-        if (count > std::size_t(-1) / sizeof(T)) throw std::bad_alloc();
-        if (is_huge(count)) return static_cast<T*>(map_huge_pages(count * sizeof(T)));
-        return std::allocator<T>().allocate(count);
+        if (!allocations_return_null) return allocate_or_throw(count);
+        try {
+            return allocate_or_throw(count);
+        } catch (const std::bad_alloc&) {
+            return nullptr;
+        }
     }
     void deallocate(T* address, std::size_t count) noexcept {
         if (!address) return;
@@ -97,6 +117,13 @@ struct HugePageAllocator {
     bool operator==(const HugePageAllocator<U>&) const noexcept { return true; }
     template <typename U>
     bool operator!=(const HugePageAllocator<U>&) const noexcept { return false; }
+
+  private:
+    static T* allocate_or_throw(std::size_t count) {
+        if (count > std::size_t(-1) / sizeof(T)) throw std::bad_alloc();
+        if (is_huge(count)) return static_cast<T*>(map_huge_pages(count * sizeof(T)));
+        return std::allocator<T>().allocate(count);
+    }
 };
 
 template <typename T>
