@@ -466,7 +466,11 @@ class InsertScope {
 bool grow_insert_buffers(hnsw_t& index, std::size_t expansion) {
     const std::size_t connectivity_max = std::max(index.config().connectivity_base, index.config().connectivity);
     const std::size_t top_limit = std::max(connectivity_max + 1, expansion);
-    const std::size_t visited = 2 * expansion * index.config().connectivity_base;  // and candidates queued
+    // Members visited (and candidates queued) by one insert's walk: at most the index's capacity;
+    // capped so that a large expansion cannot make every context hold megabytes (a walk that
+    // needs more grows them inside add, as before).
+    const std::size_t visited =
+        std::min({2 * expansion * index.config().connectivity_base, index.capacity(), std::size_t(1) << 14});
     auto& contexts = index.*member_of(contexts_member{});
     detail::NullOnFailureScope no_throw;
     for (std::size_t i = 0; i < contexts.size(); ++i)
@@ -583,6 +587,10 @@ Status SeedIndex::reserve_more(std::size_t count) {
     hnsw_t& index = impl_->index;
     std::size_t needed = index.size() + reserved_.load() + count;
     if (needed <= index.capacity()) {
+        // The index grew, but growing its insert buffers failed then: again now.
+        if (insert_buffers_pending_.load() && !grow_insert_buffers(index, params_.expansion_add))
+            return Status::internal("out of memory: the HNSW index could not grow its insert buffers");
+        insert_buffers_pending_.store(false);
         reserved_ += count;
         return Status::OK();
     }
@@ -595,9 +603,13 @@ Status SeedIndex::reserve_more(std::size_t count) {
         detail::NullOnFailureScope no_throw;  // try_reserve is noexcept: out of memory, it returns false
         reserved = index.try_reserve(us::index_limits_t(capacity, impl_->count_contexts));
     }
-    if (!reserved || !grow_insert_buffers(index, params_.expansion_add))
+    if (!reserved)
         return Status::internal("out of memory: the HNSW index could not reserve " + std::to_string(capacity) +
                                 " members");
+    insert_buffers_pending_.store(true);
+    if (!grow_insert_buffers(index, params_.expansion_add))
+        return Status::internal("out of memory: the HNSW index could not grow its insert buffers");
+    insert_buffers_pending_.store(false);
     reserved_ += count;
     return Status::OK();
 }
@@ -606,7 +618,7 @@ bool SeedIndex::reserve_in_place(std::size_t count) {
     // Adds running beside this raise size() before they release their reservation, so the sum
     // can only overstate what is taken: a false "does not fit" at worst.
     hnsw_t& index = impl_->index;
-    if (index.size() + reserved_.load() + count > index.capacity()) return false;
+    if (insert_buffers_pending_.load() || index.size() + reserved_.load() + count > index.capacity()) return false;
     reserved_ += count;
     return true;
 }
@@ -636,7 +648,8 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
     {
         std::lock_guard<std::mutex> guard(adds_mutex_);
         // Room for this call's suspects now: Registered's destructor must not allocate.
-        suspect_slots_.reserve(suspect_slots_.size() + suspects_promised_ + count);
+        const std::size_t room = suspect_slots_.size() + suspects_promised_ + count;
+        if (room > suspect_slots_.capacity()) suspect_slots_.reserve(std::max(room, 2 * suspect_slots_.capacity()));
         suspects_promised_ += count;
         if (active_adds_++ > 0 || threads > 1) adds_overlapped_ = true;
     }
@@ -699,8 +712,12 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
     std::vector<std::uint32_t> suspects;
     {
         std::lock_guard<std::mutex> guard(adds_mutex_);
-        suspects = suspect_slots_;  // copied: the room kept for running adds stays, and a failed copy loses none
-        suspect_slots_.clear();
+        if (suspects_promised_ == 0) {
+            suspects.swap(suspect_slots_);  // no add running: its memory goes too
+        } else {
+            suspects = suspect_slots_;  // copied: the room kept for running adds stays
+            suspect_slots_.clear();
+        }
         needs_relink_.store(false, std::memory_order_release);
     }
     hnsw_t& index = impl_->index;

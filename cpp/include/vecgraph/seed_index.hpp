@@ -145,6 +145,7 @@ class SeedIndex {
     bool adds_overlapped_ = false;                 // since active_adds_ was last 0, inserts ran side by side
     std::vector<std::uint32_t> suspect_slots_;     // members added side by side, not yet checked
     std::size_t suspects_promised_ = 0;            // room kept in suspect_slots_ for the adds running
+    std::atomic<bool> insert_buffers_pending_{false};  // the index grew but its insert buffers did not (reserve_more)
     std::unique_ptr<Impl> impl_;
 };
 
