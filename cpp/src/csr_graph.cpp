@@ -2,7 +2,6 @@
 #include "vecgraph/csr_graph.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <numeric>
 
 #include "vecgraph/detail/ranges.hpp"
@@ -42,12 +41,9 @@ CsrGraph CsrGraph::build(std::size_t count_nodes, const EdgeColumns& edges) {
     graph.count_edges_ = live;
     // The two directions are independent: build them on two threads when there is enough work.
     if (edges.count >= (1u << 18)) {
-        std::atomic<int> next{0};
-        detail::run_on_threads(2, [&] {
-            for (int direction; (direction = next.fetch_add(1)) < 2;) {
-                if (direction == 0) build_direction(count_nodes, edges, edges.src, edges.dst, graph.out_);
-                else build_direction(count_nodes, edges, edges.dst, edges.src, graph.in_);
-            }
+        detail::for_each_range(2, 2, [&](std::size_t direction, std::size_t, std::size_t) {
+            if (direction == 0) build_direction(count_nodes, edges, edges.src, edges.dst, graph.out_);
+            else build_direction(count_nodes, edges, edges.dst, edges.src, graph.in_);
         });
     } else {
         build_direction(count_nodes, edges, edges.src, edges.dst, graph.out_);

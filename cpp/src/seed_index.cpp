@@ -480,6 +480,13 @@ bool grow_insert_buffers(hnsw_t& index, std::size_t expansion) {
     return true;
 }
 
+// index_gt::try_reserve is noexcept: it runs with an allocator that returns nullptr, so that out
+// of memory it returns false instead of ending the process.
+bool try_reserve_members(hnsw_t& index, std::size_t members, std::size_t count_contexts) {
+    detail::NullOnFailureScope no_throw;
+    return index.try_reserve(us::index_limits_t(members, count_contexts));
+}
+
 std::string take_error(us::error_t& error) {
     const char* message = error.release();
     return message ? message : "unknown error";
@@ -586,30 +593,22 @@ std::size_t SeedIndex::memory_bytes() const noexcept {
 Status SeedIndex::reserve_more(std::size_t count) {
     hnsw_t& index = impl_->index;
     std::size_t needed = index.size() + reserved_.load() + count;
-    if (needed <= index.capacity()) {
-        // The index grew, but growing its insert buffers failed then: again now.
-        if (insert_buffers_pending_.load() && !grow_insert_buffers(index, params_.expansion_add))
+    if (needed > index.capacity()) {
+        std::size_t capacity = std::max(needed, index.capacity() + index.capacity() / 2);
+        // The slot table first: slots beyond the index's capacity are never read, so it may stay
+        // the larger of the two when the index cannot grow.
+        impl_->slot_to_node.resize(capacity, invalid_id);
+        if (!try_reserve_members(index, capacity, impl_->count_contexts))
+            return Status::internal("out of memory: the HNSW index could not reserve " + std::to_string(capacity) +
+                                    " members");
+        insert_buffers_pending_.store(true);
+    }
+    // After a reserve, or after one whose buffers could not grow then.
+    if (insert_buffers_pending_.load()) {
+        if (!grow_insert_buffers(index, params_.expansion_add))
             return Status::internal("out of memory: the HNSW index could not grow its insert buffers");
         insert_buffers_pending_.store(false);
-        reserved_ += count;
-        return Status::OK();
     }
-    std::size_t capacity = std::max(needed, index.capacity() + index.capacity() / 2);
-    // The slot table first: slots beyond the index's capacity are never read, so it may stay the
-    // larger of the two when the index cannot grow.
-    impl_->slot_to_node.resize(capacity, invalid_id);
-    bool reserved;
-    {
-        detail::NullOnFailureScope no_throw;  // try_reserve is noexcept: out of memory, it returns false
-        reserved = index.try_reserve(us::index_limits_t(capacity, impl_->count_contexts));
-    }
-    if (!reserved)
-        return Status::internal("out of memory: the HNSW index could not reserve " + std::to_string(capacity) +
-                                " members");
-    insert_buffers_pending_.store(true);
-    if (!grow_insert_buffers(index, params_.expansion_add))
-        return Status::internal("out of memory: the HNSW index could not grow its insert buffers");
-    insert_buffers_pending_.store(false);
     reserved_ += count;
     return Status::OK();
 }
@@ -712,12 +711,7 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
     std::vector<std::uint32_t> suspects;
     {
         std::lock_guard<std::mutex> guard(adds_mutex_);
-        if (suspects_promised_ == 0) {
-            suspects.swap(suspect_slots_);  // no add running: its memory goes too
-        } else {
-            suspects = suspect_slots_;  // copied: the room kept for running adds stays
-            suspect_slots_.clear();
-        }
+        suspects.swap(suspect_slots_);  // the caller excludes adds: no room is promised to one
         needs_relink_.store(false, std::memory_order_release);
     }
     hnsw_t& index = impl_->index;
@@ -944,12 +938,7 @@ Status SeedIndex::load(const std::string& path, std::size_t count_nodes) {
     if (!result) return fail(take_error(result.error));
     if (offset != bytes.size()) return fail("bytes after the last node");
     bytes = std::vector<char>();
-    bool reserved;
-    {
-        detail::NullOnFailureScope no_throw;  // try_reserve is noexcept: out of memory, it returns false
-        reserved = index.try_reserve(us::index_limits_t(index.size(), impl_->count_contexts));
-    }
-    if (!reserved) {
+    if (!try_reserve_members(index, index.size(), impl_->count_contexts)) {
         index.reset();
         return Status::internal("HNSW index could not reserve " + std::to_string(index.size()) + " members");
     }

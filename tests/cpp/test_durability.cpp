@@ -271,6 +271,24 @@ enum Outcome : int { wrote = 0, logged_read_only = 1, rejected_writable = 2, inc
 
 // A folder engine with 30 nodes (6 labels, texts) and 29 edges; then `write` with its K-th
 // allocation failing. Runs in a child process: an abort there is one of the allowed outcomes.
+// Runs fn() in a forked child that exits with what it returns (a hang fails it: SIGALRM after
+// 30 s; its stderr is discarded, or it exits with `no_stderr` if it cannot be), and returns the
+// child's wait status.
+template <typename fn_at>
+int wait_status_of_child(int no_stderr, fn_at&& fn) {
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::alarm(30);
+        if (std::freopen("/dev/null", "w", stderr) == nullptr) std::_Exit(no_stderr);
+        std::_Exit(fn());
+    }
+    int wait_status = 0;
+    REQUIRE(::waitpid(child, &wait_status, 0) == child);
+    return wait_status;
+}
+
 int write_with_failing_allocation(const std::string& dir, int kind, long k) {
     auto engine = make();
     wal::WriterOptions options;
@@ -353,16 +371,7 @@ TEST_CASE("an allocation failing anywhere in a write: applied whole, refused who
         for (long k = 1; clean_runs < 3 && k < 2000; ++k) {
             vecgraph_test::TempDir tmp("vecgraph_alloc_sweep");
             const std::string dir = tmp.root.string();
-            std::fflush(nullptr);
-            const pid_t child = ::fork();
-            REQUIRE(child >= 0);
-            if (child == 0) {
-                ::alarm(30);  // a hang fails the test (SIGALRM)
-                if (std::freopen("/dev/null", "w", stderr) == nullptr) std::_Exit(inconsistent);
-                std::_Exit(write_with_failing_allocation(dir, kind, k));
-            }
-            int wait_status = 0;
-            REQUIRE(::waitpid(child, &wait_status, 0) == child);
+            const int wait_status = wait_status_of_child(inconsistent, [&] { return write_with_failing_allocation(dir, kind, k); });
             const bool exited = WIFEXITED(wait_status);
             const bool aborts = WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGABRT;
             CHECK((exited || aborts));
@@ -487,16 +496,7 @@ TEST_CASE("an allocation failing on a thread the engine starts reaches the calle
         int outcomes[4] = {0, 0, 0, 0};
         long k = 1;
         for (; k < 400; ++k) {
-            std::fflush(nullptr);
-            const pid_t child = ::fork();
-            REQUIRE(child >= 0);
-            if (child == 0) {
-                ::alarm(30);  // a hang fails the test (SIGALRM)
-                if (std::freopen("/dev/null", "w", stderr) == nullptr) std::_Exit(inconsistent_after);
-                std::_Exit(run(*engine, scenario, k));
-            }
-            int wait_status = 0;
-            REQUIRE(::waitpid(child, &wait_status, 0) == child);
+            const int wait_status = wait_status_of_child(inconsistent_after, [&] { return run(*engine, scenario, k); });
             CHECK(WIFEXITED(wait_status));
             if (!WIFEXITED(wait_status)) {
                 std::printf("  %s, K=%ld: killed by signal %d\n", names[scenario], k, WTERMSIG(wait_status));

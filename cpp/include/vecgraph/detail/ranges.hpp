@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <exception>
 #include <mutex>
@@ -47,18 +48,10 @@ template <typename fn_at>
 void for_each_range(std::size_t count, std::size_t parts, fn_at&& fn) {
     if (parts <= 1) return fn(std::size_t{0}, std::size_t{0}, count);
     const std::size_t chunk = (count + parts - 1) / parts;
-    std::mutex next_mutex;
-    std::size_t next = 0;
+    std::atomic<std::size_t> next{0};
     run_on_threads(parts, [&] {
-        for (;;) {
-            std::size_t part;
-            {
-                std::lock_guard<std::mutex> lock(next_mutex);
-                if (next == parts) return;
-                part = next++;
-            }
+        for (std::size_t part; (part = next.fetch_add(1)) < parts;)
             fn(part, std::min(count, part * chunk), std::min(count, (part + 1) * chunk));
-        }
     });
 }
 
