@@ -772,48 +772,76 @@ TEST_CASE("writer: group commit shares fdatasyncs among concurrent sync_to calls
     CHECK_EQ(got.report.records, std::uint64_t(commits));
 }
 
-TEST_CASE("writer: four concurrent writers share each fdatasync, once under way") {
-    // Four threads each commit 40 one-record writes (append, then sync_to) with a 2 ms
-    // fdatasync. Once the writers are under way, each leader waits for as many callers as the
-    // last fdatasync covered, so one fdatasync covers all four: about 160 / 4 of them, where a
-    // leader that never waited would issue up to 160 / 2 (writers taking turns in pairs).
+TEST_CASE("writer: after an fdatasync that covered three callers, the next leader waits for three") {
+    // Round 1: a lone caller's fdatasync is held while three more callers arrive. Round 2: one
+    // fdatasync covers those three (the leader does not wait: round 1 covered one caller).
+    // Round 3: a caller alone leads; it waits for as many callers as round 2 covered, so the two
+    // that arrive 100 ms later share its fdatasync. A leader that did not wait would sync alone
+    // and leave them a fourth round.
     TempDir tmp;
-    std::atomic<int> syncs{0};
+    std::mutex hook_mutex;
+    std::condition_variable hook_cv;
+    bool hold = false;  // while true, an fdatasync blocks
+    int entered = 0;
     WriterOptions options;
     options.sync = SyncPolicy::always;
-    options.group_commit_wait_us = 200'000;  // far above any scheduling delay; a round waits far less
+    options.group_commit_wait_us = 10'000'000;  // far above any scheduling delay; round 3 waits about 100 ms
     options.sync_hook = [&](int fd) {
-        ++syncs;
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        std::unique_lock<std::mutex> lock(hook_mutex);
+        ++entered;
+        hook_cv.notify_all();
+        hook_cv.wait(lock, [&] { return !hold; });
         return ::fdatasync(fd);
     };
     auto writer = open_writer(tmp.wal(), 1, options);
-    constexpr int threads = 4, commits_per_thread = 40;
-    std::mutex append_mutex;
-    std::atomic<int> failures{0};
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&] {
-            for (int i = 0; i < commits_per_thread; ++i) {
-                std::uint64_t lsn;
-                {
-                    std::lock_guard<std::mutex> lock(append_mutex);
-                    auto appended = writer->append(1, "commit", 6);
-                    if (!appended.ok()) {
-                        ++failures;
-                        return;
-                    }
-                    lsn = appended.value();
-                }
-                if (!writer->sync_to(lsn).ok() || writer->synced_lsn() < lsn) ++failures;
-            }
-        });
-    for (auto& thread : pool) thread.join();
-    CHECK_EQ(failures.load(), 0);
-    CHECK_EQ(writer->synced_lsn(), std::uint64_t(threads * commits_per_thread));
+    auto syncs = [&] {
+        std::lock_guard<std::mutex> lock(hook_mutex);
+        return entered;
+    };
+    const int before = syncs();
+    {
+        std::lock_guard<std::mutex> lock(hook_mutex);
+        hold = true;
+    }
+    REQUIRE_OK(writer->append(1, "a", 1));
+    std::thread first([&] { CHECK(writer->sync_to(1).ok()); });
+    {
+        std::unique_lock<std::mutex> lock(hook_mutex);
+        REQUIRE(hook_cv.wait_for(lock, std::chrono::seconds(10), [&] { return entered == before + 1; }));
+    }
+    std::vector<std::thread> round_two;
+    for (std::uint64_t lsn = 2; lsn <= 4; ++lsn) {
+        REQUIRE_OK(writer->append(1, "b", 1));
+        round_two.emplace_back([&, lsn] { CHECK(writer->sync_to(lsn).ok()); });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all three wait for the held fdatasync
+    {
+        std::lock_guard<std::mutex> lock(hook_mutex);
+        hold = false;
+        hook_cv.notify_all();
+    }
+    first.join();
+    for (auto& thread : round_two) thread.join();
+    REQUIRE(writer->synced_lsn() == 4u);
+    CHECK_EQ(syncs() - before, 2);  // round 1, then one fdatasync for all three
+
+    REQUIRE_OK(writer->append(1, "c", 1));
+    std::thread leader([&] { CHECK(writer->sync_to(5).ok()); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK_EQ(syncs() - before, 2);  // the leader is waiting for callers
+    std::vector<std::thread> late;
+    for (std::uint64_t lsn = 6; lsn <= 7; ++lsn) {
+        REQUIRE_OK(writer->append(1, "d", 1));
+        late.emplace_back([&, lsn] { CHECK(writer->sync_to(lsn).ok()); });
+    }
+    leader.join();
+    for (auto& thread : late) thread.join();
+    CHECK_EQ(writer->synced_lsn(), std::uint64_t(7));
+    CHECK_EQ(syncs() - before, 3);  // one fdatasync covered the leader and both late callers
     REQUIRE_OK(writer->close());
-    std::printf("  %d commits from %d threads, %d fdatasyncs\n", threads * commits_per_thread, threads, syncs.load());
-    CHECK(syncs.load() <= threads * commits_per_thread / 4 + 8);  // the first rounds, and the last as threads finish
+    Replayed got = replay(tmp.wal());
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.records, std::uint64_t(7));
 }
 
 TEST_CASE("writer: a lone writer's sync never waits for other callers") {
