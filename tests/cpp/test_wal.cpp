@@ -810,10 +810,15 @@ TEST_CASE("writer: after an fdatasync that covered three callers, the next leade
         REQUIRE(hook_cv.wait_for(lock, std::chrono::seconds(10), [&] { return entered == before + 1; }));
     }
     std::vector<std::thread> round_two;
+    std::atomic<int> calling{0};
     for (std::uint64_t lsn = 2; lsn <= 4; ++lsn) {
         REQUIRE_OK(writer->append(1, "b", 1));
-        round_two.emplace_back([&, lsn] { CHECK(writer->sync_to(lsn).ok()); });
+        round_two.emplace_back([&, lsn] {
+            ++calling;
+            CHECK(writer->sync_to(lsn).ok());
+        });
     }
+    while (calling.load() < 3) std::this_thread::yield();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all three wait for the held fdatasync
     {
         std::lock_guard<std::mutex> lock(hook_mutex);
