@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <new>
 #include <system_error>
 #include <thread>
 #include <unordered_set>
@@ -87,8 +88,9 @@ struct Writer::Impl {
     std::shared_ptr<OpenSegment> current;  // guarded by mu; replaced only by the appending thread
     std::atomic<std::uint64_t> written_lsn{0};  // stored under mu
     std::atomic<std::uint64_t> synced_lsn{0};   // stored under mu
-    std::atomic<bool> has_failed{false};       // stored under mu
-    std::string failure;                        // guarded by mu: why the writer is read-only
+    std::atomic<bool> has_failed{false};       // stored under mu; never cleared
+    std::string failure;                        // guarded by mu: why the writer is read-only (may be
+                                                // empty: out of memory when it failed)
     bool syncing = false;                       // guarded by mu: a leader's fdatasync is running
     std::condition_variable caller_arrived;     // a caller entered sync_up_to
     std::vector<std::uint64_t> waiting_lsns;    // guarded by mu: the LSN of each caller in sync_up_to
@@ -110,18 +112,35 @@ struct Writer::Impl {
 #endif
     }
 
+    // Puts the writer in the failed state (mu held) without allocating, so that an allocation
+    // failing afterwards cannot leave a later fdatasync trusted.
+    void mark_failed_locked() noexcept {
+        if (has_failed.load()) return;
+        synced_at_failure = synced_lsn.load();
+        has_failed.store(true);
+        caller_arrived.notify_all();  // a leader waiting for callers issues no fdatasync now
+    }
+
     // Puts the writer in the failed state (mu held). `what` is the operating system's error;
     // `verb` says what could not be done to the log. Returns the io_error for the current call;
     // later calls get read_only with the message kept here.
     Status fail_locked(const std::string& what, const char* verb) {
-        if (failure.empty()) {
-            synced_at_failure = synced_lsn.load();
+        mark_failed_locked();
+        if (failure.empty())  // the first failure's (or, if that ran out of memory, the next one's)
             failure = std::string("the WAL could not be ") + verb + " (" + what +
                       "); the graph is read-only, reopen it to recover";
-            has_failed.store(true);
-            caller_arrived.notify_all();  // a leader waiting for callers issues no fdatasync now
-        }
         return Status::io_error(what);
+    }
+
+    // The messages kept after a failure, or what stands in for one that could not be made.
+    std::string failure_message() const {
+        return failure.empty() ? "the WAL failed (out of memory for its error message); the graph is read-only, "
+                                 "reopen it to recover"
+                               : failure;
+    }
+    std::string failed_sync_message() const {
+        return failed_sync_error.empty() ? "fdatasync of the WAL failed (out of memory for its error message)"
+                                         : failed_sync_error;
     }
     Status fail(const std::string& what, const char* verb) {
         std::lock_guard<std::mutex> lock(mu);
@@ -129,7 +148,7 @@ struct Writer::Impl {
     }
     Status read_only_status() const {
         std::lock_guard<std::mutex> lock(mu);
-        return Status::read_only(failure);
+        return Status::read_only(failure_message());
     }
 
     // Creates segment <first_lsn>.log: header to a .tmp file, fdatasync, rename, fsync the folder.
@@ -162,9 +181,9 @@ struct Writer::Impl {
             // told of a writeback error, so the other's success would prove nothing.
             std::unique_lock<std::mutex> lock(mu);
             sync_done.wait(lock, [this] { return !syncing; });
-            if (!failure.empty()) return Status::read_only(failure);  // no fdatasync after a failed one
+            if (has_failed.load()) return Status::read_only(failure_message());  // no fdatasync after a failed one
             syncing = true;
-            if (!lead_fdatasync(lock, *old, next_lsn - 1)) return Status::io_error(failed_sync_error);
+            if (!lead_fdatasync(lock, *old, next_lsn - 1)) return Status::io_error(failed_sync_message());
         }
         Result<std::shared_ptr<OpenSegment>> created = create_segment(next_lsn);
         if (!created.ok()) return fail(created.status().message(), "written");
@@ -186,14 +205,19 @@ struct Writer::Impl {
         sync_done.notify_all();
         if (rc != 0) {
             // Each record it was to make durable fails its write once (answer_after_failure).
-            failed_sync_error = errno_text("fdatasync", segment.path, error);
+            // The failed state comes first: building the messages can run out of memory.
             failed_sync_target = target;
-            (void)fail_locked(failed_sync_error, "synced");
+            mark_failed_locked();
+            try {
+                failed_sync_error = errno_text("fdatasync", segment.path, error);
+                (void)fail_locked(failed_sync_error, "synced");
+            } catch (const std::bad_alloc&) {
+            }
             return false;
         }
         if (synced_lsn.load() < target) synced_lsn.store(target);
         // A write(2) or segment creation that failed meanwhile left these records durable.
-        if (!failure.empty() && synced_at_failure < target) synced_at_failure = target;
+        if (has_failed.load() && synced_at_failure < target) synced_at_failure = target;
         return true;
     }
 
@@ -203,8 +227,8 @@ struct Writer::Impl {
     Status answer_after_failure(std::uint64_t lsn, bool caller) {
         if (lsn <= synced_at_failure) return Status::OK();
         // The syncer thread reports to no one: it must not take a caller's io_error.
-        if (!caller || !failed_sync_reported.insert(lsn).second) return Status::read_only(failure);
-        return Status::io_error(lsn <= failed_sync_target ? failed_sync_error : failure);
+        if (!caller || !failed_sync_reported.insert(lsn).second) return Status::read_only(failure_message());
+        return Status::io_error(lsn <= failed_sync_target ? failed_sync_message() : failure_message());
     }
 
     // Group commit: returns once every record up to `lsn` (<= written_lsn) is durable. One
@@ -229,7 +253,7 @@ struct Writer::Impl {
         } leave{waiting_lsns, lsn, caller};
         if (caller) caller_arrived.notify_one();
         for (;;) {
-            if (!failure.empty()) return answer_after_failure(lsn, caller);
+            if (has_failed.load()) return answer_after_failure(lsn, caller);
             if (synced_lsn.load() >= lsn) return Status::OK();
             if (!syncing) break;
             sync_done.wait(lock);
@@ -249,9 +273,9 @@ struct Writer::Impl {
             if (options.sync == SyncPolicy::always && last_round_callers > 1 && options.group_commit_wait_us > 0 &&
                 unsynced_callers() < last_round_callers)
                 caller_arrived.wait_for(lock, std::chrono::microseconds(options.group_commit_wait_us),
-                                        [&] { return unsynced_callers() >= last_round_callers || !failure.empty(); });
+                                        [&] { return unsynced_callers() >= last_round_callers || has_failed.load(); });
             last_round_callers = unsynced_callers();
-            if (!failure.empty()) {  // failed while it waited (a write(2)): no fdatasync after that
+            if (has_failed.load()) {  // failed while it waited (a write(2)): no fdatasync after that
                 syncing = false;
                 sync_done.notify_all();
                 return answer_after_failure(lsn, caller);
@@ -261,7 +285,7 @@ struct Writer::Impl {
         std::shared_ptr<OpenSegment> segment = current;
         if (lead_fdatasync(lock, *segment, target)) return Status::OK();
         if (caller) failed_sync_reported.insert(lsn);
-        return Status::io_error(failed_sync_error);
+        return Status::io_error(failed_sync_message());
     }
 
     // The syncer thread. Interval policy: at most one fdatasync per interval, only when records
@@ -271,16 +295,20 @@ struct Writer::Impl {
         const bool on_request = options.sync == SyncPolicy::always;
         const auto interval = std::chrono::milliseconds(options.sync_interval_ms);
         std::unique_lock<std::mutex> lock(mu);
-        while (!stop_syncer && failure.empty()) {
+        while (!stop_syncer && !has_failed.load()) {
             if (on_request)
                 wake_syncer.wait(lock, [this] { return stop_syncer || sync_requested_lsn > synced_lsn.load(); });
             else
                 wake_syncer.wait_for(lock, interval, [this] { return stop_syncer; });
-            if (stop_syncer || !failure.empty()) break;
+            if (stop_syncer || has_failed.load()) break;
             std::uint64_t target = on_request ? sync_requested_lsn : written_lsn.load();
             if (target <= synced_lsn.load()) continue;
             lock.unlock();
-            (void)sync_up_to(target, false);  // a failure is kept in `failure` and reported to callers
+            try {
+                (void)sync_up_to(target, false);  // a failure is kept in the writer and reported to callers
+            } catch (const std::bad_alloc&) {
+                // Only a failed fdatasync's status allocates here, after the writer has failed.
+            }
             lock.lock();
         }
     }
@@ -437,7 +465,7 @@ void Writer::start_sync() {
     {
         std::lock_guard<std::mutex> lock(s.mu);
         std::uint64_t written = s.written_lsn.load();
-        if (!s.failure.empty() || written <= s.synced_lsn.load() || written <= s.sync_requested_lsn) return;
+        if (s.has_failed.load() || written <= s.synced_lsn.load() || written <= s.sync_requested_lsn) return;
         s.sync_requested_lsn = written;
     }
     s.wake_syncer.notify_one();

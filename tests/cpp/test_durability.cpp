@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "child_process.hpp"
 #include "temp_dir.hpp"
 #include "vecgraph/engine.hpp"
 
@@ -271,24 +272,6 @@ enum Outcome : int { wrote = 0, logged_read_only = 1, rejected_writable = 2, inc
 
 // A folder engine with 30 nodes (6 labels, texts) and 29 edges; then `write` with its K-th
 // allocation failing. Runs in a child process: an abort there is one of the allowed outcomes.
-// Runs fn() in a forked child that exits with what it returns (a hang fails it: SIGALRM after
-// 30 s; its stderr is discarded, or it exits with `no_stderr` if it cannot be), and returns the
-// child's wait status.
-template <typename fn_at>
-int wait_status_of_child(int no_stderr, fn_at&& fn) {
-    std::fflush(nullptr);
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        ::alarm(30);
-        if (std::freopen("/dev/null", "w", stderr) == nullptr) std::_Exit(no_stderr);
-        std::_Exit(fn());
-    }
-    int wait_status = 0;
-    REQUIRE(::waitpid(child, &wait_status, 0) == child);
-    return wait_status;
-}
-
 int write_with_failing_allocation(const std::string& dir, int kind, long k) {
     auto engine = make();
     wal::WriterOptions options;

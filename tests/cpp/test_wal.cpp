@@ -14,12 +14,14 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <new>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "check.hpp"
+#include "child_process.hpp"
 #include "temp_dir.hpp"
 #include "vecgraph/wal_format.hpp"
 #include "vecgraph/wal_reader.hpp"
@@ -28,6 +30,20 @@
 using namespace vecgraph;
 using namespace vecgraph::wal;
 namespace fs = std::filesystem;
+
+// While positive, counts down the allocations of threads other than the one that armed it
+// (which clears its own counted_thread); the one that brings it to zero throws std::bad_alloc.
+// (The library's operator delete frees with std::free, which fits this operator new.)
+std::atomic<long> fail_thread_allocation_in{0};
+thread_local bool counted_thread = true;
+
+void* operator new(std::size_t bytes) {
+    if (counted_thread && fail_thread_allocation_in.load(std::memory_order_relaxed) > 0 &&
+        fail_thread_allocation_in.fetch_sub(1) == 1)
+        throw std::bad_alloc();
+    if (void* p = std::malloc(bytes ? bytes : 1)) return p;
+    throw std::bad_alloc();
+}
 
 namespace {
 
@@ -1015,6 +1031,66 @@ TEST_CASE("writer: after a failed fdatasync, each record it was to cover fails o
     REQUIRE_OK(writer->sync_to(1));  // that write did not fail
     CHECK_EQ(writer->synced_lsn(), 1u);
     CHECK(writer->close().code() == StatusCode::read_only);
+}
+
+TEST_CASE("writer: out of memory in the syncer thread after its fdatasync failed leaves the writer failed") {
+    // The syncer thread's fdatasync fails (EIO) with the K-th allocation of that thread failing,
+    // K = 1, 2, ... until none does: the failure's messages and status. A std::bad_alloc leaving
+    // the syncer thread would end the process through std::terminate; a writer left usable
+    // would trust a later fdatasync.
+    enum { failed_cleanly = 0, accepted_after_failure = 3, not_reached = 10 };
+    int cleanly = 0;
+    long k = 1;
+    for (; k < 100; ++k) {
+        TempDir tmp;
+        const int wait_status = wait_status_of_child(accepted_after_failure, [&] {
+            std::atomic<int> syncs{0};
+            std::atomic<bool> broken{false};
+            WriterOptions options;
+            options.sync = SyncPolicy::always;
+            options.sync_hook = [&](int fd) {
+                ++syncs;
+                if (!broken.load()) return ::fdatasync(fd);
+                errno = EIO;
+                return -1;
+            };
+            auto opened = Writer::open(tmp.wal(), db_uuid, 1, options);
+            if (!opened.ok()) return accepted_after_failure;
+            auto writer = std::move(opened).value();
+            if (!writer->append(1, "a", 1).ok() || !writer->sync_to(1).ok()) return accepted_after_failure;
+            broken = true;
+            if (!writer->append(1, "b", 1).ok()) return accepted_after_failure;
+            counted_thread = false;  // only the syncer thread's allocations count
+            fail_thread_allocation_in = k;
+            const int syncs_before = syncs.load();
+            writer->start_sync();
+            for (int i = 0; i < 10'000 && syncs.load() == syncs_before; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            if (!writer->failed()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            const bool reached = fail_thread_allocation_in.exchange(0) <= 0;
+            const int syncs_after = syncs.load();
+            bool clean = writer->failed() && syncs_after == syncs_before + 1;
+            clean = clean && !writer->sync_to(2).ok() && writer->synced_lsn() == 1;
+            clean = clean && writer->append(1, "c", 1).status().code() == StatusCode::read_only;
+            clean = clean && writer->sync().code() == StatusCode::read_only;
+            clean = clean && writer->close().code() == StatusCode::read_only;
+            clean = clean && syncs.load() == syncs_after;  // no fdatasync after the failed one
+            if (!clean) return accepted_after_failure;
+            return reached ? failed_cleanly : not_reached;
+        });
+        CHECK(WIFEXITED(wait_status));
+        if (!WIFEXITED(wait_status)) {
+            std::printf("  K=%ld: killed by signal %d\n", k, WTERMSIG(wait_status));
+            continue;
+        }
+        const int outcome = WEXITSTATUS(wait_status);
+        if (outcome == not_reached) break;
+        CHECK_EQ(outcome, int(failed_cleanly));
+        if (outcome == failed_cleanly) ++cleanly;
+    }
+    std::printf("  %d allocations failed in turn, the writer failed cleanly after each (K up to %ld)\n", cleanly, k);
+    CHECK(cleanly >= 2);  // the sweep reached the error message and the status
+    CHECK(k < 100);
 }
 
 TEST_CASE("writer: a failed fdatasync fails a waiting record's write whoever led it, the syncer or a caller") {
