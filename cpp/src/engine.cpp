@@ -1289,6 +1289,7 @@ void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t re
     // Counted before the pass inserts the second members, for the whole pass (see insert_seeds).
     if (reindexed) seed_index_->count_reindexed(reindexed);
     background_status_ = Status::OK();
+    background_failure_reported_ = false;
     background_stop_.store(false);
     background_done_.store(0, std::memory_order_release);
     background_running_.store(true, std::memory_order_release);
@@ -1299,7 +1300,7 @@ void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t re
 void Engine::background_index_pass() {
     // Inserts hold insert_mutex_ shared, not the engine lock: writes append beside them and wait
     // only when they move the row buffer or grow the index (then for the chunk in flight).
-    constexpr std::size_t chunk = 256;
+    constexpr std::size_t chunk = background_chunk_nodes;
     const std::size_t total = background_nodes_.size();
     Status status;
     try {  // out of memory, the pass ends as after any failure
@@ -1350,8 +1351,37 @@ void Engine::join_background_index() {
 }
 
 Status Engine::wait_for_indexing() {
+    {
+        std::unique_lock<std::mutex> guard(background_mutex_);
+        background_done_cv_.wait(guard, [this] { return !pass_active_; });  // any number of waiters
+        if (background_status_.ok() || !background_failure_reported_) {
+            if (!background_status_.ok()) background_failure_reported_ = true;
+            return background_status_;
+        }
+    }
+    {
+        // The pass failed (out of memory) and a call has said so: run it again over the nodes it
+        // did not reach. Those of the chunk it was inserting may be in the index already: they
+        // count as indexed again (searches drop repeats).
+        std::lock_guard<std::mutex> writer(writer_mutex_);
+        std::vector<node_id_t> rest;
+        std::size_t maybe_indexed = 0;
+        bool restart = false;
+        {
+            std::unique_lock<std::mutex> guard(background_mutex_);
+            background_done_cv_.wait(guard, [this] { return !pass_active_; });
+            restart = !background_status_.ok() && background_failure_reported_ && background_running_.load();
+            if (restart) {
+                const std::size_t done = std::min(background_done_.load(), background_nodes_.size());
+                rest.assign(background_nodes_.begin() + static_cast<std::ptrdiff_t>(done), background_nodes_.end());
+                maybe_indexed = std::min(background_chunk_nodes, rest.size());
+            }
+        }
+        if (restart) start_background_index(std::move(rest), maybe_indexed);
+    }
     std::unique_lock<std::mutex> guard(background_mutex_);
-    background_done_cv_.wait(guard, [this] { return !pass_active_; });  // any number of waiters
+    background_done_cv_.wait(guard, [this] { return !pass_active_; });
+    if (!background_status_.ok()) background_failure_reported_ = true;
     return background_status_;
 }
 

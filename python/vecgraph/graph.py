@@ -966,7 +966,8 @@ class Graph:
         block ends (faster than one insert per batch). Inside the block those nodes are found
         by traversal and ``exact=True`` searches, not yet as HNSW seeds. Nested blocks join the
         outer one. A crash inside the block loses nothing: recovery indexes what the WAL holds.
-        Entering the block waits for a background HNSW pass of :meth:`open` to finish.
+        Entering the block waits for a background HNSW pass of :meth:`open` to finish, and
+        raises as :meth:`wait_for_indexing` does when that pass failed.
         """
         self._check_open()
         if self._engine.indexing_deferred():
@@ -1981,7 +1982,11 @@ class Graph:
         """Waits until every node is in the HNSW seed index (see ``background_indexing`` of
         :meth:`open`); returns at once when none waits.
 
+        A background pass that failed (out of memory) is reported by one call; the next call
+        (or :meth:`bulk`) runs it again over the nodes it did not reach and waits for that.
+        Until then those nodes are found by an exact scan.
+
         Raises:
-            Error: the background pass failed (its nodes stay found by an exact scan).
+            Error: the background pass failed (or failed again when run again).
         """
         self._engine.wait_for_indexing()

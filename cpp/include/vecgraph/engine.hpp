@@ -300,7 +300,9 @@ class Engine {
     /// Nodes waiting for their HNSW insert: deferred, or not yet reached by a background pass.
     std::size_t count_index_pending() const;
     /// Waits for a background pass to finish; returns its status (OK when none ran). Any
-    /// number of threads may wait.
+    /// number of threads may wait. A pass that failed (out of memory) is reported once; the
+    /// next call runs it again over the nodes it did not reach and returns how that ended
+    /// (until then those nodes are found by an exact scan).
     Status wait_for_indexing();
     /// True when the HNSW graph holds exactly the live nodes once each (what save_seed_index
     /// needs to write it).
@@ -534,6 +536,8 @@ class Engine {
     std::atomic<bool> background_running_{false};
     std::atomic<bool> background_stop_{false};
     bool pass_active_ = false;                  // guarded by background_mutex_
+    bool background_failure_reported_ = false;  // guarded by background_mutex_: a call returned the failure
+    static constexpr std::size_t background_chunk_nodes = 256;  // nodes a pass inserts per chunk
     std::condition_variable background_done_cv_;  // notified when a pass ends
     // HNSW adds hold it shared; walks over every member (stats, verify, save) exclusive, as
     // USearch counts a member before it is stored.
