@@ -146,6 +146,10 @@ struct Writer::Impl {
         std::lock_guard<std::mutex> lock(mu);
         return fail_locked(what, verb);
     }
+    void mark_failed() noexcept {
+        std::lock_guard<std::mutex> lock(mu);
+        mark_failed_locked();
+    }
     Status read_only_status() const {
         std::lock_guard<std::mutex> lock(mu);
         return Status::read_only(failure_message());
@@ -185,7 +189,17 @@ struct Writer::Impl {
             syncing = true;
             if (!lead_fdatasync(lock, *old, next_lsn - 1)) return Status::io_error(failed_sync_message());
         }
-        Result<std::shared_ptr<OpenSegment>> created = create_segment(next_lsn);
+        // Out of memory here may come after a failed call (while its message is built): the
+        // writer fails either way, so that no later fdatasync is trusted.
+        auto create = [this]() -> Result<std::shared_ptr<OpenSegment>> {
+            try {
+                return create_segment(next_lsn);
+            } catch (const std::bad_alloc&) {
+                mark_failed();
+                throw;
+            }
+        };
+        Result<std::shared_ptr<OpenSegment>> created = create();
         if (!created.ok()) return fail(created.status().message(), "written");
         std::lock_guard<std::mutex> lock(mu);
         current = std::move(created.value());
@@ -428,7 +442,15 @@ Result<std::uint64_t> Writer::append(std::uint8_t type, const void* payload, std
                            {const_cast<void*>(payload), bytes},
                            {const_cast<std::uint8_t*>(zeros), std::size_t(total - frame_header_bytes - bytes)}};
     const OpenSegment& segment = *s.current;  // only this thread replaces `current`
-    Status written = write_all(segment.fd, iov, 3, segment.path);
+    Status written;
+    try {
+        written = write_all(segment.fd, iov, 3, segment.path);
+    } catch (const std::bad_alloc&) {
+        // Only a failed write's message allocates: part of the frame may be in the file, so
+        // nothing may be appended after it.
+        s.mark_failed();
+        throw;
+    }
     if (!written.ok()) return s.fail(written.message(), "written");
 
     s.segment_size += total;

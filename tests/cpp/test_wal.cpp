@@ -792,8 +792,8 @@ TEST_CASE("writer: after an fdatasync that covered three callers, the next leade
     // Round 1: a lone caller's fdatasync is held while three more callers arrive. Round 2: one
     // fdatasync covers those three (the leader does not wait: round 1 covered one caller).
     // Round 3: a caller alone leads; it waits for as many callers as round 2 covered, so the two
-    // that arrive 100 ms later share its fdatasync. A leader that did not wait would sync alone
-    // and leave them a fourth round.
+    // that arrive one after the other later share its fdatasync. A leader that did not wait, or
+    // waited for fewer, would sync without them and leave them a fourth round.
     TempDir tmp;
     std::mutex hook_mutex;
     std::condition_variable hook_cv;
@@ -850,12 +850,21 @@ TEST_CASE("writer: after an fdatasync that covered three callers, the next leade
     std::thread leader([&] { CHECK(writer->sync_to(5).ok()); });
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     CHECK_EQ(syncs() - before, 2);  // the leader is waiting for callers
+    // The late callers arrive 100 ms apart: a leader that left when the first arrived would
+    // cover it alone.
     std::vector<std::thread> late;
+    const auto late_start = std::chrono::steady_clock::now();
     for (std::uint64_t lsn = 6; lsn <= 7; ++lsn) {
         REQUIRE_OK(writer->append(1, "d", 1));
         late.emplace_back([&, lsn] { CHECK(writer->sync_to(lsn).ok()); });
+        if (lsn == 6) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            CHECK_EQ(syncs() - before, 2);  // still waiting: two of three callers
+        }
     }
     leader.join();
+    // Ended by the third caller, not by the 10 s bound (a leader waiting for four).
+    CHECK(std::chrono::steady_clock::now() - late_start < std::chrono::seconds(5));
     for (auto& thread : late) thread.join();
     CHECK_EQ(writer->synced_lsn(), std::uint64_t(7));
     CHECK_EQ(syncs() - before, 3);  // one fdatasync covered the leader and both late callers
@@ -1077,6 +1086,63 @@ TEST_CASE("writer: out of memory in the syncer thread after its fdatasync failed
             clean = clean && syncs.load() == syncs_after;  // no fdatasync after the failed one
             if (!clean) return accepted_after_failure;
             return reached ? failed_cleanly : not_reached;
+        });
+        CHECK(WIFEXITED(wait_status));
+        if (!WIFEXITED(wait_status)) {
+            std::printf("  K=%ld: killed by signal %d\n", k, WTERMSIG(wait_status));
+            continue;
+        }
+        const int outcome = WEXITSTATUS(wait_status);
+        if (outcome == not_reached) break;
+        CHECK_EQ(outcome, int(failed_cleanly));
+        if (outcome == failed_cleanly) ++cleanly;
+    }
+    std::printf("  %d allocations failed in turn, the writer failed cleanly after each (K up to %ld)\n", cleanly, k);
+    CHECK(cleanly >= 2);  // the sweep reached the error message and the status
+    CHECK(k < 100);
+}
+
+TEST_CASE("writer: out of memory while a failed write is reported leaves the writer failed") {
+    // A record's write(2) stops part-way (EFBIG past a file size limit) with the K-th allocation
+    // after it failing, K = 1, 2, ... until none does: the error's message and status. Whichever
+    // fails, the writer must be failed: a record appended after the partial frame would be
+    // acknowledged, then lost by recovery, which stops at that frame.
+    enum { failed_cleanly = 0, accepted_after_failure = 3, not_reached = 10 };
+    int cleanly = 0;
+    long k = 1;
+    for (; k < 100; ++k) {
+        TempDir tmp;
+        const int wait_status = wait_status_of_child(accepted_after_failure, [&] {
+            WriterOptions options;
+            options.sync = SyncPolicy::always;
+            auto opened = Writer::open(tmp.wal(), db_uuid, 1, options);
+            if (!opened.ok()) return int(accepted_after_failure);
+            auto writer = std::move(opened).value();
+            if (!writer->append(1, "a", 1).ok() || !writer->sync_to(1).ok()) return int(accepted_after_failure);
+            const std::uint64_t size = fs::file_size(segment_paths(tmp.wal()).at(0));
+            struct rlimit saved;
+            if (::getrlimit(RLIMIT_FSIZE, &saved) != 0) return int(accepted_after_failure);
+            std::signal(SIGXFSZ, SIG_IGN);
+            struct rlimit limited = saved;
+            limited.rlim_cur = size + 10;  // the next frame stops after 10 bytes
+            const std::string payload(1000, 'x');
+            if (::setrlimit(RLIMIT_FSIZE, &limited) != 0) return int(accepted_after_failure);
+            fail_thread_allocation_in = k;
+            bool reported = false;
+            try {
+                reported = writer->append(1, payload.data(), payload.size()).status().code() == StatusCode::io_error;
+            } catch (const std::bad_alloc&) {
+                reported = true;  // MemoryError in Python
+            }
+            const bool reached = fail_thread_allocation_in.exchange(0) <= 0;
+            ::setrlimit(RLIMIT_FSIZE, &saved);
+            bool clean = reported && writer->failed();
+            clean = clean && writer->append(1, "b", 1).status().code() == StatusCode::read_only;
+            clean = clean && writer->close().code() == StatusCode::read_only;
+            Replayed got = replay(tmp.wal());
+            clean = clean && got.status.ok() && got.report.records == 1;
+            if (!clean) return int(accepted_after_failure);
+            return int(reached ? failed_cleanly : not_reached);
         });
         CHECK(WIFEXITED(wait_status));
         if (!WIFEXITED(wait_status)) {
