@@ -427,14 +427,15 @@ Status Engine::index_applied(const PreparedNodes& applied) {
     return insert_seeds(applied.to_index, applied.count_reindexed, false);
 }
 
-Status Engine::insert_seeds(const std::vector<node_id_t>& nodes, std::size_t reindexed, bool wait_for_relink) {
+Status Engine::insert_seeds(const std::vector<node_id_t>& nodes, std::size_t reindexed, bool wait_for_relink,
+                            std::size_t* added) {
     // Counted before the second members go in, so that searches beside the insert already drop
     // repeats (a count above the members there are only makes them ask for a few more).
     if (reindexed) seed_index_->count_reindexed(reindexed);
     std::shared_lock<std::shared_mutex> in_place(insert_mutex_);
     {
         std::shared_lock<std::shared_mutex> adding(hnsw_walk_mutex_);
-        VG_RETURN_IF_ERROR(seed_index_->add_nodes(nodes.data(), nodes.size(), config_.threads, contexts_));
+        VG_RETURN_IF_ERROR(seed_index_->add_nodes(nodes.data(), nodes.size(), config_.threads, contexts_, added));
     }
     relink_unreachable_members(wait_for_relink);
     return Status::OK();
@@ -1300,9 +1301,10 @@ void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t re
 void Engine::background_index_pass() {
     // Inserts hold insert_mutex_ shared, not the engine lock: writes append beside them and wait
     // only when they move the row buffer or grow the index (then for the chunk in flight).
-    constexpr std::size_t chunk = background_chunk_nodes;
+    constexpr std::size_t chunk = 256;
     const std::size_t total = background_nodes_.size();
     Status status;
+    std::size_t chunk_added = 0;  // members added by the chunk in progress (set even when it throws)
     try {  // out of memory, the pass ends as after any failure
         std::vector<node_id_t> live;
         for (std::size_t begin = 0; begin < total && status.ok() && !background_stop_.load(); begin += chunk) {
@@ -1315,8 +1317,11 @@ void Engine::background_index_pass() {
                     if (!node_dead_[background_nodes_[i]]) live.push_back(background_nodes_[i]);
                 status = reserve_seed_index(live.size(), moving);
             }
-            if (status.ok()) status = insert_seeds(live, 0, false);
-            if (status.ok()) background_done_.store(end, std::memory_order_release);
+            if (status.ok()) status = insert_seeds(live, 0, false, &chunk_added);
+            if (status.ok()) {
+                background_done_.store(end, std::memory_order_release);
+                chunk_added = 0;
+            }
         }
         if (status.ok()) {  // the chunks' checks may have been put off by writes beside the pass
             std::shared_lock<std::shared_mutex> in_place(insert_mutex_);
@@ -1328,6 +1333,7 @@ void Engine::background_index_pass() {
     const bool complete = status.ok() && background_done_.load() == total;
     std::lock_guard<std::mutex> guard(background_mutex_);
     background_status_ = status;
+    background_failed_added_ = status.ok() ? 0 : chunk_added;
     // After a failure (or a stop) the nodes not reached stay pending: searches keep scanning them.
     if (complete) background_running_.store(false, std::memory_order_release);
     pass_active_ = false;
@@ -1361,11 +1367,11 @@ Status Engine::wait_for_indexing() {
     }
     {
         // The pass failed (out of memory) and a call has said so: run it again over the nodes it
-        // did not reach. Those of the chunk it was inserting may be in the index already: they
-        // count as indexed again (searches drop repeats).
+        // did not reach. Those of the chunk it was inserting that are in the index already count
+        // as indexed again (searches drop repeats).
         std::lock_guard<std::mutex> writer(writer_mutex_);
         std::vector<node_id_t> rest;
-        std::size_t maybe_indexed = 0;
+        std::size_t repeats = 0;
         bool restart = false;
         {
             std::unique_lock<std::mutex> guard(background_mutex_);
@@ -1374,10 +1380,10 @@ Status Engine::wait_for_indexing() {
             if (restart) {
                 const std::size_t done = std::min(background_done_.load(), background_nodes_.size());
                 rest.assign(background_nodes_.begin() + static_cast<std::ptrdiff_t>(done), background_nodes_.end());
-                maybe_indexed = std::min(background_chunk_nodes, rest.size());
+                repeats = background_failed_added_;
             }
         }
-        if (restart) start_background_index(std::move(rest), maybe_indexed);
+        if (restart) start_background_index(std::move(rest), repeats);
     }
     std::unique_lock<std::mutex> guard(background_mutex_);
     background_done_cv_.wait(guard, [this] { return !pass_active_; });

@@ -623,7 +623,8 @@ bool SeedIndex::reserve_in_place(std::size_t count) {
 }
 
 Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size_t threads,
-                            detail::ContextPool& contexts) {
+                            detail::ContextPool& contexts, std::size_t* added) {
+    if (added) *added = 0;
     if (count == 0) return Status::OK();
     hnsw_t& index = impl_->index;
     if (index.size() + count > index.capacity()) return Status::internal("HNSW index: reserve_more was not called");
@@ -666,6 +667,13 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
             if (--self.active_adds_ == 0) self.adds_overlapped_ = false;
         }
     } registered{*this, slots};
+    struct CountAdded {
+        const std::vector<std::uint32_t>& slots;
+        std::size_t* added;
+        ~CountAdded() {
+            if (added) *added = static_cast<std::size_t>(std::count_if(slots.begin(), slots.end(), [](std::uint32_t slot) { return slot != no_slot; }));
+        }
+    } count_added{slots, added};
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
     std::string failure;

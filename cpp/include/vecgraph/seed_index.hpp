@@ -60,7 +60,10 @@ class SeedIndex {
     /// leasing a context slot from `contexts`. Safe concurrently with searches and other adds
     /// (USearch locks the members it links), after reserve_more or reserve_in_place(count). A
     /// node indexed again (an upsert) gets a second member; searches return each node once.
-    Status add_nodes(const node_id_t* nodes, std::size_t count, std::size_t threads, detail::ContextPool& contexts);
+    /// `added`, when given, receives how many of them became members, also when the call fails
+    /// or throws (std::bad_alloc).
+    Status add_nodes(const node_id_t* nodes, std::size_t count, std::size_t threads, detail::ContextPool& contexts,
+                     std::size_t* added = nullptr);
 
     /// True when members were added by inserts that ran beside each other (a call on more than
     /// one thread, or calls that overlapped) and relink_unreachable() has not checked them yet.
