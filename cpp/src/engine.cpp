@@ -1114,19 +1114,24 @@ void Engine::apply_aliases(const std::vector<node_id_t>& nodes, const std::strin
 // Compaction.
 
 void Engine::install_base(CsrGraph next, std::size_t count_edges, const std::uint8_t* dead_at_build) {
+    // The writer lock is held: the edge columns and the node count stay as they are. Edges
+    // added while the CSR was built stay in a delta, made here before the engine lock, so that
+    // running out of memory ends the compaction (std::bad_alloc) before it changes anything;
+    // edges deleted meanwhile stay flagged in edge_dead_, which traversal checks.
+    DeltaAdjacency delta;
+    delta.slot.reserve(delta_.slot.capacity());
+    delta.slot.assign(delta_.slot.size(), 0);
+    for (std::size_t e = count_edges; e < edge_src_.size(); ++e)
+        delta.add(edge_src_[e], edge_dst_[e], static_cast<edge_id_t>(e), edge_weights_[e], edge_rels_[e]);
+    std::size_t dead_since = 0;
+    if (dead_at_build)
+        for (std::size_t e = 0; e < count_edges; ++e) dead_since += edge_dead_[e] && !dead_at_build[e];
     CsrGraph old;  // freed after the lock is released (a large CSR's unmapping takes a while)
     auto lock = write_lock();
-    const AbortIfThrown whole("installing a compacted CSR");
     old = std::exchange(csr_, std::move(next));
+    std::swap(delta_, delta);  // the old delta is freed after the lock too
     base_edges_ = count_edges;
-    // Edges added while the CSR was built stay in the delta; edges deleted meanwhile stay
-    // flagged in edge_dead_, which traversal checks.
-    delta_.clear();
-    for (std::size_t e = count_edges; e < edge_src_.size(); ++e)
-        delta_.add(edge_src_[e], edge_dst_[e], static_cast<edge_id_t>(e), edge_weights_[e], edge_rels_[e]);
-    dead_edges_since_compaction_ = 0;
-    if (dead_at_build)
-        for (std::size_t e = 0; e < count_edges; ++e) dead_edges_since_compaction_ += edge_dead_[e] && !dead_at_build[e];
+    dead_edges_since_compaction_ = dead_since;
     ++count_compactions_;
 }
 
@@ -1179,8 +1184,8 @@ void Engine::maybe_start_compaction() {
     if (compaction_thread_.joinable()) compaction_thread_.join();  // finished: it cleared the flag last
     compaction_thread_ = std::thread([this] {
         // Out of memory, a background compaction gives up: it fails while copying the edge
-        // columns or building the CSR, before it changes anything (installing it is under
-        // AbortIfThrown). The delta stays and is searched as before; a later write tries again.
+        // columns, building the CSR or the delta that goes with it, before it changes anything.
+        // The delta stays and is searched as before; a later write tries again.
         try {
             (void)compact();
         } catch (const std::bad_alloc&) {

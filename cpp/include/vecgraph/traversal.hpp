@@ -118,12 +118,6 @@ struct DeltaAdjacency {
         insert(lists_of(dst).in, AdjEntry{src, edge, weight, rel});
         ++count_edges;
     }
-    void clear() {
-        for (const Lists& l : lists) slot[l.node] = 0;
-        if (lists.capacity() > 4 * lists.size() + 4096) std::vector<Lists>().swap(lists);  // after a large delta
-        else lists.clear();
-        count_edges = 0;
-    }
     std::size_t memory_bytes() const noexcept {
         return slot.capacity() * sizeof(std::uint32_t) + lists.capacity() * sizeof(Lists) +
                count_edges * 2 * sizeof(AdjEntry);
