@@ -161,7 +161,14 @@ struct Writer::Impl {
         std::string tmp_path = path + ".tmp";
         int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
         if (fd < 0) return Status::io_error(errno_text("create", tmp_path, errno));
-        auto segment = std::make_shared<OpenSegment>(fd, first_lsn, path);
+        std::shared_ptr<OpenSegment> segment;
+        try {
+            segment = std::make_shared<OpenSegment>(fd, first_lsn, path);
+        } catch (const std::bad_alloc&) {
+            ::close(fd);
+            ::unlink(tmp_path.c_str());
+            throw;
+        }
         std::uint8_t header[segment_header_bytes];
         encode_segment_header(SegmentHeader{uuid, first_lsn}, header);
         struct iovec iov = {header, sizeof header};
@@ -173,7 +180,16 @@ struct Writer::Impl {
             ::unlink(tmp_path.c_str());
             return status;
         }
-        VG_RETURN_IF_ERROR(fsync_dir(dir));
+        // The segment is in the folder now: a failed fsync of the folder fails the writer (see
+        // roll), also when its message cannot be made (fsync_dir allocates only on failure).
+        Status synced;
+        try {
+            synced = fsync_dir(dir);
+        } catch (const std::bad_alloc&) {
+            mark_failed();
+            throw;
+        }
+        VG_RETURN_IF_ERROR(synced);
         return segment;
     }
 
@@ -189,17 +205,7 @@ struct Writer::Impl {
             syncing = true;
             if (!lead_fdatasync(lock, *old, next_lsn - 1)) return Status::io_error(failed_sync_message());
         }
-        // Out of memory here may come after a failed call (while its message is built): the
-        // writer fails either way, so that no later fdatasync is trusted.
-        auto create = [this]() -> Result<std::shared_ptr<OpenSegment>> {
-            try {
-                return create_segment(next_lsn);
-            } catch (const std::bad_alloc&) {
-                mark_failed();
-                throw;
-            }
-        };
-        Result<std::shared_ptr<OpenSegment>> created = create();
+        Result<std::shared_ptr<OpenSegment>> created = create_segment(next_lsn);
         if (!created.ok()) return fail(created.status().message(), "written");
         std::lock_guard<std::mutex> lock(mu);
         current = std::move(created.value());
@@ -256,15 +262,24 @@ struct Writer::Impl {
     // call gets read_only.
     Status sync_up_to(std::uint64_t lsn, bool caller = true) {
         std::unique_lock<std::mutex> lock(mu);
-        if (caller) waiting_lsns.push_back(lsn);
+        // A caller that cannot be listed (out of memory) is only left out of the group-commit
+        // wait's count: its write is done, so that call must not fail now.
+        bool listed = false;
+        if (caller) {
+            try {
+                waiting_lsns.push_back(lsn);
+                listed = true;
+            } catch (const std::bad_alloc&) {
+            }
+        }
         struct Leave {
             std::vector<std::uint64_t>& lsns;
             std::uint64_t lsn;
-            bool caller;
+            bool listed;
             ~Leave() {  // mu held
-                if (caller) lsns.erase(std::find(lsns.begin(), lsns.end(), lsn));
+                if (listed) lsns.erase(std::find(lsns.begin(), lsns.end(), lsn));
             }
-        } leave{waiting_lsns, lsn, caller};
+        } leave{waiting_lsns, lsn, listed};
         if (caller) caller_arrived.notify_one();
         for (;;) {
             if (has_failed.load()) return answer_after_failure(lsn, caller);
@@ -330,7 +345,12 @@ struct Writer::Impl {
 
 Writer::Writer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Writer::~Writer() { (void)close(); }
+Writer::~Writer() {
+    try {
+        (void)close();
+    } catch (const std::bad_alloc&) {  // its status could not be made; the syncer is stopped
+    }
+}
 
 Result<std::unique_ptr<Writer>> Writer::open(const std::string& dir, const Uuid& uuid, std::uint64_t next_lsn,
                                              const WriterOptions& options) {

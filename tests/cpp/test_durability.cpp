@@ -270,12 +270,13 @@ namespace {
 // What a write did in the child process of the allocation-failure sweep (its exit code).
 enum Outcome : int { wrote = 0, logged_read_only = 1, rejected_writable = 2, inconsistent = 3, unindexed_read_only = 4 };
 
-// A folder engine with 30 nodes (6 labels, texts) and 29 edges; then `write` with its K-th
-// allocation failing. Runs in a child process: an abort there is one of the allowed outcomes.
-int write_with_failing_allocation(const std::string& dir, int kind, long k) {
+// A folder engine with 30 nodes (6 labels, texts) and 29 edges, its WAL synced by `sync`; then
+// `write` with its K-th allocation failing. Runs in a child process: an abort there is one of the
+// allowed outcomes.
+int write_with_failing_allocation(const std::string& dir, int kind, wal::SyncPolicy sync, long k) {
     auto engine = make();
     wal::WriterOptions options;
-    options.sync = wal::SyncPolicy::off;
+    options.sync = sync;
     if (!engine->attach_wal(dir, uuid, 1, options).ok()) return inconsistent;
     for (std::size_t i = 0; i < 30; ++i)
         if (!add_node(*engine, "n" + std::to_string(i), i, "t" + std::to_string(i % 3)).ok()) return inconsistent;
@@ -348,20 +349,25 @@ TEST_CASE("an allocation failing anywhere in a write: applied whole, refused who
     // logged (still writable); it is logged but not applied (read-only, reopen applies it); or
     // the process aborts (an exception under the exclusive lock). After each, the folder
     // reopens into a consistent graph holding the write if it was acknowledged.
+    // Both WAL policies: "always" adds the fdatasync of each write (started while the HNSW
+    // insert runs, waited for at the end).
     int outcomes[5] = {0, 0, 0, 0, 0}, aborted = 0;
-    for (int kind = 0; kind < 3; ++kind) {
+    for (int run = 0; run < 6; ++run) {
+        const int kind = run % 3;
+        const wal::SyncPolicy sync = run < 3 ? wal::SyncPolicy::off : wal::SyncPolicy::always;
         int clean_runs = 0;  // K past the write's last allocation: it succeeds from then on
         for (long k = 1; clean_runs < 3 && k < 2000; ++k) {
             vecgraph_test::TempDir tmp("vecgraph_alloc_sweep");
             const std::string dir = tmp.root.string();
-            const int wait_status = wait_status_of_child(inconsistent, [&] { return write_with_failing_allocation(dir, kind, k); });
+            const int wait_status =
+                wait_status_of_child(inconsistent, [&] { return write_with_failing_allocation(dir, kind, sync, k); });
             const bool exited = WIFEXITED(wait_status);
             const bool aborts = WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGABRT;
             CHECK((exited || aborts));
-            if (!exited && !aborts) std::printf("  kind %d, K=%ld: killed by signal %d\n", kind, k, WTERMSIG(wait_status));
+            if (!exited && !aborts) std::printf("  run %d, K=%ld: killed by signal %d\n", run, k, WTERMSIG(wait_status));
             const int outcome = exited ? WEXITSTATUS(wait_status) : -1;
             CHECK(outcome != inconsistent);
-            if (outcome == inconsistent) std::printf("  kind %d, K=%ld: inconsistent engine\n", kind, k);
+            if (outcome == inconsistent) std::printf("  run %d, K=%ld: inconsistent engine\n", run, k);
             if (outcome >= 0 && outcome < 5) ++outcomes[outcome];
             if (aborts) ++aborted;
             clean_runs = outcome == wrote ? clean_runs + 1 : 0;
@@ -387,6 +393,66 @@ TEST_CASE("an allocation failing anywhere in a write: applied whole, refused who
     CHECK(outcomes[logged_read_only] > 0);
     CHECK(aborted > 0);
     CHECK(outcomes[unindexed_read_only] > 0);
+}
+
+TEST_CASE("the first write of a graph with sync always, its K-th allocation failing: done, refused, or read-only") {
+    // The first write's fdatasync is the first to list a waiting caller, so it allocates where
+    // later ones do not. A write reported failed (error or std::bad_alloc) must have changed
+    // nothing, or have turned the engine read-only (a reopen applies what the WAL holds); never
+    // failed while its node is in the graph or the WAL and the engine takes the next write.
+    enum { done = 0, refused = 1, read_only = 2, failed_but_writable = 3, acknowledged_lost = 4, not_reached = 10 };
+    int outcomes[3] = {0, 0, 0}, aborted = 0;
+    long k = 1;
+    for (; k < 1000; ++k) {
+        vecgraph_test::TempDir tmp("vecgraph_first_sync");
+        const std::string dir = tmp.root.string();
+        const int wait_status = wait_status_of_child(failed_but_writable, [&] {
+            auto engine = make();
+            wal::WriterOptions options;
+            options.sync = wal::SyncPolicy::always;
+            if (!engine->attach_wal(dir, uuid, 1, options).ok()) return int(failed_but_writable);
+            const std::string key = encode_text_key("a");
+            const std::vector<float> v = vector_of(1);
+            NodeBatch batch;
+            batch.count = 1;
+            batch.keys = &key;
+            batch.vectors = v.data();
+            bool failed = false;
+            fail_allocation_in = k;
+            try {
+                failed = !engine->add_nodes(batch).ok();
+            } catch (const std::bad_alloc&) {
+                failed = true;
+            }
+            if (fail_allocation_in.exchange(0) > 0) return int(not_reached);
+            const bool applied = engine->count_nodes() == 1;
+            const bool writable = !engine->stats().read_only && add_node(*engine, "b", 2).ok();
+            engine.reset();
+            auto again = make();
+            if (!again->replay_wal(dir, uuid, 1, true).ok()) return int(failed_but_writable);
+            const bool logged = again->find(key).ok();
+            if (!failed) return int(logged ? done : acknowledged_lost);
+            if (!writable) return int(read_only);
+            return int(applied || logged ? failed_but_writable : refused);
+        });
+        const bool aborts = WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGABRT;  // under the exclusive lock
+        CHECK((WIFEXITED(wait_status) || aborts));
+        if (aborts) {
+            ++aborted;
+            continue;
+        }
+        if (!WIFEXITED(wait_status)) continue;
+        const int outcome = WEXITSTATUS(wait_status);
+        if (outcome == not_reached) break;
+        if (outcome > read_only) std::printf("  K=%ld: %s\n", k, outcome == failed_but_writable ? "failed but writable" : "acknowledged, then lost");
+        CHECK(outcome <= read_only);
+        if (outcome <= read_only) ++outcomes[outcome];
+    }
+    std::printf("  %d done, %d refused, %d read-only, %d aborted (K up to %ld)\n", outcomes[done], outcomes[refused],
+                outcomes[read_only], aborted, k);
+    CHECK(outcomes[refused] > 0);
+    CHECK(outcomes[read_only] > 0);
+    CHECK(k < 1000);
 }
 
 TEST_CASE("an allocation failing on a thread the engine starts reaches the caller or ends that work; the process goes on") {
