@@ -1182,16 +1182,20 @@ void Engine::maybe_start_compaction() {
     if (!compaction_running_.compare_exchange_strong(expected, true)) return;
     std::lock_guard<std::mutex> hold(thread_mutex_);
     if (compaction_thread_.joinable()) compaction_thread_.join();  // finished: it cleared the flag last
-    compaction_thread_ = std::thread([this] {
-        // Out of memory, a background compaction gives up: it fails while copying the edge
-        // columns, building the CSR or the delta that goes with it, before it changes anything.
-        // The delta stays and is searched as before; a later write tries again.
-        try {
-            (void)compact();
-        } catch (const std::bad_alloc&) {
-        }
-        compaction_running_.store(false);
-    });
+    try {
+        compaction_thread_ = std::thread([this] {
+            // Out of memory, a background compaction gives up: it fails while copying the edge
+            // columns, building the CSR or the delta that goes with it, before it changes
+            // anything. The delta stays and is searched as before; a later write tries again.
+            try {
+                (void)compact();
+            } catch (const std::bad_alloc&) {
+            }
+            compaction_running_.store(false);
+        });
+    } catch (const std::exception&) {
+        compaction_running_.store(false);  // no thread (out of memory): a later write tries again
+    }
 }
 
 void Engine::wait_for_compaction() {
@@ -1300,7 +1304,21 @@ void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t re
     background_done_.store(0, std::memory_order_release);
     background_running_.store(true, std::memory_order_release);
     pass_active_ = true;
-    index_thread_ = std::thread([this] { background_index_pass(); });
+    try {
+        index_thread_ = std::thread([this] { background_index_pass(); });
+    } catch (const std::exception&) {
+        // No thread (out of memory, or the process's thread limit): the pass failed before it
+        // began. Its nodes stay pending (searches scan them); the next wait reports it, and the
+        // one after runs it again.
+        pass_active_ = false;
+        background_failed_added_ = 0;
+        background_status_ = Status(StatusCode::internal, std::string());
+        try {
+            background_status_ = Status::internal("the background HNSW pass could not start its thread");
+        } catch (const std::bad_alloc&) {
+        }
+        background_done_cv_.notify_all();
+    }
 }
 
 void Engine::background_index_pass() {
