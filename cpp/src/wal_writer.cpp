@@ -189,7 +189,10 @@ struct Writer::Impl {
             mark_failed();
             throw;
         }
-        VG_RETURN_IF_ERROR(synced);
+        if (!synced.ok()) {
+            mark_failed();  // before the status is handed on (a copy of its message could throw)
+            return Result<std::shared_ptr<OpenSegment>>(std::move(synced));
+        }
         return segment;
     }
 

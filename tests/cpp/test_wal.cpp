@@ -1,6 +1,7 @@
 // Write-ahead log: every recovery rule of wal_format.hpp as a named case, the writer's sync
 // policies and failure state, and the v1 golden segment.
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -43,6 +44,19 @@ void* operator new(std::size_t bytes) {
         throw std::bad_alloc();
     if (void* p = std::malloc(bytes ? bytes : 1)) return p;
     throw std::bad_alloc();
+}
+
+// While set, the next fsync(2) (the WAL's fsync of its folder) fails with EIO, and then arms
+// fail_thread_allocation_in with this count. Every other fsync is the system's.
+std::atomic<long> fail_next_fsync_then_allocation{0};
+
+extern "C" int fsync(int fd) {
+    if (const long k = fail_next_fsync_then_allocation.exchange(0)) {
+        fail_thread_allocation_in = k;
+        errno = EIO;
+        return -1;
+    }
+    return static_cast<int>(::syscall(SYS_fsync, fd));
 }
 
 namespace {
@@ -1156,6 +1170,55 @@ TEST_CASE("writer: out of memory while a failed write is reported leaves the wri
     }
     std::printf("  %d allocations failed in turn, the writer failed cleanly after each (K up to %ld)\n", cleanly, k);
     CHECK(cleanly >= 2);  // the sweep reached the error message and the status
+    CHECK(k < 100);
+}
+
+TEST_CASE("writer: a failed fsync of the folder in a segment roll fails the writer, also when allocations then fail") {
+    // The roll to a new segment renames it into the folder, whose fsync fails (EIO); the K-th
+    // allocation after that fails too, K = 1, 2, ... until none does. The writer must be failed
+    // whichever allocation fails: a writer going on would append a record to the old segment
+    // after the new one's name is in the folder, and recovery would find an LSN gap there.
+    enum { failed_cleanly = 0, went_on = 3, not_reached = 10 };
+    int cleanly = 0;
+    long k = 1;
+    for (; k < 100; ++k) {
+        TempDir tmp;
+        const int wait_status = wait_status_of_child(went_on, [&] {
+            WriterOptions options;
+            options.sync = SyncPolicy::off;
+            options.segment_bytes = 256;
+            auto opened = Writer::open(tmp.wal(), db_uuid, 1, options);
+            if (!opened.ok()) return int(went_on);
+            auto writer = std::move(opened).value();
+            const std::string big(150, 'b'), small(8, 's');
+            if (!writer->append(1, big.data(), big.size()).ok()) return int(went_on);
+            fail_next_fsync_then_allocation = k;
+            bool reported = false;
+            try {
+                reported = writer->append(1, big.data(), big.size()).status().code() == StatusCode::io_error;  // rolls
+            } catch (const std::bad_alloc&) {
+                reported = true;
+            }
+            fail_next_fsync_then_allocation = 0;
+            const bool reached = fail_thread_allocation_in.exchange(0) <= 0;
+            bool clean = reported && writer->failed();
+            clean = clean && writer->append(1, small.data(), small.size()).status().code() == StatusCode::read_only;
+            (void)writer->close();
+            Replayed got = replay(tmp.wal());
+            clean = clean && got.status.ok() && got.report.records == 1;
+            if (!clean) return int(went_on);
+            return int(reached ? failed_cleanly : not_reached);
+        });
+        CHECK(WIFEXITED(wait_status));
+        if (!WIFEXITED(wait_status)) continue;
+        const int outcome = WEXITSTATUS(wait_status);
+        if (outcome == not_reached) break;
+        if (outcome != failed_cleanly) std::printf("  K=%ld: the writer went on\n", k);
+        CHECK_EQ(outcome, int(failed_cleanly));
+        cleanly += outcome == failed_cleanly;
+    }
+    std::printf("  %d allocations failed in turn, the writer failed cleanly after each (K up to %ld)\n", cleanly, k);
+    CHECK(cleanly >= 2);
     CHECK(k < 100);
 }
 
