@@ -4,10 +4,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "check.hpp"
+#include "temp_dir.hpp"
 
 // Runs fn() in a forked child that exits with what it returns (a hang fails it: SIGALRM after
 // 30 s; its stderr is discarded, or it exits with `no_stderr` if it cannot be), and returns the
@@ -25,4 +28,42 @@ int wait_status_of_child(int no_stderr, fn_at&& fn) {
     int wait_status = 0;
     REQUIRE(::waitpid(child, &wait_status, 0) == child);
     return wait_status;
+}
+
+// What sweep_failing_allocations saw.
+struct AllocationSweep {
+    int wanted = 0;   // children that ended with the wanted code
+    int aborted = 0;  // children ended by SIGABRT (counted only when allowed)
+    long end_k = 0;   // the K the sweep stopped at
+};
+
+// A sweep of failing allocations: for K = 1, 2, ... runs run(k, folder) in a forked child, with a
+// fresh folder each time, until it returns `not_reached` (its K-th allocation never came) or K
+// reaches `max_k`. Every other child must exit with `wanted` (or abort, when `aborts_allowed`);
+// anything else fails the test case and is printed. `no_stderr` is as for wait_status_of_child.
+template <typename run_at>
+AllocationSweep sweep_failing_allocations(run_at&& run, int wanted, int not_reached, int no_stderr,
+                                          bool aborts_allowed = false, long max_k = 400) {
+    AllocationSweep sweep;
+    for (sweep.end_k = 1; sweep.end_k < max_k; ++sweep.end_k) {
+        const long k = sweep.end_k;
+        vecgraph_test::TempDir folder("vecgraph_alloc");
+        const std::string path = folder.root.string();
+        const int wait_status = wait_status_of_child(no_stderr, [&] { return run(k, path); });
+        if (aborts_allowed && WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGABRT) {
+            ++sweep.aborted;
+            continue;
+        }
+        CHECK(WIFEXITED(wait_status));
+        if (!WIFEXITED(wait_status)) {
+            std::printf("  K=%ld: killed by signal %d\n", k, WTERMSIG(wait_status));
+            continue;
+        }
+        const int outcome = WEXITSTATUS(wait_status);
+        if (outcome == not_reached) break;
+        if (outcome != wanted) std::printf("  K=%ld: ended with %d, not %d\n", k, outcome, wanted);
+        CHECK_EQ(outcome, wanted);
+        sweep.wanted += outcome == wanted;
+    }
+    return sweep;
 }

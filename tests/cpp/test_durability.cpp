@@ -468,55 +468,42 @@ TEST_CASE("a failed background HNSW pass run again with allocations failing neve
         rows.insert(rows.end(), v.begin(), v.end());
     }
     enum { settled = 0, not_settled = 3, not_reached = 10 };
-    int count_settled = 0;
-    long k = 1;
-    for (; k < 400; ++k) {
-        const int wait_status = wait_status_of_child(not_settled, [&] {
-            ::alarm(20);  // a wait that never returns ends the child (SIGALRM)
-            EngineConfig config;
-            config.dim = dim;
-            config.threads = 2;
-            auto created = Engine::create(config);
-            if (!created.ok()) return int(not_settled);
-            auto engine = std::move(created).value();
-            NodeBatch nodes;
-            nodes.count = first;
-            nodes.keys = keys.data();
-            nodes.vectors = rows.data();
-            if (!engine->add_nodes(nodes).ok() || !engine->defer_indexing(true).ok()) return int(not_settled);
-            NodeBatch rest = nodes;
-            rest.count = pass;
-            rest.keys = keys.data() + first;
-            rest.vectors = rows.data() + first * dim;
-            if (!engine->add_nodes(rest).ok()) return int(not_settled);
-            counted_thread = false;
-            fail_thread_allocation_in = 1;
-            if (!engine->defer_indexing(false, 1).ok() || engine->wait_for_indexing().ok()) return int(not_settled);
-            fail_thread_allocation_in = 0;
-            fail_allocation_in = k;
-            try {
-                (void)engine->wait_for_indexing();
-            } catch (const std::bad_alloc&) {
-            }
-            if (fail_allocation_in.exchange(0) > 0) return int(not_reached);
-            Status status = engine->wait_for_indexing();
-            for (int i = 0; i < 2 && !status.ok(); ++i) status = engine->wait_for_indexing();
-            const bool whole = status.ok() && engine->count_index_pending() == 0 && engine->verify(10).empty();
-            return int(whole ? settled : not_settled);
-        });
-        CHECK(WIFEXITED(wait_status));
-        if (!WIFEXITED(wait_status)) {
-            std::printf("  K=%ld: killed by signal %d\n", k, WTERMSIG(wait_status));
-            continue;
+    const AllocationSweep sweep = sweep_failing_allocations([&](long k, const std::string&) {
+        ::alarm(20);  // a wait that never returns ends the child (SIGALRM)
+        EngineConfig config;
+        config.dim = dim;
+        config.threads = 2;
+        auto created = Engine::create(config);
+        if (!created.ok()) return int(not_settled);
+        auto engine = std::move(created).value();
+        NodeBatch nodes;
+        nodes.count = first;
+        nodes.keys = keys.data();
+        nodes.vectors = rows.data();
+        if (!engine->add_nodes(nodes).ok() || !engine->defer_indexing(true).ok()) return int(not_settled);
+        NodeBatch rest = nodes;
+        rest.count = pass;
+        rest.keys = keys.data() + first;
+        rest.vectors = rows.data() + first * dim;
+        if (!engine->add_nodes(rest).ok()) return int(not_settled);
+        counted_thread = false;
+        fail_thread_allocation_in = 1;
+        if (!engine->defer_indexing(false, 1).ok() || engine->wait_for_indexing().ok()) return int(not_settled);
+        fail_thread_allocation_in = 0;
+        fail_allocation_in = k;
+        try {
+            (void)engine->wait_for_indexing();
+        } catch (const std::bad_alloc&) {
         }
-        const int outcome = WEXITSTATUS(wait_status);
-        if (outcome == not_reached) break;
-        CHECK_EQ(outcome, int(settled));
-        count_settled += outcome == settled;
-    }
-    std::printf("  %d runs settled (K up to %ld)\n", count_settled, k);
-    CHECK(count_settled > 1);
-    CHECK(k < 400);
+        if (fail_allocation_in.exchange(0) > 0) return int(not_reached);
+        Status status = engine->wait_for_indexing();
+        for (int i = 0; i < 2 && !status.ok(); ++i) status = engine->wait_for_indexing();
+        const bool whole = status.ok() && engine->count_index_pending() == 0 && engine->verify(10).empty();
+        return int(whole ? settled : not_settled);
+    }, settled, not_reached, not_settled);
+    std::printf("  %d runs settled (K up to %ld)\n", sweep.wanted, sweep.end_k);
+    CHECK(sweep.wanted > 1);
+    CHECK(sweep.end_k < 400);
 }
 
 TEST_CASE("a write whose background compaction cannot start leaves the next writes to start one") {
@@ -524,57 +511,46 @@ TEST_CASE("a write whose background compaction cannot start leaves the next writ
     // of any thread failing (the compaction thread's start included). Edges added after it must
     // still get compacted.
     enum { compacted = 0, never_compacted = 3, not_reached = 10 };
-    int count_compacted = 0;
-    long k = 1;
-    for (; k < 400; ++k) {
-        const int wait_status = wait_status_of_child(never_compacted, [&] {
-            EngineConfig config;
-            config.dim = dim;
-            config.threads = 1;
-            config.auto_compact_edges = 4;
-            auto created = Engine::create(config);
-            if (!created.ok()) return int(never_compacted);
-            auto engine = std::move(created).value();
-            for (std::size_t i = 0; i < 10; ++i)
-                if (!add_node(*engine, "n" + std::to_string(i), i).ok()) return int(never_compacted);
-            std::vector<std::string> src, dst;
-            for (std::size_t i = 0; i < 40; ++i) {
-                src.push_back(encode_text_key("n" + std::to_string(i % 10)));
-                dst.push_back(encode_text_key("n" + std::to_string((i * 3 + 1) % 10)));
-            }
-            auto add = [&](std::size_t i) {
-                EdgeBatch batch;
-                batch.count = 1;
-                batch.src = &src[i];
-                batch.dst = &dst[i];
-                return engine->add_edges(batch);
-            };
-            for (std::size_t i = 0; i < 3; ++i)
-                if (!add(i).ok()) return int(never_compacted);
-            fail_allocation_in = k;
-            try {
-                (void)add(3);
-            } catch (const std::bad_alloc&) {
-            }
-            if (fail_allocation_in.exchange(0) > 0) return int(not_reached);
-            engine->wait_for_compaction();
-            if (engine->stats().read_only) return int(compacted);  // a failure after the WAL: not this test's case
-            for (std::size_t i = 4; i < 40; ++i) (void)add(i);
-            engine->wait_for_compaction();
-            return int(engine->stats().count_compactions > 0 && engine->verify(10).empty() ? compacted : never_compacted);
-        });
-        const bool aborts = WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGABRT;  // under the exclusive lock
-        CHECK((WIFEXITED(wait_status) || aborts));
-        if (!WIFEXITED(wait_status)) continue;
-        const int outcome = WEXITSTATUS(wait_status);
-        if (outcome == not_reached) break;
-        if (outcome != compacted) std::printf("  K=%ld: no compaction ever ran again\n", k);
-        CHECK_EQ(outcome, int(compacted));
-        count_compacted += outcome == compacted;
-    }
-    std::printf("  %d runs compacted later (K up to %ld)\n", count_compacted, k);
-    CHECK(count_compacted > 1);
-    CHECK(k < 400);
+    // An abort is the engine's own, for an exception under the exclusive lock.
+    const AllocationSweep sweep = sweep_failing_allocations([&](long k, const std::string&) {
+        EngineConfig config;
+        config.dim = dim;
+        config.threads = 1;
+        config.auto_compact_edges = 4;
+        auto created = Engine::create(config);
+        if (!created.ok()) return int(never_compacted);
+        auto engine = std::move(created).value();
+        for (std::size_t i = 0; i < 10; ++i)
+            if (!add_node(*engine, "n" + std::to_string(i), i).ok()) return int(never_compacted);
+        std::vector<std::string> src, dst;
+        for (std::size_t i = 0; i < 40; ++i) {
+            src.push_back(encode_text_key("n" + std::to_string(i % 10)));
+            dst.push_back(encode_text_key("n" + std::to_string((i * 3 + 1) % 10)));
+        }
+        auto add = [&](std::size_t i) {
+            EdgeBatch batch;
+            batch.count = 1;
+            batch.src = &src[i];
+            batch.dst = &dst[i];
+            return engine->add_edges(batch);
+        };
+        for (std::size_t i = 0; i < 3; ++i)
+            if (!add(i).ok()) return int(never_compacted);
+        fail_allocation_in = k;
+        try {
+            (void)add(3);
+        } catch (const std::bad_alloc&) {
+        }
+        if (fail_allocation_in.exchange(0) > 0) return int(not_reached);
+        engine->wait_for_compaction();
+        if (engine->stats().read_only) return int(compacted);  // a failure after the WAL: not this test's case
+        for (std::size_t i = 4; i < 40; ++i) (void)add(i);
+        engine->wait_for_compaction();
+        return int(engine->stats().count_compactions > 0 && engine->verify(10).empty() ? compacted : never_compacted);
+    }, compacted, not_reached, never_compacted, true);
+    std::printf("  %d runs compacted later, %d aborted (K up to %ld)\n", sweep.wanted, sweep.aborted, sweep.end_k);
+    CHECK(sweep.wanted > 1);
+    CHECK(sweep.end_k < 400);
 }
 
 TEST_CASE("an allocation failing on a thread the engine starts reaches the caller or ends that work; the process goes on") {

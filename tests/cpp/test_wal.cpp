@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <mutex>
 #include <new>
@@ -802,6 +803,44 @@ TEST_CASE("writer: group commit shares fdatasyncs among concurrent sync_to calls
     CHECK_EQ(got.report.records, std::uint64_t(commits));
 }
 
+// An fdatasync hook that blocks while held, and counts the calls that entered it.
+class HeldSyncs {
+  public:
+    std::function<int(int)> hook() {
+        return [this](int fd) {
+            std::unique_lock<std::mutex> lock(mutex_);
+            ++entered_;
+            cv_.notify_all();
+            cv_.wait(lock, [this] { return !hold_; });
+            return ::fdatasync(fd);
+        };
+    }
+    void hold() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        hold_ = true;
+    }
+    void release() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        hold_ = false;
+        cv_.notify_all();
+    }
+    int entered() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return entered_;
+    }
+    // Waits (10 s at most) until `count` calls have entered; false when they have not.
+    bool wait_entered(int count) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return entered_ >= count; });
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool hold_ = false;
+    int entered_ = 0;
+};
+
 TEST_CASE("writer: after an fdatasync that covered three callers, the next leader waits for three") {
     // Round 1: a lone caller's fdatasync is held while three more callers arrive. Round 2: one
     // fdatasync covers those three (the leader does not wait: round 1 covered one caller).
@@ -809,36 +848,18 @@ TEST_CASE("writer: after an fdatasync that covered three callers, the next leade
     // that arrive one after the other later share its fdatasync. A leader that did not wait, or
     // waited for fewer, would sync without them and leave them a fourth round.
     TempDir tmp;
-    std::mutex hook_mutex;
-    std::condition_variable hook_cv;
-    bool hold = false;  // while true, an fdatasync blocks
-    int entered = 0;
+    HeldSyncs held;
     WriterOptions options;
     options.sync = SyncPolicy::always;
     options.group_commit_wait_us = 10'000'000;  // far above any scheduling delay; round 3 waits about 100 ms
-    options.sync_hook = [&](int fd) {
-        std::unique_lock<std::mutex> lock(hook_mutex);
-        ++entered;
-        hook_cv.notify_all();
-        hook_cv.wait(lock, [&] { return !hold; });
-        return ::fdatasync(fd);
-    };
+    options.sync_hook = held.hook();
     auto writer = open_writer(tmp.wal(), 1, options);
-    auto syncs = [&] {
-        std::lock_guard<std::mutex> lock(hook_mutex);
-        return entered;
-    };
+    auto syncs = [&] { return held.entered(); };
     const int before = syncs();
-    {
-        std::lock_guard<std::mutex> lock(hook_mutex);
-        hold = true;
-    }
+    held.hold();
     REQUIRE_OK(writer->append(1, "a", 1));
     std::thread first([&] { CHECK(writer->sync_to(1).ok()); });
-    {
-        std::unique_lock<std::mutex> lock(hook_mutex);
-        REQUIRE(hook_cv.wait_for(lock, std::chrono::seconds(10), [&] { return entered == before + 1; }));
-    }
+    REQUIRE(held.wait_entered(before + 1));
     std::vector<std::thread> round_two;
     std::atomic<int> calling{0};
     for (std::uint64_t lsn = 2; lsn <= 4; ++lsn) {
@@ -850,11 +871,7 @@ TEST_CASE("writer: after an fdatasync that covered three callers, the next leade
     }
     while (calling.load() < 3) std::this_thread::yield();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all three wait for the held fdatasync
-    {
-        std::lock_guard<std::mutex> lock(hook_mutex);
-        hold = false;
-        hook_cv.notify_all();
-    }
+    held.release();
     first.join();
     for (auto& thread : round_two) thread.join();
     REQUIRE(writer->synced_lsn() == 4u);
@@ -1056,64 +1073,64 @@ TEST_CASE("writer: after a failed fdatasync, each record it was to cover fails o
     CHECK(writer->close().code() == StatusCode::read_only);
 }
 
+// How a child of sweep_writer_failures ended (its exit code).
+enum WriterSweepOutcome : int { writer_failed_cleanly = 0, writer_went_on = 3, allocation_not_reached = 10 };
+
+// Runs run(k, wal_folder) for K = 1, 2, ... in forked children (sweep_failing_allocations), each
+// child failing its K-th allocation after a failed write or fdatasync. Every child must leave the
+// writer failed; the sweep must reach at least two allocations (the error's message and its
+// status), and end.
+template <typename run_at>
+void sweep_writer_failures(run_at&& run) {
+    const AllocationSweep sweep = sweep_failing_allocations(
+        [&](long k, const std::string& folder) { return int(run(k, folder + "/wal")); }, writer_failed_cleanly,
+        allocation_not_reached, writer_went_on, false, 100);
+    std::printf("  %d allocations failed in turn, the writer failed cleanly after each (K up to %ld)\n", sweep.wanted,
+                sweep.end_k);
+    CHECK(sweep.wanted >= 2);
+    CHECK(sweep.end_k < 100);
+}
+
 TEST_CASE("writer: out of memory in the syncer thread after its fdatasync failed leaves the writer failed") {
     // The syncer thread's fdatasync fails (EIO) with the K-th allocation of that thread failing,
     // K = 1, 2, ... until none does: the failure's messages and status. A std::bad_alloc leaving
     // the syncer thread would end the process through std::terminate; a writer left usable
     // would trust a later fdatasync.
-    enum { failed_cleanly = 0, accepted_after_failure = 3, not_reached = 10 };
-    int cleanly = 0;
-    long k = 1;
-    for (; k < 100; ++k) {
-        TempDir tmp;
-        const int wait_status = wait_status_of_child(accepted_after_failure, [&] {
-            std::atomic<int> syncs{0};
-            std::atomic<bool> broken{false};
-            WriterOptions options;
-            options.sync = SyncPolicy::always;
-            options.sync_hook = [&](int fd) {
-                ++syncs;
-                if (!broken.load()) return ::fdatasync(fd);
-                errno = EIO;
-                return -1;
-            };
-            auto opened = Writer::open(tmp.wal(), db_uuid, 1, options);
-            if (!opened.ok()) return accepted_after_failure;
-            auto writer = std::move(opened).value();
-            if (!writer->append(1, "a", 1).ok() || !writer->sync_to(1).ok()) return accepted_after_failure;
-            broken = true;
-            if (!writer->append(1, "b", 1).ok()) return accepted_after_failure;
-            counted_thread = false;  // only the syncer thread's allocations count
-            fail_thread_allocation_in = k;
-            const int syncs_before = syncs.load();
-            writer->start_sync();
-            for (int i = 0; i < 10'000 && syncs.load() == syncs_before; ++i)
-                std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            if (!writer->failed()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            const bool reached = fail_thread_allocation_in.exchange(0) <= 0;
-            const int syncs_after = syncs.load();
-            bool clean = writer->failed() && syncs_after == syncs_before + 1;
-            clean = clean && !writer->sync_to(2).ok() && writer->synced_lsn() == 1;
-            clean = clean && writer->append(1, "c", 1).status().code() == StatusCode::read_only;
-            clean = clean && writer->sync().code() == StatusCode::read_only;
-            clean = clean && writer->close().code() == StatusCode::read_only;
-            clean = clean && syncs.load() == syncs_after;  // no fdatasync after the failed one
-            if (!clean) return accepted_after_failure;
-            return reached ? failed_cleanly : not_reached;
-        });
-        CHECK(WIFEXITED(wait_status));
-        if (!WIFEXITED(wait_status)) {
-            std::printf("  K=%ld: killed by signal %d\n", k, WTERMSIG(wait_status));
-            continue;
-        }
-        const int outcome = WEXITSTATUS(wait_status);
-        if (outcome == not_reached) break;
-        CHECK_EQ(outcome, int(failed_cleanly));
-        if (outcome == failed_cleanly) ++cleanly;
-    }
-    std::printf("  %d allocations failed in turn, the writer failed cleanly after each (K up to %ld)\n", cleanly, k);
-    CHECK(cleanly >= 2);  // the sweep reached the error message and the status
-    CHECK(k < 100);
+    sweep_writer_failures([&](long k, const std::string& wal) {
+        std::atomic<int> syncs{0};
+        std::atomic<bool> broken{false};
+        WriterOptions options;
+        options.sync = SyncPolicy::always;
+        options.sync_hook = [&](int fd) {
+            ++syncs;
+            if (!broken.load()) return ::fdatasync(fd);
+            errno = EIO;
+            return -1;
+        };
+        auto opened = Writer::open(wal, db_uuid, 1, options);
+        if (!opened.ok()) return writer_went_on;
+        auto writer = std::move(opened).value();
+        if (!writer->append(1, "a", 1).ok() || !writer->sync_to(1).ok()) return writer_went_on;
+        broken = true;
+        if (!writer->append(1, "b", 1).ok()) return writer_went_on;
+        counted_thread = false;  // only the syncer thread's allocations count
+        fail_thread_allocation_in = k;
+        const int syncs_before = syncs.load();
+        writer->start_sync();
+        for (int i = 0; i < 10'000 && syncs.load() == syncs_before; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (!writer->failed()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        const bool reached = fail_thread_allocation_in.exchange(0) <= 0;
+        const int syncs_after = syncs.load();
+        bool clean = writer->failed() && syncs_after == syncs_before + 1;
+        clean = clean && !writer->sync_to(2).ok() && writer->synced_lsn() == 1;
+        clean = clean && writer->append(1, "c", 1).status().code() == StatusCode::read_only;
+        clean = clean && writer->sync().code() == StatusCode::read_only;
+        clean = clean && writer->close().code() == StatusCode::read_only;
+        clean = clean && syncs.load() == syncs_after;  // no fdatasync after the failed one
+        if (!clean) return writer_went_on;
+        return reached ? writer_failed_cleanly : allocation_not_reached;
+    });
 }
 
 TEST_CASE("writer: out of memory while a failed write is reported leaves the writer failed") {
@@ -1121,56 +1138,38 @@ TEST_CASE("writer: out of memory while a failed write is reported leaves the wri
     // after it failing, K = 1, 2, ... until none does: the error's message and status. Whichever
     // fails, the writer must be failed: a record appended after the partial frame would be
     // acknowledged, then lost by recovery, which stops at that frame.
-    enum { failed_cleanly = 0, accepted_after_failure = 3, not_reached = 10 };
-    int cleanly = 0;
-    long k = 1;
-    for (; k < 100; ++k) {
-        TempDir tmp;
-        const int wait_status = wait_status_of_child(accepted_after_failure, [&] {
-            WriterOptions options;
-            options.sync = SyncPolicy::always;
-            auto opened = Writer::open(tmp.wal(), db_uuid, 1, options);
-            if (!opened.ok()) return int(accepted_after_failure);
-            auto writer = std::move(opened).value();
-            if (!writer->append(1, "a", 1).ok() || !writer->sync_to(1).ok()) return int(accepted_after_failure);
-            const std::uint64_t size = fs::file_size(segment_paths(tmp.wal()).at(0));
-            struct rlimit saved;
-            if (::getrlimit(RLIMIT_FSIZE, &saved) != 0) return int(accepted_after_failure);
-            std::signal(SIGXFSZ, SIG_IGN);
-            struct rlimit limited = saved;
-            limited.rlim_cur = size + 10;  // the next frame stops after 10 bytes
-            const std::string payload(1000, 'x');
-            if (::setrlimit(RLIMIT_FSIZE, &limited) != 0) return int(accepted_after_failure);
-            fail_thread_allocation_in = k;
-            bool reported = false;
-            try {
-                reported = writer->append(1, payload.data(), payload.size()).status().code() == StatusCode::io_error;
-            } catch (const std::bad_alloc&) {
-                reported = true;  // MemoryError in Python
-            }
-            const bool reached = fail_thread_allocation_in.exchange(0) <= 0;
-            ::setrlimit(RLIMIT_FSIZE, &saved);
-            bool clean = reported && writer->failed();
-            clean = clean && writer->append(1, "b", 1).status().code() == StatusCode::read_only;
-            clean = clean && writer->close().code() == StatusCode::read_only;
-            Replayed got = replay(tmp.wal());
-            clean = clean && got.status.ok() && got.report.records == 1;
-            if (!clean) return int(accepted_after_failure);
-            return int(reached ? failed_cleanly : not_reached);
-        });
-        CHECK(WIFEXITED(wait_status));
-        if (!WIFEXITED(wait_status)) {
-            std::printf("  K=%ld: killed by signal %d\n", k, WTERMSIG(wait_status));
-            continue;
+    sweep_writer_failures([&](long k, const std::string& wal) {
+        WriterOptions options;
+        options.sync = SyncPolicy::always;
+        auto opened = Writer::open(wal, db_uuid, 1, options);
+        if (!opened.ok()) return int(writer_went_on);
+        auto writer = std::move(opened).value();
+        if (!writer->append(1, "a", 1).ok() || !writer->sync_to(1).ok()) return int(writer_went_on);
+        const std::uint64_t size = fs::file_size(segment_paths(wal).at(0));
+        struct rlimit saved;
+        if (::getrlimit(RLIMIT_FSIZE, &saved) != 0) return int(writer_went_on);
+        std::signal(SIGXFSZ, SIG_IGN);
+        struct rlimit limited = saved;
+        limited.rlim_cur = size + 10;  // the next frame stops after 10 bytes
+        const std::string payload(1000, 'x');
+        if (::setrlimit(RLIMIT_FSIZE, &limited) != 0) return int(writer_went_on);
+        fail_thread_allocation_in = k;
+        bool reported = false;
+        try {
+            reported = writer->append(1, payload.data(), payload.size()).status().code() == StatusCode::io_error;
+        } catch (const std::bad_alloc&) {
+            reported = true;  // MemoryError in Python
         }
-        const int outcome = WEXITSTATUS(wait_status);
-        if (outcome == not_reached) break;
-        CHECK_EQ(outcome, int(failed_cleanly));
-        if (outcome == failed_cleanly) ++cleanly;
-    }
-    std::printf("  %d allocations failed in turn, the writer failed cleanly after each (K up to %ld)\n", cleanly, k);
-    CHECK(cleanly >= 2);  // the sweep reached the error message and the status
-    CHECK(k < 100);
+        const bool reached = fail_thread_allocation_in.exchange(0) <= 0;
+        ::setrlimit(RLIMIT_FSIZE, &saved);
+        bool clean = reported && writer->failed();
+        clean = clean && writer->append(1, "b", 1).status().code() == StatusCode::read_only;
+        clean = clean && writer->close().code() == StatusCode::read_only;
+        Replayed got = replay(wal);
+        clean = clean && got.status.ok() && got.report.records == 1;
+        if (!clean) return int(writer_went_on);
+        return int(reached ? writer_failed_cleanly : allocation_not_reached);
+    });
 }
 
 TEST_CASE("writer: a failed fsync of the folder in a segment roll fails the writer, also when allocations then fail") {
@@ -1178,48 +1177,32 @@ TEST_CASE("writer: a failed fsync of the folder in a segment roll fails the writ
     // allocation after that fails too, K = 1, 2, ... until none does. The writer must be failed
     // whichever allocation fails: a writer going on would append a record to the old segment
     // after the new one's name is in the folder, and recovery would find an LSN gap there.
-    enum { failed_cleanly = 0, went_on = 3, not_reached = 10 };
-    int cleanly = 0;
-    long k = 1;
-    for (; k < 100; ++k) {
-        TempDir tmp;
-        const int wait_status = wait_status_of_child(went_on, [&] {
-            WriterOptions options;
-            options.sync = SyncPolicy::off;
-            options.segment_bytes = 256;
-            auto opened = Writer::open(tmp.wal(), db_uuid, 1, options);
-            if (!opened.ok()) return int(went_on);
-            auto writer = std::move(opened).value();
-            const std::string big(150, 'b'), small(8, 's');
-            if (!writer->append(1, big.data(), big.size()).ok()) return int(went_on);
-            fail_next_fsync_then_allocation = k;
-            bool reported = false;
-            try {
-                reported = writer->append(1, big.data(), big.size()).status().code() == StatusCode::io_error;  // rolls
-            } catch (const std::bad_alloc&) {
-                reported = true;
-            }
-            fail_next_fsync_then_allocation = 0;
-            const bool reached = fail_thread_allocation_in.exchange(0) <= 0;
-            bool clean = reported && writer->failed();
-            clean = clean && writer->append(1, small.data(), small.size()).status().code() == StatusCode::read_only;
-            (void)writer->close();
-            Replayed got = replay(tmp.wal());
-            clean = clean && got.status.ok() && got.report.records == 1;
-            if (!clean) return int(went_on);
-            return int(reached ? failed_cleanly : not_reached);
-        });
-        CHECK(WIFEXITED(wait_status));
-        if (!WIFEXITED(wait_status)) continue;
-        const int outcome = WEXITSTATUS(wait_status);
-        if (outcome == not_reached) break;
-        if (outcome != failed_cleanly) std::printf("  K=%ld: the writer went on\n", k);
-        CHECK_EQ(outcome, int(failed_cleanly));
-        cleanly += outcome == failed_cleanly;
-    }
-    std::printf("  %d allocations failed in turn, the writer failed cleanly after each (K up to %ld)\n", cleanly, k);
-    CHECK(cleanly >= 2);
-    CHECK(k < 100);
+    sweep_writer_failures([&](long k, const std::string& wal) {
+        WriterOptions options;
+        options.sync = SyncPolicy::off;
+        options.segment_bytes = 256;
+        auto opened = Writer::open(wal, db_uuid, 1, options);
+        if (!opened.ok()) return int(writer_went_on);
+        auto writer = std::move(opened).value();
+        const std::string big(150, 'b'), small(8, 's');
+        if (!writer->append(1, big.data(), big.size()).ok()) return int(writer_went_on);
+        fail_next_fsync_then_allocation = k;
+        bool reported = false;
+        try {
+            reported = writer->append(1, big.data(), big.size()).status().code() == StatusCode::io_error;  // rolls
+        } catch (const std::bad_alloc&) {
+            reported = true;
+        }
+        fail_next_fsync_then_allocation = 0;
+        const bool reached = fail_thread_allocation_in.exchange(0) <= 0;
+        bool clean = reported && writer->failed();
+        clean = clean && writer->append(1, small.data(), small.size()).status().code() == StatusCode::read_only;
+        (void)writer->close();
+        Replayed got = replay(wal);
+        clean = clean && got.status.ok() && got.report.records == 1;
+        if (!clean) return int(writer_went_on);
+        return int(reached ? writer_failed_cleanly : allocation_not_reached);
+    });
 }
 
 TEST_CASE("writer: a failed fdatasync fails a waiting record's write whoever led it, the syncer or a caller") {
@@ -1265,45 +1248,25 @@ TEST_CASE("writer: a failed fdatasync fails a waiting record's write whoever led
 
 TEST_CASE("writer: a leader waiting for callers issues no fdatasync once a write has failed") {
     TempDir tmp;
-    std::mutex hook_mutex;
-    std::condition_variable hook_cv;
-    bool hold = false;  // while true, an fdatasync blocks
-    int entered = 0;
+    HeldSyncs held;
     WriterOptions options;
     options.sync = SyncPolicy::always;
     options.group_commit_wait_us = 2'000'000;
-    options.sync_hook = [&](int fd) {
-        std::unique_lock<std::mutex> lock(hook_mutex);
-        ++entered;
-        hook_cv.notify_all();
-        hook_cv.wait(lock, [&] { return !hold; });
-        return ::fdatasync(fd);
-    };
+    options.sync_hook = held.hook();
     auto writer = open_writer(tmp.wal(), 1, options);
     // A caller leads an fdatasync the hook holds while two more callers arrive: the next
     // fdatasync covers both, so the caller after them waits for callers before its own.
-    int before = 0;
-    {
-        std::lock_guard<std::mutex> lock(hook_mutex);
-        before = entered;
-        hold = true;
-    }
+    const int before = held.entered();
+    held.hold();
     REQUIRE_OK(writer->append(1, "a", 1));
     std::thread first([&] { CHECK(writer->sync_to(1).ok()); });
-    {
-        std::unique_lock<std::mutex> lock(hook_mutex);
-        REQUIRE(hook_cv.wait_for(lock, std::chrono::seconds(10), [&] { return entered == before + 1; }));
-    }
+    REQUIRE(held.wait_entered(before + 1));
     REQUIRE_OK(writer->append(1, "b", 1));
     REQUIRE_OK(writer->append(1, "c", 1));
     std::thread second([&] { CHECK(writer->sync_to(2).ok()); });
     std::thread third([&] { CHECK(writer->sync_to(3).ok()); });
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // both wait for the held fdatasync
-    {
-        std::lock_guard<std::mutex> lock(hook_mutex);
-        hold = false;
-        hook_cv.notify_all();
-    }
+    held.release();
     first.join();
     second.join();
     third.join();
@@ -1312,20 +1275,13 @@ TEST_CASE("writer: a leader waiting for callers issues no fdatasync once a write
     std::atomic<int> fourth_code{-1};
     std::thread fourth([&] { fourth_code = static_cast<int>(writer->sync_to(4).code()); });
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // it waits for a second caller
-    int syncs_before_failure = 0;
-    {
-        std::lock_guard<std::mutex> lock(hook_mutex);
-        syncs_before_failure = entered;
-    }
+    const int syncs_before_failure = held.entered();
     // The next record's write(2) stops part-way at a file size limit (EFBIG).
     const std::uint64_t size = fs::file_size(segment_paths(tmp.wal()).at(0));
     Status appended = append_past_size_limit(*writer, size + 100, 1000).status();
     CHECK(appended.code() == StatusCode::io_error);
     fourth.join();
-    {
-        std::lock_guard<std::mutex> lock(hook_mutex);
-        CHECK_EQ(entered, syncs_before_failure);  // the waiting leader issued no fdatasync after it
-    }
+    CHECK_EQ(held.entered(), syncs_before_failure);  // the waiting leader issued no fdatasync after it
     // Record 4 is in the log but no fdatasync made it durable: its write fails, once.
     CHECK_EQ(fourth_code.load(), static_cast<int>(StatusCode::io_error));
     CHECK_EQ(writer->synced_lsn(), 3u);
