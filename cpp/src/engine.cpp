@@ -1265,13 +1265,50 @@ Status Engine::flush_deferred(std::size_t background_min) {
         start_background_index(std::move(pending), reindexed);
         return Status::OK();
     }
-    {
-        auto lock = write_lock();
-        std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
-        VG_RETURN_IF_ERROR(reserve_seed_index(pending.size(), moving));
+    Status status;
+    std::size_t added = 0;
+    bool counted = false;  // insert_seeds counted `reindexed` (it does so before any insert)
+    try {
+        {
+            auto lock = write_lock();
+            std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
+            status = reserve_seed_index(pending.size(), moving);
+        }
+        if (status.ok()) {
+            counted = true;
+            status = insert_seeds(pending, reindexed, true, &added);
+        }
+    } catch (const std::bad_alloc&) {
+        status = Status(StatusCode::internal, std::string());
+        try {
+            status = Status::internal("out of memory while inserting the deferred nodes into the HNSW index");
+        } catch (const std::bad_alloc&) {
+        }
     }
-    VG_RETURN_IF_ERROR(insert_seeds(pending, reindexed, true));
-    return Status::OK();
+    if (!status.ok()) keep_pending_after_failure(std::move(pending), added + (counted ? 0 : reindexed), status);
+    return status;
+}
+
+void Engine::keep_pending_after_failure(std::vector<node_id_t> nodes, std::size_t repeats, const Status& failure) {
+    // Writer lock held, no pass running. The nodes wait as those of a failed background pass:
+    // searches scan them, and the next wait_for_indexing runs their insert again (this failure
+    // is the caller's to report). `repeats`: the members that insert will add again.
+    join_background_index();
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    auto lock = write_lock();
+    std::lock_guard<std::mutex> guard(background_mutex_);
+    background_nodes_ = std::move(nodes);
+    background_done_.store(0, std::memory_order_release);
+    background_stop_.store(false);
+    background_status_ = Status(StatusCode::internal, std::string());  // a failure, whatever follows
+    background_failure_reported_ = true;
+    background_failed_added_ = repeats;
+    background_running_.store(true, std::memory_order_release);
+    try {
+        background_status_ = failure;
+    } catch (const std::bad_alloc&) {
+    }
 }
 
 Status Engine::defer_indexing(bool on, std::size_t background_min) {

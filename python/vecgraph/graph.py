@@ -967,7 +967,9 @@ class Graph:
         by traversal and ``exact=True`` searches, not yet as HNSW seeds. Nested blocks join the
         outer one. A crash inside the block loses nothing: recovery indexes what the WAL holds.
         Entering the block waits for a background HNSW pass of :meth:`open` to finish, and
-        raises as :meth:`wait_for_indexing` does when that pass failed.
+        raises as :meth:`wait_for_indexing` does when that pass failed. When the insert at the
+        end of the block fails (out of memory), leaving it raises; the nodes stay found by an
+        exact scan, and :meth:`wait_for_indexing` runs the insert again.
         """
         self._check_open()
         if self._engine.indexing_deferred():

@@ -506,6 +506,74 @@ TEST_CASE("a failed background HNSW pass run again with allocations failing neve
     CHECK(sweep.end_k < 400);
 }
 
+TEST_CASE("a deferred batch whose HNSW insert fails stays found by a scan, and a later wait inserts it") {
+    // 100 indexed nodes; with indexing deferred, 300 new nodes and 20 upserts of indexed ones;
+    // then the insert that ends the deferral runs with the K-th allocation of any thread failing.
+    // When it fails, the 320 nodes must stay pending (each found as its own nearest seed), and at
+    // most three waits (report, run again) must leave every node indexed.
+    constexpr std::size_t first = 100, more = 300, upserts = 20;
+    std::vector<std::string> keys(first + more);
+    std::vector<float> rows;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        keys[i] = encode_text_key("n" + std::to_string(i));
+        std::vector<float> v = vector_of(i);
+        rows.insert(rows.end(), v.begin(), v.end());
+    }
+    std::vector<float> upserted;
+    for (std::size_t i = 0; i < upserts; ++i) {
+        std::vector<float> v = vector_of(1000 + i);
+        upserted.insert(upserted.end(), v.begin(), v.end());
+    }
+    enum { inserted = 0, failed_then_inserted = 1, lost = 3, not_reached = 10 };
+    const AllocationSweep sweep = sweep_failing_allocations([&](long k, const std::string&) {
+        EngineConfig config;
+        config.dim = dim;
+        config.threads = 2;
+        auto created = Engine::create(config);
+        if (!created.ok()) return int(lost);
+        auto engine = std::move(created).value();
+        NodeBatch nodes;
+        nodes.count = first;
+        nodes.keys = keys.data();
+        nodes.vectors = rows.data();
+        if (!engine->add_nodes(nodes).ok() || !engine->defer_indexing(true).ok()) return int(lost);
+        NodeBatch rest = nodes;
+        rest.count = more;
+        rest.keys = keys.data() + first;
+        rest.vectors = rows.data() + first * dim;
+        NodeBatch again = nodes;
+        again.count = upserts;
+        again.vectors = upserted.data();
+        if (!engine->add_nodes(rest).ok() || !engine->upsert_nodes(again).ok()) return int(lost);
+        fail_allocation_in = k;
+        bool failed = false;
+        try {
+            failed = !engine->defer_indexing(false).ok();
+        } catch (const std::bad_alloc&) {
+            failed = true;
+        }
+        if (fail_allocation_in.exchange(0) > 0) return int(not_reached);
+        if (failed) {
+            if (engine->count_index_pending() == 0 || !engine->verify(10).empty()) return int(lost);
+            SearchRequest request;
+            request.k = 1;
+            request.hops = 0;
+            for (std::size_t i = first; i < first + more; i += 29) {
+                auto found = engine->search(rows.data() + i * dim, dim, request);
+                if (!found.ok() || found.value().hits.empty() || found.value().hits[0].node != i) return int(lost);
+            }
+        }
+        Status status = engine->wait_for_indexing();
+        for (int i = 0; i < 2 && !status.ok(); ++i) status = engine->wait_for_indexing();
+        if (!status.ok() || engine->count_index_pending() != 0 || !engine->verify(10).empty()) return int(lost);
+        return int(failed ? failed_then_inserted : inserted);
+    }, inserted, not_reached, lost, false, 400, failed_then_inserted);
+    std::printf("  %d inserts failed, then a wait inserted the nodes; %d went through (K up to %ld)\n", sweep.also_wanted,
+                sweep.wanted, sweep.end_k);
+    CHECK(sweep.also_wanted > 1);
+    CHECK(sweep.end_k < 400);
+}
+
 TEST_CASE("a write whose background compaction cannot start leaves the next writes to start one") {
     // The fourth edge starts a background compaction; its add_edges runs with the K-th allocation
     // of any thread failing (the compaction thread's start included). Edges added after it must

@@ -397,6 +397,7 @@ class Engine {
     /// side by side left unreachable (relink_unreachable_members(wait_for_relink)).
     Status insert_seeds(const std::vector<node_id_t>& nodes, std::size_t reindexed, bool wait_for_relink,
                         std::size_t* added = nullptr);
+    void keep_pending_after_failure(std::vector<node_id_t> nodes, std::size_t repeats, const Status& failure);
     /// Reserves `count` seed-index members (exclusive lock held). Growing the index moves its
     /// storage, so `moving` (on insert_mutex_) is locked first when the reservation does not fit.
     Status reserve_seed_index(std::size_t count, std::unique_lock<std::shared_mutex>& moving);
@@ -538,7 +539,10 @@ class Engine {
     std::atomic<bool> background_stop_{false};
     bool pass_active_ = false;                  // guarded by background_mutex_
     bool background_failure_reported_ = false;  // guarded by background_mutex_: a call returned the failure
-    std::size_t background_failed_added_ = 0;   // guarded by background_mutex_: members the failed chunk added
+    // Guarded by background_mutex_: after a failure, the repeats that running the insert again
+    // adds and nothing counted yet (members the failed chunk added; upserted nodes of a deferred
+    // batch whose insert failed before it began).
+    std::size_t background_failed_added_ = 0;
     std::condition_variable background_done_cv_;  // notified when a pass ends
     // HNSW adds hold it shared; walks over every member (stats, verify, save) exclusive, as
     // USearch counts a member before it is stored.
