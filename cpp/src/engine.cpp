@@ -1253,6 +1253,20 @@ void Engine::begin_deferral() {
     deferred_reindexed_ = 0;
 }
 
+namespace {
+
+// An internal-error Status saying `what` ran out of memory; its message is left empty when even
+// that cannot be allocated.
+Status out_of_memory_status(const char* what) noexcept {
+    try {
+        return Status::internal(std::string("out of memory while ") + what);
+    } catch (const std::bad_alloc&) {
+        return Status(StatusCode::internal, std::string());
+    }
+}
+
+}  // namespace
+
 Status Engine::flush_deferred(std::size_t background_min) {
     std::vector<node_id_t> pending;
     pending.swap(deferred_hnsw_);
@@ -1265,10 +1279,16 @@ Status Engine::flush_deferred(std::size_t background_min) {
         start_background_index(std::move(pending), reindexed);
         return Status::OK();
     }
-    Status status;
+    // On failure the nodes stay pending (keep_pending_after_failure), also when all of them
+    // are in the index and only the relink after the inserts failed: until it runs, a member
+    // can be unreachable, so they stay scanned. Out of memory is rethrown (MemoryError).
     std::size_t added = 0;
     bool counted = false;  // insert_seeds counted `reindexed` (it does so before any insert)
+    auto keep_pending = [&](const Status& failure) {
+        keep_pending_after_failure(std::move(pending), added + (counted ? 0 : reindexed), failure);
+    };
     try {
+        Status status;
         {
             auto lock = write_lock();
             std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
@@ -1278,15 +1298,12 @@ Status Engine::flush_deferred(std::size_t background_min) {
             counted = true;
             status = insert_seeds(pending, reindexed, true, &added);
         }
+        if (!status.ok()) keep_pending(status);
+        return status;
     } catch (const std::bad_alloc&) {
-        status = Status(StatusCode::internal, std::string());
-        try {
-            status = Status::internal("out of memory while inserting the deferred nodes into the HNSW index");
-        } catch (const std::bad_alloc&) {
-        }
+        keep_pending(out_of_memory_status("inserting the deferred nodes into the HNSW index"));
+        throw;
     }
-    if (!status.ok()) keep_pending_after_failure(std::move(pending), added + (counted ? 0 : reindexed), status);
-    return status;
 }
 
 void Engine::keep_pending_after_failure(std::vector<node_id_t> nodes, std::size_t repeats, const Status& failure) {
@@ -1388,12 +1405,12 @@ void Engine::background_index_pass() {
             relink_unreachable_members(true);
         }
     } catch (const std::bad_alloc&) {
-        status = Status::internal("out of memory while inserting nodes into the HNSW index in the background");
+        status = out_of_memory_status("inserting nodes into the HNSW index in the background");
     }
     const bool complete = status.ok() && background_done_.load() == total;
     std::lock_guard<std::mutex> guard(background_mutex_);
-    background_status_ = status;
-    background_failed_added_ = status.ok() ? 0 : chunk_added;
+    background_status_ = std::move(status);
+    background_failed_added_ = background_status_.ok() ? 0 : chunk_added;
     // After a failure (or a stop) the nodes not reached stay pending: searches keep scanning them.
     if (complete) background_running_.store(false, std::memory_order_release);
     pass_active_ = false;

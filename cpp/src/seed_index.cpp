@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -722,6 +723,18 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
         suspects.swap(suspect_slots_);  // the caller excludes adds: no room is promised to one
         needs_relink_.store(false, std::memory_order_release);
     }
+    // Out of memory below (std::bad_alloc to the caller): the suspects go back, for the next call.
+    struct GiveBack {
+        SeedIndex& self;
+        std::vector<std::uint32_t>& suspects;
+        const int exceptions = std::uncaught_exceptions();
+        ~GiveBack() {
+            if (std::uncaught_exceptions() <= exceptions) return;
+            std::lock_guard<std::mutex> guard(self.adds_mutex_);
+            if (self.suspect_slots_.empty()) self.suspect_slots_.swap(suspects);  // no add ran meanwhile
+            self.needs_relink_.store(true, std::memory_order_release);
+        }
+    } give_back{*this, suspects};
     hnsw_t& index = impl_->index;
     const std::size_t size = index.size();
     std::sort(suspects.begin(), suspects.end());

@@ -968,8 +968,8 @@ class Graph:
         outer one. A crash inside the block loses nothing: recovery indexes what the WAL holds.
         Entering the block waits for a background HNSW pass of :meth:`open` to finish, and
         raises as :meth:`wait_for_indexing` does when that pass failed. When the insert at the
-        end of the block fails (out of memory), leaving it raises; the nodes stay found by an
-        exact scan, and :meth:`wait_for_indexing` runs the insert again.
+        end of the block runs out of memory, leaving it raises MemoryError; the nodes stay
+        found by an exact scan, and the next :meth:`wait_for_indexing` inserts them.
         """
         self._check_open()
         if self._engine.indexing_deferred():
@@ -1985,8 +1985,9 @@ class Graph:
         :meth:`open`); returns at once when none waits.
 
         A background pass that failed (out of memory) is reported by one call; the next call
-        (or :meth:`bulk`) runs it again over the nodes it did not reach and waits for that.
-        Until then those nodes are found by an exact scan.
+        (or entering :meth:`deferred_indexing`) runs it again over the nodes it did not reach
+        and waits for that, as it does for the nodes of a :meth:`deferred_indexing` block whose
+        insert failed. Until then those nodes are found by an exact scan.
 
         Raises:
             Error: the background pass failed (or failed again when run again).
