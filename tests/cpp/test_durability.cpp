@@ -455,37 +455,55 @@ TEST_CASE("the first write of a graph with sync always, its K-th allocation fail
     CHECK(k < 1000);
 }
 
+// Keys "n0", "n1", ... and their vectors (vector_of), for `count` nodes.
+std::vector<std::string> node_keys(std::size_t count) {
+    std::vector<std::string> keys(count);
+    for (std::size_t i = 0; i < count; ++i) keys[i] = encode_text_key("n" + std::to_string(i));
+    return keys;
+}
+std::vector<float> node_rows(std::size_t count) {
+    std::vector<float> rows;
+    for (std::size_t i = 0; i < count; ++i) {
+        std::vector<float> v = vector_of(i);
+        rows.insert(rows.end(), v.begin(), v.end());
+    }
+    return rows;
+}
+
+// An engine (2 threads) with the first `indexed` of `keys` / `rows` in its HNSW index, then
+// indexing deferred and the next `deferred` added; nullptr when a step fails.
+std::unique_ptr<Engine> engine_with_deferred(const std::vector<std::string>& keys, const std::vector<float>& rows,
+                                             std::size_t indexed, std::size_t deferred) {
+    EngineConfig config;
+    config.dim = dim;
+    config.threads = 2;
+    auto created = Engine::create(config);
+    if (!created.ok()) return nullptr;
+    auto engine = std::move(created).value();
+    NodeBatch nodes;
+    nodes.count = indexed;
+    nodes.keys = keys.data();
+    nodes.vectors = rows.data();
+    if (!engine->add_nodes(nodes).ok() || !engine->defer_indexing(true).ok()) return nullptr;
+    nodes.count = deferred;
+    nodes.keys = keys.data() + indexed;
+    nodes.vectors = rows.data() + indexed * dim;
+    if (!engine->add_nodes(nodes).ok()) return nullptr;
+    return engine;
+}
+
 TEST_CASE("a failed background HNSW pass run again with allocations failing never hangs, and a later wait completes it") {
     // The pass fails at its thread's first allocation; one wait reports it; the next wait runs it
     // again with the K-th allocation of any thread failing (the new thread's start included).
     // Then at most three more waits (report, run again) must leave every node indexed.
     constexpr std::size_t first = 100, pass = 300;
-    std::vector<std::string> keys(first + pass);
-    std::vector<float> rows;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-        keys[i] = encode_text_key("n" + std::to_string(i));
-        std::vector<float> v = vector_of(i);
-        rows.insert(rows.end(), v.begin(), v.end());
-    }
+    const std::vector<std::string> keys = node_keys(first + pass);
+    const std::vector<float> rows = node_rows(first + pass);
     enum { settled = 0, not_settled = 3, not_reached = 10 };
     const AllocationSweep sweep = sweep_failing_allocations([&](long k, const std::string&) {
         ::alarm(20);  // a wait that never returns ends the child (SIGALRM)
-        EngineConfig config;
-        config.dim = dim;
-        config.threads = 2;
-        auto created = Engine::create(config);
-        if (!created.ok()) return int(not_settled);
-        auto engine = std::move(created).value();
-        NodeBatch nodes;
-        nodes.count = first;
-        nodes.keys = keys.data();
-        nodes.vectors = rows.data();
-        if (!engine->add_nodes(nodes).ok() || !engine->defer_indexing(true).ok()) return int(not_settled);
-        NodeBatch rest = nodes;
-        rest.count = pass;
-        rest.keys = keys.data() + first;
-        rest.vectors = rows.data() + first * dim;
-        if (!engine->add_nodes(rest).ok()) return int(not_settled);
+        auto engine = engine_with_deferred(keys, rows, first, pass);
+        if (!engine) return int(not_settled);
         counted_thread = false;
         fail_thread_allocation_in = 1;
         if (!engine->defer_indexing(false, 1).ok() || engine->wait_for_indexing().ok()) return int(not_settled);
@@ -512,13 +530,8 @@ TEST_CASE("a deferred batch whose HNSW insert fails stays found by a scan, and a
     // When it fails, the 320 nodes must stay pending (each found as its own nearest seed), and at
     // most three waits (report, run again) must leave every node indexed.
     constexpr std::size_t first = 100, more = 300, upserts = 20;
-    std::vector<std::string> keys(first + more);
-    std::vector<float> rows;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-        keys[i] = encode_text_key("n" + std::to_string(i));
-        std::vector<float> v = vector_of(i);
-        rows.insert(rows.end(), v.begin(), v.end());
-    }
+    const std::vector<std::string> keys = node_keys(first + more);
+    const std::vector<float> rows = node_rows(first + more);
     std::vector<float> upserted;
     for (std::size_t i = 0; i < upserts; ++i) {
         std::vector<float> v = vector_of(1000 + i);
@@ -526,25 +539,13 @@ TEST_CASE("a deferred batch whose HNSW insert fails stays found by a scan, and a
     }
     enum { inserted = 0, failed_then_inserted = 1, lost = 3, not_reached = 10 };
     const AllocationSweep sweep = sweep_failing_allocations([&](long k, const std::string&) {
-        EngineConfig config;
-        config.dim = dim;
-        config.threads = 2;
-        auto created = Engine::create(config);
-        if (!created.ok()) return int(lost);
-        auto engine = std::move(created).value();
-        NodeBatch nodes;
-        nodes.count = first;
-        nodes.keys = keys.data();
-        nodes.vectors = rows.data();
-        if (!engine->add_nodes(nodes).ok() || !engine->defer_indexing(true).ok()) return int(lost);
-        NodeBatch rest = nodes;
-        rest.count = more;
-        rest.keys = keys.data() + first;
-        rest.vectors = rows.data() + first * dim;
-        NodeBatch again = nodes;
+        auto engine = engine_with_deferred(keys, rows, first, more);
+        if (!engine) return int(lost);
+        NodeBatch again;
         again.count = upserts;
+        again.keys = keys.data();
         again.vectors = upserted.data();
-        if (!engine->add_nodes(rest).ok() || !engine->upsert_nodes(again).ok()) return int(lost);
+        if (!engine->upsert_nodes(again).ok()) return int(lost);
         fail_allocation_in = k;
         bool failed = false;
         try {
