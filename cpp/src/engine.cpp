@@ -1255,13 +1255,20 @@ void Engine::begin_deferral() {
 
 namespace {
 
-// An internal-error Status saying `what` ran out of memory; its message is left empty when even
-// that cannot be allocated.
-Status out_of_memory_status(const char* what) noexcept {
+// These two never throw, for the paths that record a failure after running out of memory: when
+// the message cannot be allocated, the Status keeps its code and goes without one.
+Status internal_error(const char* message) noexcept {
     try {
-        return Status::internal(std::string("out of memory while ") + what);
+        return Status::internal(message);
     } catch (const std::bad_alloc&) {
         return Status(StatusCode::internal, std::string());
+    }
+}
+Status copy_of(const Status& status) noexcept {
+    try {
+        return status;
+    } catch (const std::bad_alloc&) {
+        return Status(status.code(), std::string());
     }
 }
 
@@ -1279,13 +1286,14 @@ Status Engine::flush_deferred(std::size_t background_min) {
         start_background_index(std::move(pending), reindexed);
         return Status::OK();
     }
-    // On failure the nodes stay pending (keep_pending_after_failure), also when all of them
-    // are in the index and only the relink after the inserts failed: until it runs, a member
-    // can be unreachable, so they stay scanned. Out of memory is rethrown (MemoryError).
+    // On failure the nodes stay pending as after a failed background pass (start_background_index
+    // with the failure), also when all of them are in the index and only the relink after the
+    // inserts failed: until it runs, a member can be unreachable, so they stay scanned. Out of
+    // memory is rethrown (MemoryError).
     std::size_t added = 0;
     bool counted = false;  // insert_seeds counted `reindexed` (it does so before any insert)
     auto keep_pending = [&](const Status& failure) {
-        keep_pending_after_failure(std::move(pending), added + (counted ? 0 : reindexed), failure);
+        start_background_index(std::move(pending), added + (counted ? 0 : reindexed), &failure);
     };
     try {
         Status status;
@@ -1301,30 +1309,8 @@ Status Engine::flush_deferred(std::size_t background_min) {
         if (!status.ok()) keep_pending(status);
         return status;
     } catch (const std::bad_alloc&) {
-        keep_pending(out_of_memory_status("inserting the deferred nodes into the HNSW index"));
+        keep_pending(internal_error("out of memory while inserting the deferred nodes into the HNSW index"));
         throw;
-    }
-}
-
-void Engine::keep_pending_after_failure(std::vector<node_id_t> nodes, std::size_t repeats, const Status& failure) {
-    // Writer lock held, no pass running. The nodes wait as those of a failed background pass:
-    // searches scan them, and the next wait_for_indexing runs their insert again (this failure
-    // is the caller's to report). `repeats`: the members that insert will add again.
-    join_background_index();
-    std::sort(nodes.begin(), nodes.end());
-    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    auto lock = write_lock();
-    std::lock_guard<std::mutex> guard(background_mutex_);
-    background_nodes_ = std::move(nodes);
-    background_done_.store(0, std::memory_order_release);
-    background_stop_.store(false);
-    background_status_ = Status(StatusCode::internal, std::string());  // a failure, whatever follows
-    background_failure_reported_ = true;
-    background_failed_added_ = repeats;
-    background_running_.store(true, std::memory_order_release);
-    try {
-        background_status_ = failure;
-    } catch (const std::bad_alloc&) {
     }
 }
 
@@ -1342,7 +1328,7 @@ Status Engine::defer_indexing(bool on, std::size_t background_min) {
     return flush_deferred(background_min);
 }
 
-void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t reindexed) {
+void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t reindexed, const Status* failed) {
     // Called with the writer lock held and no pass running (defer_indexing(true) waits for it).
     join_background_index();
     std::sort(nodes.begin(), nodes.end());  // an upserted node may wait twice: once is enough
@@ -1350,13 +1336,21 @@ void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t re
     auto lock = write_lock();  // searches read background_nodes_ while a pass runs
     std::lock_guard<std::mutex> guard(background_mutex_);
     background_nodes_ = std::move(nodes);
+    background_stop_.store(false);
+    background_done_.store(0, std::memory_order_release);
+    background_running_.store(true, std::memory_order_release);
+    if (failed) {
+        // The insert of these nodes failed (`failed`, the caller's to report): they wait as after
+        // a failed pass, and the next wait_for_indexing runs one, counting `reindexed` then.
+        background_failed_added_ = reindexed;
+        background_failure_reported_ = true;
+        background_status_ = copy_of(*failed);
+        return;
+    }
     // Counted before the pass inserts the second members, for the whole pass (see insert_seeds).
     if (reindexed) seed_index_->count_reindexed(reindexed);
     background_status_ = Status::OK();
     background_failure_reported_ = false;
-    background_stop_.store(false);
-    background_done_.store(0, std::memory_order_release);
-    background_running_.store(true, std::memory_order_release);
     pass_active_ = true;
     try {
         index_thread_ = std::thread([this] { background_index_pass(); });
@@ -1366,11 +1360,7 @@ void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t re
         // one after runs it again.
         pass_active_ = false;
         background_failed_added_ = 0;
-        background_status_ = Status(StatusCode::internal, std::string());
-        try {
-            background_status_ = Status::internal("the background HNSW pass could not start its thread");
-        } catch (const std::bad_alloc&) {
-        }
+        background_status_ = internal_error("the background HNSW pass could not start its thread");
         background_done_cv_.notify_all();
     }
 }
@@ -1405,7 +1395,7 @@ void Engine::background_index_pass() {
             relink_unreachable_members(true);
         }
     } catch (const std::bad_alloc&) {
-        status = out_of_memory_status("inserting nodes into the HNSW index in the background");
+        status = internal_error("out of memory while inserting nodes into the HNSW index in the background");
     }
     const bool complete = status.ok() && background_done_.load() == total;
     std::lock_guard<std::mutex> guard(background_mutex_);

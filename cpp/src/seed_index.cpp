@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -654,27 +654,25 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
         suspects_promised_ += count;
         if (active_adds_++ > 0 || threads > 1) adds_overlapped_ = true;
     }
-    struct Registered {
+    struct Registered {  // also reports `added`, whatever ends the call
         SeedIndex& self;
         const std::vector<std::uint32_t>& slots;
+        std::size_t* added;
         ~Registered() {
             std::lock_guard<std::mutex> guard(self.adds_mutex_);
             self.suspects_promised_ -= slots.size();
-            if (self.adds_overlapped_) {
-                for (std::uint32_t slot : slots)
-                    if (slot != no_slot) self.suspect_slots_.push_back(slot);
-                if (!self.suspect_slots_.empty()) self.needs_relink_.store(true, std::memory_order_release);
+            std::size_t members = 0;
+            for (std::uint32_t slot : slots) {
+                if (slot == no_slot) continue;
+                ++members;
+                if (self.adds_overlapped_) self.suspect_slots_.push_back(slot);
             }
+            if (added) *added = members;
+            if (self.adds_overlapped_ && !self.suspect_slots_.empty())
+                self.needs_relink_.store(true, std::memory_order_release);
             if (--self.active_adds_ == 0) self.adds_overlapped_ = false;
         }
-    } registered{*this, slots};
-    struct CountAdded {
-        const std::vector<std::uint32_t>& slots;
-        std::size_t* added;
-        ~CountAdded() {
-            if (added) *added = static_cast<std::size_t>(std::count_if(slots.begin(), slots.end(), [](std::uint32_t slot) { return slot != no_slot; }));
-        }
-    } count_added{slots, added};
+    } registered{*this, slots, added};
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
     std::string failure;

@@ -150,6 +150,17 @@ struct Writer::Impl {
         std::lock_guard<std::mutex> lock(mu);
         mark_failed_locked();
     }
+    // Runs `io`, a call that allocates only to describe its failure: a std::bad_alloc from it
+    // means that failure, so the writer is marked failed before the exception goes on.
+    template <typename io_at>
+    Status failed_if_throws(io_at&& io) {
+        try {
+            return io();
+        } catch (const std::bad_alloc&) {
+            mark_failed();
+            throw;
+        }
+    }
     Status read_only_status() const {
         std::lock_guard<std::mutex> lock(mu);
         return Status::read_only(failure_message());
@@ -181,14 +192,8 @@ struct Writer::Impl {
             return status;
         }
         // The segment is in the folder now: a failed fsync of the folder fails the writer (see
-        // roll), also when its message cannot be made (fsync_dir allocates only on failure).
-        Status synced;
-        try {
-            synced = fsync_dir(dir);
-        } catch (const std::bad_alloc&) {
-            mark_failed();
-            throw;
-        }
+        // roll), also when its message cannot be made.
+        Status synced = failed_if_throws([&] { return fsync_dir(dir); });
         if (!synced.ok()) {
             mark_failed();  // before the status is handed on (a copy of its message could throw)
             return Result<std::shared_ptr<OpenSegment>>(std::move(synced));
@@ -465,15 +470,9 @@ Result<std::uint64_t> Writer::append(std::uint8_t type, const void* payload, std
                            {const_cast<void*>(payload), bytes},
                            {const_cast<std::uint8_t*>(zeros), std::size_t(total - frame_header_bytes - bytes)}};
     const OpenSegment& segment = *s.current;  // only this thread replaces `current`
-    Status written;
-    try {
-        written = write_all(segment.fd, iov, 3, segment.path);
-    } catch (const std::bad_alloc&) {
-        // Only a failed write's message allocates: part of the frame may be in the file, so
-        // nothing may be appended after it.
-        s.mark_failed();
-        throw;
-    }
+    // Out of memory describing a failed write: part of the frame may be in the file, so nothing
+    // may be appended after it.
+    Status written = s.failed_if_throws([&] { return write_all(segment.fd, iov, 3, segment.path); });
     if (!written.ok()) return s.fail(written.message(), "written");
 
     s.segment_size += total;

@@ -397,7 +397,6 @@ class Engine {
     /// side by side left unreachable (relink_unreachable_members(wait_for_relink)).
     Status insert_seeds(const std::vector<node_id_t>& nodes, std::size_t reindexed, bool wait_for_relink,
                         std::size_t* added = nullptr);
-    void keep_pending_after_failure(std::vector<node_id_t> nodes, std::size_t repeats, const Status& failure);
     /// Reserves `count` seed-index members (exclusive lock held). Growing the index moves its
     /// storage, so `moving` (on insert_mutex_) is locked first when the reservation does not fit.
     Status reserve_seed_index(std::size_t count, std::unique_lock<std::shared_mutex>& moving);
@@ -420,7 +419,9 @@ class Engine {
     void begin_deferral();
     /// Inserts the deferred nodes (deleted ones left out) into HNSW in one parallel pass.
     Status flush_deferred(std::size_t background_min = SIZE_MAX);
-    void start_background_index(std::vector<node_id_t> nodes, std::size_t reindexed);
+    /// Starts the background pass over `nodes` (`reindexed` of them upserted). With `failed`, starts
+    /// none: the nodes wait as after a failed pass, and `reindexed` are the repeats its rerun adds.
+    void start_background_index(std::vector<node_id_t> nodes, std::size_t reindexed, const Status* failed = nullptr);
     void background_index_pass();
     // Re-links the HNSW members that inserts running side by side left unreachable
     // (SeedIndex::relink_unreachable). Caller holds the read lock or insert_mutex_ shared, not
