@@ -203,8 +203,16 @@ struct Candidate {
     std::uint32_t slot;
 };
 // Heap orders: `next` pops the nearest, `top` keeps the farthest of the beam at its front.
-inline bool farther_first(const Candidate& a, const Candidate& b) noexcept { return a.distance > b.distance; }
-inline bool nearer_first(const Candidate& a, const Candidate& b) noexcept { return a.distance < b.distance; }
+// Function objects, not functions: the heap algorithms inline a function object's call, while a
+// function passed to them is called through a pointer on every comparison.
+struct FartherFirst {
+    bool operator()(const Candidate& a, const Candidate& b) const noexcept { return a.distance > b.distance; }
+};
+struct NearerFirst {
+    bool operator()(const Candidate& a, const Candidate& b) const noexcept { return a.distance < b.distance; }
+};
+constexpr FartherFirst farther_first{};
+constexpr NearerFirst nearer_first{};
 
 // Per search context; reused, so a search allocates only while its buffers grow.
 struct WalkScratch {
