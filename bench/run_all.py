@@ -8,7 +8,8 @@
 Each size runs in its own child process (clean RSS readings, memory returned between sizes):
 generate a clustered graph (5 edges per node, 384-d), build vecgraph and the baseline
 (bench/baseline.py), then measure, interleaving vecgraph and baseline in blocks so that the
-noise of a shared machine hits both alike:
+noise of a shared machine hits both alike (each variant's timed block follows 200 untimed
+calls of its own on other queries, so that no variant pays for the caches another one emptied):
 
 * single-thread latency of ``search(q, k=10, seeds=8, hops=2, max_visited=2000)``
   (perf_counter_ns around each call), of its seeds-only (hops=0) and one-hop parts, of the
@@ -35,6 +36,8 @@ import common  # first: it pins the BLAS / OpenMP pools to one thread before Num
 import numpy as np
 import vecgraph as vg
 from baseline import Baseline, Float32Reference, exact_seeds_f32
+
+WARMUP_PER_BLOCK = 200  # untimed calls of each variant before each of its timed blocks
 
 TARGETS = {
     # N: (p50 us, p99 us or None, min speedup or None)
@@ -83,7 +86,14 @@ def measure_size(n: int, count_queries: int, count_recall: int, count_exact: int
     timings: dict = {name: [] for name in variants}
     cpu_timings: dict = {name: [] for name in variants}
     for block in np.array_split(np.arange(count_queries), blocks):
+        # Queries of the other blocks warm each variant up before its timed block: the variant
+        # before it (the baseline's float32 index, at 1M) has just pushed its data out of the
+        # caches, and without this the first few hundred calls of whichever variant comes first
+        # pay for refilling them.
+        warm = qs[np.setdiff1d(np.arange(count_queries), block)[:WARMUP_PER_BLOCK]]
         for name, fn in variants.items():
+            for q in warm:
+                fn(q)
             wall, cpu = common.time_calls_wall_cpu(fn, qs[block])
             timings[name].append(wall)
             cpu_timings[name].append(cpu)
