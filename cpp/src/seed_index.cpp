@@ -177,20 +177,23 @@ struct prefetch_rows_t {
 //
 // Searches walk USearch's graph with a loop of their own. It is USearch's search algorithm
 // (greedy descent through the upper levels, then a best-first beam of width ef on the base
-// level, the filter applied to what enters the beam) with the memory traffic reordered.
+// level, the filter applied to what enters the beam) with the memory traffic reordered and two
+// candidates expanded per step.
 // USearch's loop loads a candidate's neighbour list only when it pops the candidate, then the
 // slot -> node map and the rows of the neighbours: three misses in a row per candidate, and
-// the list miss alone was about half of a search's time. This loop asks for the next
-// candidate's list while it measures the current candidate's neighbours, asks for a member's
-// node-table entry when it joins the queue, and measures a candidate's new neighbours with one
-// gathered kernel call.
+// the list miss alone was about half of a search's time. This loop expands the two nearest
+// candidates at a time (a beam width of 2), measures their new neighbours with one gathered
+// kernel call, asks for the lists of the two candidates likely next while it does, and asks for
+// a member's node-table entry when it joins the queue. Its results are those of a beam search
+// of width ef, not USearch's to the member: the C++ tests hold its recall against an exact scan
+// to USearch's.
 //
 // The node table (`nodes_`) and the entry point (`entry_slot_`) are private members of
 // index_gt. They are reached through member pointers formed in explicit instantiations, where
 // access checking does not apply ([temp.explicit]). The tape read here is the layout of the
 // pinned USearch release (index_gt::node_t): key (8 bytes), level (int16), then per level from
 // 0 up a uint32 count and that level's slots (2M on level 0, M above). The C++ tests check it
-// against index_gt::neighbors() and this walk against USearch's own search.
+// against index_gt::neighbors() and this walk's recall against USearch's own search.
 //
 // Inserts may rewrite a list while a search reads it, as with USearch's own search (which
 // takes no lock on the base level): counts are clamped to the list's room, slots at or beyond
@@ -222,6 +225,7 @@ struct WalkScratch {
     unsigned visited_bits = 0;
     std::vector<Candidate> next;
     std::vector<Candidate> top;
+    std::size_t batch_count = 0;  // members in the batch (its vectors only grow)
     std::vector<std::uint32_t> batch_slots;
     std::vector<std::uint32_t> batch_rows;
     std::vector<std::int32_t> batch_dots;
@@ -296,6 +300,7 @@ class Walk {
         float radius = start.distance;
         if (admits(node_of(start.slot))) s.top.push_back(start);
         std::size_t admitted = s.top.size(), next_check = check_every;
+        std::size_t expansions = 0, expanded_before = 0;
         double sampled = -1;  // the filter's selectivity over a sample of all nodes, once needed
         while (!s.next.empty()) {
             if (scan_nodes && s.count_visited >= next_check) {
@@ -305,14 +310,29 @@ class Walk {
                 }
                 next_check = s.count_visited + check_every;
             }
-            const Candidate candidate = s.next.front();
-            if (candidate.distance > radius && s.top.size() == ef) break;
-            std::pop_heap(s.next.begin(), s.next.end(), farther_first);
-            s.next.pop_back();
-            if (!s.next.empty()) tapes_.prefetch_base(s.next.front().slot);
-            const std::uint8_t* list = tapes_.list(tapes_.tape(candidate.slot), 0);
-            if (!list) continue;
-            const std::size_t count = measure(list, tapes_.base_room(), true);
+            // Expands the `beam_width` nearest candidates the beam still takes at once: their
+            // new neighbours are measured in one gathered call, and the lists of the two
+            // candidates likely next are asked for while they are.
+            s.batch_count = 0;
+            for (std::size_t expanded = 0; expanded < beam_width && !s.next.empty(); ++expanded) {
+                const Candidate candidate = s.next.front();
+                if (candidate.distance > radius && s.top.size() == ef) break;
+                std::pop_heap(s.next.begin(), s.next.end(), farther_first);
+                s.next.pop_back();
+                if (const std::uint8_t* list = tapes_.list(tapes_.tape(candidate.slot), 0))
+                    collect(list, tapes_.base_room(), true);
+                ++expansions;
+            }
+            if (expansions == expanded_before) break;
+            expanded_before = expansions;
+            if (!s.next.empty()) {
+                tapes_.prefetch_base(s.next.front().slot);
+                if (s.next.size() > 2)
+                    tapes_.prefetch_base(farther_first(s.next[1], s.next[2]) ? s.next[2].slot : s.next[1].slot);
+                else if (s.next.size() == 2)
+                    tapes_.prefetch_base(s.next[1].slot);
+            }
+            const std::size_t count = score_batch();
             for (std::size_t i = 0; i < count; ++i) {
                 const Candidate found{s.batch_distances[i], s.batch_slots[i]};
                 if (s.top.size() < ef || found.distance < radius) {
@@ -341,6 +361,10 @@ class Walk {
 
   private:
     static constexpr std::size_t check_every = 1024;  // visited members between give_up() checks
+    // Candidates expanded per step of the base-level beam search: the beam width of DiskANN's
+    // search (Subramanya et al., "DiskANN", NeurIPS 2019, section 3.3), here to overlap the
+    // memory misses of two candidates' neighbour lists and rows.
+    static constexpr std::size_t beam_width = 2;
 
     // The share of nodes the filter admits, from 1,024 node ids spread by a multiplicative hash
     // over [0, count) (dead nodes count as rejected, as in the scan).
@@ -376,15 +400,17 @@ class Walk {
         return index.size();
     }
 
-    // Measures the members of `list` (a count, then slots; at most `room`) that are set and, when
-    // `visit`, not visited before: their slots, nodes and distances go to the scratch batch.
-    std::size_t measure(const std::uint8_t* list, std::size_t room, bool visit) {
+    // Adds the members of `list` (a count, then slots; at most `room`) that are set and, when
+    // `visit`, not visited before to the scratch batch (their slots and nodes), and asks for
+    // their rows.
+    void collect(const std::uint8_t* list, std::size_t room, bool visit) {
         WalkScratch& s = scratch_;
         const std::uint32_t count = Tapes::count_of(list, room);
-        s.batch_slots.resize(count);
-        s.batch_rows.resize(count);
+        std::size_t n = s.batch_count;
+        // Each vector checked on its own: a resize that ran out of memory may have grown one.
+        if (s.batch_slots.size() < n + count) s.batch_slots.resize(n + count);
+        if (s.batch_rows.size() < n + count) s.batch_rows.resize(n + count);
         const std::size_t stride = store_.stride_bytes();
-        std::size_t n = 0;
         for (std::uint32_t i = 0; i < count; ++i) {
             const std::uint32_t slot = Tapes::slot_at(list, i);
             if (slot >= size_ || (visit && !s.visit(slot))) continue;
@@ -395,12 +421,28 @@ class Walk {
             s.batch_rows[n] = node;
             ++n;
         }
-        s.batch_dots.resize(n);
-        s.batch_distances.resize(n);
+        s.batch_count = n;
+    }
+
+    // The distances of the batch's members to the query, into scratch.batch_distances; returns
+    // the batch's size.
+    std::size_t score_batch() {
+        WalkScratch& s = scratch_;
+        const std::size_t n = s.batch_count;
+        if (s.batch_dots.size() < n) s.batch_dots.resize(n);
+        if (s.batch_distances.size() < n) s.batch_distances.resize(n);
         if (n == 0) return 0;
-        dot_rows_(query_.codes, store_.codes_data(), stride, s.batch_rows.data(), n, store_.dim(), s.batch_dots.data());
+        dot_rows_(query_.codes, store_.codes_data(), store_.stride_bytes(), s.batch_rows.data(), n, store_.dim(),
+                  s.batch_dots.data());
         for (std::size_t i = 0; i < n; ++i) s.batch_distances[i] = distance(s.batch_rows[i], s.batch_dots[i]);
         return n;
+    }
+
+    // Measures the members of `list` as collect() adds them: returns the batch's size.
+    std::size_t measure(const std::uint8_t* list, std::size_t room, bool visit) {
+        scratch_.batch_count = 0;
+        collect(list, room, visit);
+        return score_batch();
     }
 
     float distance(node_id_t node, std::int32_t dot) const noexcept {

@@ -123,8 +123,8 @@ class SeedIndex {
     bool search(const QuantizedVector& query, std::size_t wanted, std::size_t expansion, const NodeFilter* filter,
                 const NodeColumns& columns, std::size_t context, std::vector<ScoredNode>& out,
                 std::size_t scan_nodes = 0) const;
-    /// The same search with USearch's own search loop (index_gt::search) over the same graph, for
-    /// tests and benchmarks of the walk that search() runs.
+    /// The same search with USearch's own search loop (index_gt::search, one candidate expanded
+    /// per step) over the same graph, for tests and benchmarks of the walk that search() runs.
     void search_with_usearch(const QuantizedVector& query, std::size_t wanted, std::size_t expansion,
                              const NodeFilter* filter, const NodeColumns& columns, std::size_t context,
                              std::vector<ScoredNode>& out) const;
