@@ -176,17 +176,16 @@ struct prefetch_rows_t {
 // ------------------------------------------------------------------------------ search walk
 //
 // Searches walk USearch's graph with a loop of their own. It is USearch's search algorithm
-// (greedy descent through the upper levels, then a best-first beam of width ef on the base
-// level, the filter applied to what enters the beam) with the memory traffic reordered and two
-// candidates expanded per step.
+// (greedy descent through the upper levels, then a best-first search on the base level that
+// keeps the ef nearest, the filter applied to what enters them) with the memory traffic
+// reordered and two candidates expanded per step.
 // USearch's loop loads a candidate's neighbour list only when it pops the candidate, then the
 // slot -> node map and the rows of the neighbours: three misses in a row per candidate, and
 // the list miss alone was about half of a search's time. This loop expands the two nearest
-// candidates at a time (a beam width of 2), measures their new neighbours with one gathered
-// kernel call, asks for the lists of the two candidates likely next while it does, and asks for
-// a member's node-table entry when it joins the queue. Its results are those of a beam search
-// of width ef, not USearch's to the member: the C++ tests hold its recall against an exact scan
-// to USearch's.
+// candidates at a time (DiskANN's beam width of 2), measures their new neighbours with one
+// gathered kernel call, asks for the lists of the two candidates likely next while it does, and
+// asks for a member's node-table entry when it joins the queue. Its results are not USearch's
+// to the member: the C++ tests hold its recall against an exact scan to USearch's.
 //
 // The node table (`nodes_`) and the entry point (`entry_slot_`) are private members of
 // index_gt. They are reached through member pointers formed in explicit instantiations, where
@@ -300,7 +299,6 @@ class Walk {
         float radius = start.distance;
         if (admits(node_of(start.slot))) s.top.push_back(start);
         std::size_t admitted = s.top.size(), next_check = check_every;
-        std::size_t expansions = 0, expanded_before = 0;
         double sampled = -1;  // the filter's selectivity over a sample of all nodes, once needed
         while (!s.next.empty()) {
             if (scan_nodes && s.count_visited >= next_check) {
@@ -314,17 +312,16 @@ class Walk {
             // new neighbours are measured in one gathered call, and the lists of the two
             // candidates likely next are asked for while they are.
             s.batch_count = 0;
-            for (std::size_t expanded = 0; expanded < beam_width && !s.next.empty(); ++expanded) {
+            std::size_t expanded = 0;
+            for (; expanded < beam_width && !s.next.empty(); ++expanded) {
                 const Candidate candidate = s.next.front();
                 if (candidate.distance > radius && s.top.size() == ef) break;
                 std::pop_heap(s.next.begin(), s.next.end(), farther_first);
                 s.next.pop_back();
                 if (const std::uint8_t* list = tapes_.list(tapes_.tape(candidate.slot), 0))
                     collect(list, tapes_.base_room(), true);
-                ++expansions;
             }
-            if (expansions == expanded_before) break;
-            expanded_before = expansions;
+            if (expanded == 0) break;  // the nearest candidate left is beyond a full beam
             if (!s.next.empty()) {
                 tapes_.prefetch_base(s.next.front().slot);
                 if (s.next.size() > 2)

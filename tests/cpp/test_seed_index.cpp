@@ -1,6 +1,6 @@
 // Seed index: the search walk reads USearch's graph as USearch does (the same neighbour lists)
-// and finds the exact neighbours at least as often as USearch's own search, with and without
-// filters, on every kernel table.
+// and finds the exact neighbours as often as USearch's own search (within 0.5%), with and
+// without filters, on every kernel table.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -71,10 +71,10 @@ TEST_CASE("verify finds every neighbour list the walk reads equal to USearch's")
     }
 }
 
-TEST_CASE("the search walk finds the exact neighbours at least as often as USearch's own search") {
+TEST_CASE("the search walk finds the exact neighbours as often as USearch's own search") {
     std::mt19937 rng(11);
     const std::size_t count = 6000, dim = 40;
-    Built built(count, dim, 2, rng);
+    Built built(count, dim, 1, rng);  // one thread: the same graph on every run
     std::vector<float> queries = clustered(300, dim, 24, rng);
     NodeColumns columns;
     columns.labels = built.labels.data();
@@ -82,6 +82,7 @@ TEST_CASE("the search walk finds the exact neighbours at least as often as USear
     label_one.allow_labels().fit(3);
     label_one.allow_labels().allow(1);
     for (const NodeFilter* filter : {static_cast<const NodeFilter*>(nullptr), static_cast<const NodeFilter*>(&label_one)}) {
+        std::size_t found_at_ef10 = 0;
         for (std::size_t ef : {std::size_t{10}, std::size_t{64}}) {
             std::size_t found_walk = 0, found_usearch = 0, shared = 0, listed = 0;
             for (std::size_t q = 0; q < 300; ++q) {
@@ -117,10 +118,13 @@ TEST_CASE("the search walk finds the exact neighbours at least as often as USear
             }
             std::printf("  filter %d ef %zu: recall@10 walk %.4f, USearch %.4f; shared members %zu of %zu\n",
                         filter != nullptr, ef, found_walk / 3000.0, found_usearch / 3000.0, shared, listed);
-            // The same graph, searched by a beam of the same width: as good as USearch's search
-            // (within 0.5% of the results), and finding mostly the same members.
+            // The same graph and ef, two candidates expanded per step instead of one: as good as
+            // USearch's search (within 0.5% of the results), mostly the same members, and a
+            // larger ef finds clearly more.
             CHECK(found_walk * 1000 >= found_usearch * 995);
             CHECK(shared * 100 >= listed * 90);
+            if (ef == 10) found_at_ef10 = found_walk;
+            else CHECK(found_walk >= found_at_ef10 + 300);
         }
     }
 }
@@ -176,7 +180,8 @@ TEST_CASE("batch inserts take slots in node order; load renumbers a graph whose 
     REQUIRE(loaded.load(path, count).ok());
     CHECK_EQ(loaded.slots_in_node_order(), count);
     CHECK_EQ(loaded.verify(count, nullptr, 5).size(), std::size_t{0});
-    // The same graph under other slot numbers: the same results, with both search loops.
+    // The same graph under other slot numbers: the same results from the walk, and mostly the
+    // same from USearch's loop.
     NodeColumns columns;
     std::vector<float> queries = clustered(100, dim, 12, rng);
     std::size_t same = 0, shared_with_usearch = 0;
@@ -187,6 +192,7 @@ TEST_CASE("batch inserts take slots in node order; load renumbers a graph whose 
         loaded.search(query, 10, 32, nullptr, columns, 0, after);
         loaded.search_with_usearch(query, 10, 32, nullptr, columns, 1, after_usearch);
         same += nodes_of(before) == nodes_of(after);
+        for (const ScoredNode& s : after) CHECK_EQ(s.score, store.score(query, s.node));
         std::vector<node_id_t> a = nodes_of(after), b = nodes_of(after_usearch);
         std::sort(a.begin(), a.end());
         std::sort(b.begin(), b.end());
@@ -194,7 +200,7 @@ TEST_CASE("batch inserts take slots in node order; load renumbers a graph whose 
         std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
         shared_with_usearch += both.size();
     }
-    // Renumbering changes only the order of ties; both loops read the renumbered graph alike.
+    // Renumbering changes only the order of ties.
     CHECK(same >= 97);
     CHECK(shared_with_usearch >= 950);
 

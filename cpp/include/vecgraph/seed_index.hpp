@@ -3,8 +3,10 @@
 // USearch stores only the graph and the keys; distances are computed by our own metric over
 // the int8 VectorStore, so vectors are held once. Keys are node ids. USearch builds and links
 // the graph; searches walk it with a loop of our own (seed_index.cpp, "search walk"): USearch's
-// search algorithm, with the next candidate's neighbour list requested ahead and each
-// candidate's new neighbours measured with one gathered kernel call. The node filter is
+// search algorithm with two candidates expanded per step (DiskANN's beam width), the next two
+// candidates' neighbour lists requested ahead, and the new neighbours of both measured with one
+// gathered kernel call; its recall matches USearch's search, its result lists need not be
+// identical. The node filter is
 // applied as USearch applies its predicate: filtered-out nodes are still used for navigation
 // but never returned (Malkov & Yashunin, "Efficient and robust approximate nearest neighbor
 // search using Hierarchical Navigable Small World graphs", TPAMI 2018).
