@@ -535,6 +535,7 @@ def figure(results: list, path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, axes = plt.subplots(len(results), 2, figsize=(12, 3.6 * len(results)), squeeze=False)
     for (ax_lat, ax_rec), res in zip(axes, results):
@@ -549,7 +550,10 @@ def figure(results: list, path: str) -> None:
         ax_lat.invert_yaxis()
         for yi, v in zip(y, ms):
             ax_lat.text(v, yi, f" {v:,.2f} ms", va="center", fontsize=8)
-        ax_lat.set_xlim(min(ms) / 2, max(ms) * 8)
+        # Whole decades, so the log axis labels its decades only (a span under a decade would
+        # label its minor ticks on top of each other).
+        ax_lat.set_xlim(10 ** np.floor(np.log10(min(ms) / 2)), 10 ** np.ceil(np.log10(max(ms) * 8)))
+        ax_lat.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         info = res["info"]
         ax_lat.set_title(f"{res['dataset']} ({info['nodes']:,} nodes, {info['edges']:,} edges): "
                          "p50 latency, 1 thread (log)", fontsize=9)
