@@ -94,6 +94,8 @@ def score_one(metric: str, dot: int, scale_q: np.float32, sq_q: np.float32, scal
     product = F32(F32(dot) * F32(F32(scale_q) * F32(scale_v)))
     if metric == "l2":
         return F32(-(F32(F32(sq_q + sq_v) - F32(F32(2) * product))))
+    if metric == "cos":
+        return F32(product / np.sqrt(F32(F32(sq_q) * F32(sq_v))))
     return product
 
 

@@ -352,7 +352,12 @@ def test_reference_scores_match_dequantized_similarity():
         codes, scales = vg.quantize(q[None], metric)
         qd = codes[0].astype(np.float64) * float(scales[0])
         vd = model.codes.astype(np.float64) * model.scales.astype(np.float64)[:, None]
-        want = vd @ qd if metric != "l2" else -np.sum((vd - qd) ** 2, axis=1)
+        if metric == "l2":
+            want = -np.sum((vd - qd) ** 2, axis=1)
+        elif metric == "cos":  # the cosine of the dequantized vectors
+            want = (vd @ qd) / (np.linalg.norm(vd, axis=1) * np.linalg.norm(qd))
+        else:
+            want = vd @ qd
         np.testing.assert_allclose(score_all(model, q), want, rtol=1e-5, atol=1e-4)
 
 

@@ -80,8 +80,9 @@ class SearchResult:
     Attributes:
         keys: list of node keys, length n (n <= k; fewer when fewer nodes were reached).
         scores: float32 array of shape (n,): similarity to the query computed from the int8
-            codes (cos: cosine, which quantization error can push slightly above 1; ip: inner
-            product; l2: minus the squared distance), decayed by d = ``hop_decay ** hop``
+            codes (cos: the cosine of the dequantized vectors, which float32 rounding can push
+            a hair above 1; ip: inner product; l2: minus the squared distance), decayed by
+            d = ``hop_decay ** hop``
             (times d for a score >= 0, divided by d for a negative one); higher is better.
         hops: int32 array of shape (n,): hop distance from the seed that reached the node.
         paths: list of n lists of :class:`Edge`, from the seed to the node (empty for a seed);
