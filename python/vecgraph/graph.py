@@ -172,8 +172,16 @@ def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
         raise ValueError(f"{name} must have shape {want}, got shape {array.shape}")
     if array.dtype.kind != "f" or array.dtype.itemsize <= 4:  # no value can overflow float32
         return np.ascontiguousarray(array, dtype=np.float32)
-    with np.errstate(over="ignore"):  # values beyond float32 become inf, which the core rejects by name
-        return np.ascontiguousarray(array, dtype=np.float32)
+    with np.errstate(over="ignore"):
+        converted = np.ascontiguousarray(array, dtype=np.float32)
+    overflowed = np.isinf(converted) & np.isfinite(array)  # finite, but beyond float32
+    if overflowed.any():
+        at = np.argwhere(overflowed)[0]
+        row, position = (0, int(at[0])) if ndim == 1 else (int(at[0]), int(at[1]))
+        raise InvalidArgumentError(
+            f"{name} row {row} has {float(array[tuple(at)])!r} at position {position}, beyond float32's range "
+            f"(±3.4e38): vectors are stored as float32, so every value must be finite in float32")
+    return converted
 
 
 def _keys(values: Any, name: str, int_arrays: bool = False) -> Sequence:
