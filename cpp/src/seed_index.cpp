@@ -322,12 +322,10 @@ class Walk {
                     collect(list, tapes_.base_room(), true);
             }
             if (expanded == 0) break;  // the nearest candidate left is beyond a full beam
-            if (!s.next.empty()) {
-                tapes_.prefetch_base(s.next.front().slot);
-                if (s.next.size() > 2)
-                    tapes_.prefetch_base(farther_first(s.next[1], s.next[2]) ? s.next[2].slot : s.next[1].slot);
-                else if (s.next.size() == 2)
-                    tapes_.prefetch_base(s.next[1].slot);
+            if (!s.next.empty()) tapes_.prefetch_base(s.next.front().slot);
+            if (s.next.size() > 1) {  // the second nearest: the nearer of the front's two children
+                const bool right = s.next.size() > 2 && farther_first(s.next[1], s.next[2]);
+                tapes_.prefetch_base(s.next[right ? 2 : 1].slot);
             }
             const std::size_t count = score_batch();
             for (std::size_t i = 0; i < count; ++i) {

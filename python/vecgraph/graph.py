@@ -174,7 +174,10 @@ def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
         return np.ascontiguousarray(array, dtype=np.float32)
     with np.errstate(over="ignore"):
         converted = np.ascontiguousarray(array, dtype=np.float32)
-    overflowed = np.isinf(converted) & np.isfinite(array)  # finite, but beyond float32
+    finite = np.isfinite(converted)
+    if finite.all():  # one pass in the common case; NaN/inf given as such are the core's to name
+        return converted
+    overflowed = ~finite & np.isfinite(array)  # finite, but beyond float32
     if overflowed.any():
         at = np.argwhere(overflowed)[0]
         row, position = (0, int(at[0])) if ndim == 1 else (int(at[0]), int(at[1]))

@@ -58,6 +58,15 @@ std::vector<node_id_t> nodes_of(const std::vector<ScoredNode>& found) {
     return out;
 }
 
+// How many nodes two result lists have in common.
+std::size_t count_shared(const std::vector<ScoredNode>& x, const std::vector<ScoredNode>& y) {
+    std::vector<node_id_t> a = nodes_of(x), b = nodes_of(y), both;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+    return both.size();
+}
+
 }  // namespace
 
 TEST_CASE("verify finds every neighbour list the walk reads equal to USearch's") {
@@ -98,14 +107,11 @@ TEST_CASE("the search walk finds the exact neighbours as often as USearch's own 
                     CHECK_EQ(s.score, built.store.score(query, s.node));
                 }
                 for (std::size_t i = 1; i < walk.size(); ++i) CHECK(walk[i - 1].score >= walk[i].score);
-                std::vector<node_id_t> a = nodes_of(walk), b = nodes_of(reference);
-                std::sort(a.begin(), a.end());
-                CHECK(std::adjacent_find(a.begin(), a.end()) == a.end());
-                std::sort(b.begin(), b.end());
-                std::vector<node_id_t> both;
-                std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
-                shared += both.size();
-                listed += b.size();
+                std::vector<node_id_t> nodes = nodes_of(walk);
+                std::sort(nodes.begin(), nodes.end());
+                CHECK(std::adjacent_find(nodes.begin(), nodes.end()) == nodes.end());
+                shared += count_shared(walk, reference);
+                listed += reference.size();
                 // The exact 10 by a scan of every admitted node; a result counts when it scores
                 // at least the exact 10th (ties at the boundary count either way).
                 std::vector<float> exact;
@@ -193,12 +199,7 @@ TEST_CASE("batch inserts take slots in node order; load renumbers a graph whose 
         loaded.search_with_usearch(query, 10, 32, nullptr, columns, 1, after_usearch);
         same += nodes_of(before) == nodes_of(after);
         for (const ScoredNode& s : after) CHECK_EQ(s.score, store.score(query, s.node));
-        std::vector<node_id_t> a = nodes_of(after), b = nodes_of(after_usearch);
-        std::sort(a.begin(), a.end());
-        std::sort(b.begin(), b.end());
-        std::vector<node_id_t> both;
-        std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
-        shared_with_usearch += both.size();
+        shared_with_usearch += count_shared(after, after_usearch);
     }
     // Renumbering changes only the order of ties.
     CHECK(same >= 97);
