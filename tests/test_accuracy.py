@@ -5,8 +5,8 @@
 * int8 scoring: the int8 top 10 keeps recall@10 >= 0.97 against float32 scoring of the same
   visited set (a search with k=max_visited returns the whole visited set).
 
-Measured on 2 cores (AVX-512 VNNI): recall@10 1.000 at ef=128 (the default), 0.996 at ef=64,
-int8 vs float32 0.995; bench/README.md has the 1M-node figures. On unrelated clusters with
+Measured on 2 cores (AVX-512 VNNI): recall@10 0.990-1.000 at ef=128 (the default), 0.980-0.996
+at ef=64, int8 vs float32 0.995 (each build's HNSW graph differs); bench/README.md has the 1M-node figures. On unrelated clusters with
 isotropic noise (``clustered_graph(..., topic_spread=100, noise_decay=0)``: every distance
 concentrates, the hardest case for HNSW and unlike real embeddings) ef=64 measured ~0.96
 here and ~0.79 at 1M nodes, USearch's own f32 index alike. About 10-30 s, mostly the HNSW build.
@@ -52,7 +52,7 @@ def test_hnsw_recall_vs_exact_default(setup):
 
 
 def test_hnsw_recall_vs_exact_ef64(setup):
-    """The cheaper beam stays usable: 0.996 on this data."""
+    """The cheaper beam stays usable: 0.980-0.996 on this data."""
     value = hnsw_recall(setup, ef=64)
     assert value >= 0.94, f"recall@10 with ef=64 vs exact=True is {value:.3f}, below 0.94"
 
