@@ -189,6 +189,10 @@ ERROR_ROWS = [
      ValueError, (), ["src", "1-dimensional", "(1, 2)"]),
     ("label_not_str", "cos", lambda g: g.add_nodes(["n"], np.ones((1, 4), np.float32), labels=[3]),
      TypeError, (), ["labels", "str", "int"]),
+    ("texts_one_str", "cos", lambda g: g.add_nodes(["n", "m"], np.ones((2, 4), np.float32), texts="same text"),
+     TypeError, (), ["texts", "list of 2 str", "got one str"]),
+    ("edge_texts_one_str", "cos", lambda g: g.add_edges(["a"], ["b"], texts="why"),
+     TypeError, (), ["texts", "list of 1 str", "got one str"]),
     # lookups
     ("get_node_missing", "cos", lambda g: g.get_node("zz"), vg.NotFoundError, (KeyError, vg.Error), ["'zz'", "not in the graph"]),
     ("get_node_missing_int", "cos", lambda g: g.get_node(-7), vg.NotFoundError, (KeyError,), ["-7", "not in the graph"]),
@@ -416,6 +420,8 @@ def test_one_weight_for_every_edge_of_a_batch():
     for too_big in (1e39, -1e300, float("nan"), 10**40, -10**400):  # beyond float32, or NaN: refused by name
         expect_error(g, lambda g: g.add_edges(["a"], ["b"], weights=too_big), vg.InvalidArgumentError,
                      "weight is", "weights must be finite")
+    expect_error(g, lambda g: g.add_edges(["a", "b"], ["b", "a"], weights=[1.0, 1e300]), vg.InvalidArgumentError,
+                 "weights row 1 has 1e+300, beyond float32's range", "weights are stored as float32")
     for flag in (True, np.bool_(False), [True, False], np.array([True, False])):  # a bool is no weight, as for ts
         expect_error(g, lambda g: g.add_edges(["a", "b"], ["b", "a"], weights=flag), TypeError, "weights", "bool")
 

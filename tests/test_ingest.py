@@ -292,6 +292,67 @@ def test_csv_reads_strings_as_strings(tmp_path):
     assert g.neighbors(1) == [vg.graph.Edge(1, "", 2, 0.5)]
 
 
+def test_csv_weight_and_ts_cells_are_parsed_row_by_row(tmp_path):
+    """A CSV weight or ts cell that does not parse is one bad row, wherever it is in the file;
+    ts takes integers and ISO 8601 dates and timestamps (UTC unless it names an offset)."""
+    n = 3000
+    march_1_us = 1709251200 * 10**6  # 2024-03-01T00:00:00Z
+    hour_us = 3600 * 10**6
+    with vg.Graph.open(tmp_path / "g", dim=DIM, sync="off") as g:
+        # nodes: ts cells of every accepted form, one bad one far past Arrow's first block
+        node_ts = {i: i for i in range(n)}
+        texts = {i: str(i) for i in range(n)}
+        texts[2000], node_ts[2000] = "2024-03-01T10:00:00+02:00", march_1_us + 8 * hour_us
+        texts[2001], node_ts[2001] = "2024-03-01", march_1_us
+        texts[2002], node_ts[2002] = "2024-03-01 10:00:00", march_1_us + 10 * hour_us
+        texts[2003], node_ts[2003] = "2024-03-01T10:00:00Z", march_1_us + 10 * hour_us
+        texts[2004], node_ts[2004] = "", 0
+        texts[2500] = "yesterday"
+        vector = '"' + json.dumps(_V) + '"'
+        nodes_path = tmp_path / "nodes.csv"
+        nodes_path.write_text("key,vector,ts\n" + "".join(f"p{i},{vector},{texts[i]}\n" for i in range(n)))
+        report = ingest.nodes(g, nodes_path, on_error="skip", rejects=tmp_path / "n.jsonl", batch_rows=700,
+                              progress=False)
+        assert (report.rows_accepted, report.rows_rejected) == (n - 1, 1)
+        assert [(r["row"], r["column"], r["reason"]) for r in _rejects(tmp_path / "n.jsonl")] == [
+            (2500, "ts", "ts 'yesterday' is neither an integer (microseconds since the epoch) "
+                         "nor an ISO 8601 timestamp")]
+        for i in (0, 1999, 2000, 2001, 2002, 2003, 2004, 2999):
+            assert g.get_node(f"p{i}")["ts"] == node_ts[i], i
+        g.add_nodes(["p2500"], np.ones((1, DIM), np.float32))
+        # edges: a bad weight cell in the block Arrow infers types from, and far past it
+        unchanged = _unchanged(g)
+        rows = [f"p{i},p{i + 1},{i / 8},{i}" for i in range(n - 1)]
+        rows[1] = "p1,p2,abc,7"
+        rows[2100] = "p2100,p2101,2.5,yesterday"
+        rows[2200] = "p2200,p2201,,2024-03-01T10:00:00+02:00"  # empty: weight 1.0
+        rows[2300] = "p2300,p2301,1e400,2024-03-01"  # beyond float32
+        rows[2400] = "p2400,p2401, 0.25 ,2024-03-01 10:00:00"
+        path = tmp_path / "edges.csv"
+        path.write_text("src,dst,weight,ts\n" + "\n".join(rows) + "\n")
+        with pytest.raises(ingest.IngestError, match="edge row 1, column 'weight': weight 'abc' is not a number"):
+            ingest.edges(g, path, progress=False)
+        assert unchanged()
+        rejects = tmp_path / "r.jsonl"
+        report = ingest.edges(g, path, on_error="skip", rejects=rejects, batch_rows=500, progress=False)
+        assert (report.rows_read, report.rows_accepted, report.rows_rejected) == (n - 1, n - 4, 3)
+        assert [(r["row"], r["column"], r["reason"]) for r in _rejects(rejects)] == [
+            (1, "weight", "weight 'abc' is not a number"),
+            (2100, "ts", "ts 'yesterday' is neither an integer (microseconds since the epoch) "
+                         "nor an ISO 8601 timestamp"),
+            (2300, "weight", "weight inf is not finite (or beyond float32)"),
+        ]
+        assert g.count_edges == n - 4
+        for i, weight in [(0, 0.0), (999, 999 / 8), (2200, 1.0), (2400, 0.25)]:
+            assert g.neighbors(f"p{i}") == [vg.graph.Edge(f"p{i}", "", f"p{i + 1}", pytest.approx(weight))]
+        assert g.neighbors("p1") == g.neighbors("p2100") == g.neighbors("p2300") == []
+        # a run that fails leaves no empty rejects file behind; one with rejects keeps it
+        bad = pa.table({"src": ["p0"], "dst": ["p1"], "weight": [True]})
+        with pytest.raises(vg.InvalidArgumentError, match="column 'weight': weights must be numbers, got Arrow type bool"):
+            ingest.edges(g, bad, on_error="skip", rejects=tmp_path / "none.jsonl", progress=False)
+        assert not (tmp_path / "none.jsonl").exists() and rejects.exists()
+
+
 def test_csv_keys_are_strings_unless_key_type_int(tmp_path):
     vector = '"[1, 0, 0, 0, 0, 0, 0, 0]"'
     nodes = tmp_path / "nodes.csv"

@@ -180,6 +180,10 @@ def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
     overflowed = ~finite & np.isfinite(array)  # finite, but beyond float32
     if overflowed.any():
         at = np.argwhere(overflowed)[0]
+        if name == "weights":
+            raise InvalidArgumentError(
+                f"weights row {int(at[0])} has {float(array[tuple(at)])!r}, beyond float32's range (±3.4e38): "
+                f"weights are stored as float32, so every weight must be finite in float32")
         row, position = (0, int(at[0])) if ndim == 1 else (int(at[0]), int(at[1]))
         raise InvalidArgumentError(
             f"{name} row {row} has {float(array[tuple(at)])!r} at position {position}, beyond float32's range "
@@ -208,11 +212,14 @@ def _keys(values: Any, name: str, int_arrays: bool = False) -> Sequence:
     return values
 
 
-def _strings(values: Any, name: str, count: int) -> Optional[list]:
-    """None, one str for every row, or a sequence of ``count`` str / None."""
+def _strings(values: Any, name: str, count: int, one_for_all: bool = True) -> Optional[list]:
+    """None, one str for every row (when ``one_for_all``), or a sequence of ``count`` str / None."""
     if values is None:
         return None
     if isinstance(values, str):
+        if not one_for_all:
+            raise TypeError(f"{name} must be a list of {count} str (one per row), got one str "
+                            f"(wrap it in a list)")
         return [values] * count
     if type(values) is list and len(values) == count:  # items are checked by the core
         return values
@@ -1014,7 +1021,8 @@ class Graph:
 
     def compact(self) -> None:
         """Fold the delta (edges added or deleted since the last compaction) into a new CSR,
-        built beside the live one and swapped in; searches keep running meanwhile."""
+        built beside the live one and swapped in; searches keep running meanwhile. It changes
+        no data, only the in-memory layout, so it also runs on a closed graph."""
         self._engine.compact()
 
     def close(self) -> None:
@@ -1213,7 +1221,7 @@ class Graph:
                 different keys) or an int in the int64 range.
             vectors: (n, dim) array-like of real numbers, converted to float32.
             labels: one label for all rows, or n labels (default "").
-            texts: n texts (default "").
+            texts: a list of n texts (default ""; a bare str is refused, not copied to every row).
             tenants: one tenant for all rows, or n tenants (default "").
             ts: one timestamp or n timestamps, int64 microseconds since the epoch (default 0).
             props: n JSON-serializable dicts or None.
@@ -1241,7 +1249,7 @@ class Graph:
         if matrix.shape[0] != n:
             raise ValueError(f"vectors has {matrix.shape[0]} rows, keys has {n}")
         labels, tenants, ts = _strings(labels, "labels", n), _strings(tenants, "tenants", n), _int64s(ts, "ts", n)
-        texts, props = _strings(texts, "texts", n), _props(props, n)
+        texts, props = _strings(texts, "texts", n, one_for_all=False), _props(props, n)
         upsert = write == self._engine.upsert_nodes
         if not upsert and not (texts and any(texts)) and self._entities is None:
             write(keys, matrix, labels, tenants, ts, texts, props)  # nothing for the text index
@@ -1275,9 +1283,11 @@ class Graph:
                 from its buffer, with no Python int per key: the fast form for large batches.
             rels: one relation type for all rows, or n of them (default ""); a list that repeats
                 a few names is converted once per distinct name.
-            weights: n finite weights (default 1.0); a hub expands its heaviest edges first.
+            weights: one weight for every edge, or n of them; finite in float32 (default 1.0).
+                A hub expands its heaviest edges first.
             ts: one timestamp or n timestamps, int64 microseconds (default 0).
-            texts: n texts (default ""). props: n JSON-serializable dicts or None.
+            texts: a list of n texts (default ""; a bare str is refused). props: n JSON-serializable
+                dicts or None.
             vectors: optional (n, dim) edge vectors, stored as int8 like node vectors.
 
         Raises:
@@ -1320,7 +1330,7 @@ class Graph:
             _strings(rels, "rels", n),
             weight_arg,
             _int64s(ts, "ts", n),
-            _strings(texts, "texts", n),
+            _strings(texts, "texts", n, one_for_all=False),
             _props(props, n),
             vector_matrix,
         )
@@ -1975,7 +1985,9 @@ class Graph:
         return self._engine.node_codes(_keys(keys, "keys"))
 
     def stats(self) -> dict:
-        """Counts (nodes, edges, labels, tenants, rels), configuration, the kernel ISA, and
+        """Counts (nodes, edges, labels, tenants, rels: the label, tenant and rel names the
+        graph has interned, including names no live node or edge uses any more, until a reopen
+        from a later checkpoint drops them), configuration, the kernel ISA, and
         memory held by each structure in bytes (vector_bytes, csr_bytes, hnsw_bytes, key_bytes);
         ``index_pending``: nodes waiting for their HNSW insert (see :meth:`open`);
         ``index_relinked``: HNSW members re-linked since open because inserts running side by

@@ -495,6 +495,9 @@ _EDGE_DEFAULTS = {"src": ("src", "source"), "dst": ("dst", "target"), "rel": ("r
                   "vector": ("vector",)}
 _STRING_FIELDS = ("label", "tenant", "text", "props", "rel", "vector")
 _KEY_FIELDS = ("key", "src", "dst")  # read from CSV as text too, whatever key_type says
+# Read from CSV as text and parsed here, so that one bad cell is one bad row: Arrow's CSV type
+# inference would make the whole column text, or fail the read in a later block.
+_TEXT_PARSED_FIELDS = ("weight", "ts")
 
 
 def _resolve(source: _Source, given: dict, defaults: dict, required: tuple) -> dict:
@@ -692,6 +695,11 @@ def _ts_column(col: Any, column: str, problems: _Problems) -> Optional[np.ndarra
         t = col.type
         if pa.types.is_null(t) or col.null_count == len(col):
             return None
+        if _is_string_type(t):  # CSV reads ts as text: integers or ISO 8601 timestamps, row by row if mixed
+            parsed = _cast_text(col, (pa.int64(), pa.timestamp("us"), pa.timestamp("us", tz="UTC")))
+            if parsed is None:
+                return _ts_from_text(col, column, problems)
+            col, t = parsed, parsed.type
         if pa.types.is_timestamp(t):
             col = col.cast(pa.timestamp("us", tz=t.tz), safe=False).cast(pa.int64())
         elif pa.types.is_date(t):
@@ -722,12 +730,68 @@ def _ts_column(col: Any, column: str, problems: _Problems) -> Optional[np.ndarra
     return out
 
 
+def _cast_text(col: pa.Array, types: tuple) -> Optional[pa.Array]:
+    """``col`` (text) cast to the first of ``types`` that parses every value, or None."""
+    for t in types:
+        try:
+            return pc.cast(col, t)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    return None
+
+
+def _ts_from_text(col: pa.Array, column: str, problems: _Problems) -> np.ndarray:
+    """Row by row: an integer (microseconds since the epoch) or an ISO 8601 date or timestamp
+    (UTC when it names no offset); anything else is a bad row. 0 where null."""
+    out = np.zeros(len(col), dtype=np.int64)
+    for row, text in enumerate(col.to_pylist()):
+        if text is None:
+            continue
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                stamp = _dt.datetime.fromisoformat(text.strip())
+            except ValueError:
+                problems.add(row, column, f"ts {text!r} is neither an integer (microseconds since the epoch) "
+                                          f"nor an ISO 8601 timestamp")
+                continue
+            value = ((stamp if stamp.tzinfo else stamp.replace(tzinfo=_dt.timezone.utc)) - _EPOCH) // _ONE_US
+        if -_INT64_MAX - 1 <= value <= _INT64_MAX:
+            out[row] = value
+        else:
+            problems.add(row, column, f"ts {value} is outside the int64 range")
+    return out
+
+
+def _weights_from_text(col: pa.Array, column: str, problems: _Problems) -> np.ndarray:
+    """Row by row: a number, or a bad row (1.0 where null)."""
+    values = np.ones(len(col), dtype=np.float64)
+    for row, text in enumerate(col.to_pylist()):
+        if text is None:
+            continue
+        try:
+            values[row] = float(text)
+        except ValueError:
+            problems.add(row, column, f"weight {text!r} is not a number")
+    with np.errstate(over="ignore", invalid="ignore"):
+        weights = values.astype(np.float32)
+    problems.add_mask(~np.isfinite(weights), column,
+                      lambda r: f"weight {float(values[r])!r} is not finite (or beyond float32)")
+    return weights
+
+
 def _weight_column(col: Any, column: str, problems: _Problems) -> Optional[np.ndarray]:
     """float32 weights (1.0 where null), or None when the whole column is null."""
     if isinstance(col, pa.Array):
         t = col.type
         if pa.types.is_null(t) or col.null_count == len(col):
             return None
+        if _is_string_type(t):  # CSV reads weights as text: numbers, each bad cell a bad row
+            parsed = _cast_text(col, (pa.float64(),))
+            if parsed is None:
+                return _weights_from_text(col, column, problems)
+            col, t = parsed, parsed.type
         if not (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_decimal(t)):
             raise _structural(column, f"weights must be numbers, got Arrow type {t}")
         values = pc.fill_null(col.cast(pa.float64()), 1.0).to_numpy(zero_copy_only=False)
@@ -743,7 +807,7 @@ def _weight_column(col: Any, column: str, problems: _Problems) -> Optional[np.nd
     with np.errstate(over="ignore", invalid="ignore"):
         weights = values.astype(np.float32)
     problems.add_mask(~np.isfinite(weights), column,
-                      lambda r: f"weight {values[r]!r} is not finite (or beyond float32)")
+                      lambda r: f"weight {float(values[r])!r} is not finite (or beyond float32)")
     return weights
 
 
@@ -924,6 +988,7 @@ class _Rejects:
 
     def __init__(self, path: str, append: bool = False) -> None:
         self.path = os.path.abspath(path)
+        self.count_written = 0
         try:
             self._file = open(self.path, "a" if append else "w", encoding="utf-8")
         except OSError as e:
@@ -937,10 +1002,15 @@ class _Rejects:
                 value = values[row] if values is not None else None
                 record[name] = value if value is None or type(value) in (str, int) else repr(value)
             self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.count_written += 1
         self._file.flush()
 
-    def close(self) -> None:
+    def close(self, failed: bool = False) -> None:
+        """Closes the file; after an ingest that failed, an empty one is removed, not left behind."""
         self._file.close()
+        if failed and self.count_written == 0:
+            with contextlib.suppress(OSError):
+                os.remove(self.path)
 
 
 def _progress_bar(progress: Optional[bool], total: Optional[int], desc: str):
@@ -1171,8 +1241,9 @@ def nodes(
             NumPy array (rows, dim) aligned with the source rows.
         label, tenant, text: string columns (defaults ``"label"``, ``"tenant"``, ``"text"``;
             null or absent: "").
-        ts: int64 microseconds since the epoch, or an Arrow timestamp/date column (default
-            ``"ts"``; null or absent: 0).
+        ts: int64 microseconds since the epoch, or an Arrow timestamp/date column, or text
+            (as CSV is read): an integer or an ISO 8601 date or timestamp, UTC unless it names
+            an offset (default ``"ts"``; null or absent: 0). A value none of these is a bad row.
         props: a struct or map column, JSON-object strings, or dicts (default ``"props"``).
         embedder: computes the vectors from the text column instead (see
             :mod:`vecgraph.embedders`). A graph that recorded another embedder (or whose dim
@@ -1279,20 +1350,23 @@ def _run_plan(graph: Any, src: _Source, kind: str, plan: Any, options: _Options,
               array: Optional[np.ndarray], columns: dict, start: float) -> IngestReport:
     """_run with the plan's steps, writing bad rows to ``path`` (when set)."""
     writer = _Rejects(path) if path else None
+    failed = True
     try:
-        return _run(graph, src, kind, plan.prepare, plan.apply, options, writer, array,
-                    [c for c in dict.fromkeys(columns.values()) if c is not None], f"ingest {kind}s", start)
+        report = _run(graph, src, kind, plan.prepare, plan.apply, options, writer, array,
+                      [c for c in dict.fromkeys(columns.values()) if c is not None], f"ingest {kind}s", start)
+        failed = False
+        return report
     finally:
         if writer is not None:
-            writer.close()
+            writer.close(failed)
 
 
 def _configure(src: _Source, columns: dict) -> None:
     """Tell a source what the resolved columns are: CSV reads the string fields, the key
-    columns and the vector column as strings; JSONL turns vectors into float32 arrays as it
+    columns, the vector column and the weight and ts columns as strings; JSONL turns vectors into float32 arrays as it
     parses them; pandas keeps props objects as they are."""
     if hasattr(src, "string_columns"):
-        src.string_columns = {columns[f] for f in _STRING_FIELDS + _KEY_FIELDS if columns.get(f)}
+        src.string_columns = {columns[f] for f in _STRING_FIELDS + _KEY_FIELDS + _TEXT_PARSED_FIELDS if columns.get(f)}
     if isinstance(src, _JsonlSource):
         src.vector_column = columns.get("vector")
     if isinstance(src, _PandasSource):
@@ -1428,7 +1502,8 @@ def edges(
             :func:`nodes`: ``"str"`` (default) or ``"int"`` (to reach int-keyed nodes).
         rel: relation type column (default ``"rel"``, else ``"type"``; absent or null: "").
         weight: float weights (default ``"weight"``; absent or null: 1.0; in a pandas
-            DataFrame NaN is null, as pandas uses it; elsewhere a NaN weight is a bad row).
+            DataFrame NaN is null, as pandas uses it; elsewhere a NaN weight is a bad row), or
+            text (as CSV is read) holding numbers: a cell that is not a number is a bad row.
         ts, text, props: as for :func:`nodes`.
         vector: optional edge vectors: a column (null rows: an edge without a vector) or a
             NumPy array (rows, dim) aligned with the source rows.
@@ -1626,6 +1701,7 @@ def from_networkx(
     if embedder is not None:
         _check_embedder_fits(graph, embedder)
     writer = _Rejects(options.rejects) if options.on_error == "skip" else None
+    failed = True
     try:
         plan = _NodePlan(graph, columns, None, embedder, bool(upsert))
         with _deferred_indexing(graph):
@@ -1638,7 +1714,8 @@ def from_networkx(
         edge_plan = _EdgePlan(graph, edge_columns_map, None, None)
         edge_report = _run(graph, edge_source, "edge", edge_plan.prepare, edge_plan.apply, options, writer, None,
                            list(edge_columns_map.values()), "ingest edges", time.perf_counter())
+        failed = False
     finally:
         if writer is not None:
-            writer.close()
+            writer.close(failed)
     return node_report, edge_report
