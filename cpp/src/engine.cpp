@@ -716,7 +716,7 @@ void Engine::relink_unreachable_members(bool wait) {
         wait = true;
     }
     if (wait) still.lock();
-    if (seed_index_->needs_relink()) seed_index_->relink_unreachable(contexts_);
+    if (seed_index_->needs_relink()) seed_index_->relink_unreachable(contexts_, config_.threads);
 }
 
 namespace {
@@ -1486,7 +1486,7 @@ Status Engine::save_seed_index(const std::string& path, bool* saved) {
         return Status::OK();
     auto lock = read_lock();
     std::unique_lock<std::shared_mutex> still(hnsw_walk_mutex_);  // no add in flight
-    if (seed_index_->needs_relink()) seed_index_->relink_unreachable(contexts_);
+    if (seed_index_->needs_relink()) seed_index_->relink_unreachable(contexts_, config_.threads);
     VG_RETURN_IF_ERROR(seed_index_->save(path));
     *saved = true;
     return Status::OK();

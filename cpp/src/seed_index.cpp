@@ -759,7 +759,7 @@ Status SeedIndex::add_nodes(const node_id_t* nodes, std::size_t count, std::size
     return Status::OK();
 }
 
-std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
+std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts, std::size_t threads) {
     std::vector<std::uint32_t> suspects;
     {
         std::lock_guard<std::mutex> guard(adds_mutex_);
@@ -858,48 +858,80 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts) {
         for (std::size_t i = 0; i < suspects.size(); ++i)
             if (!reached[i]) unreachable.push_back(suspects[i]);
     }
+    metric_t metric{&store_, &impl_->slot_to_node, &impl_->identity_slots, simd::active().dot_i8};
+    const NodeColumns no_columns;
+    // Derailed suspects: reached, but a search for their own row does not come near them.
+    // USearch reads neighbour lists without locks while other inserts rewrite them, so the
+    // search an insert makes for its own row can end among far members; it is then linked
+    // there, where no search for its row goes. Each suspect not already listed is searched for
+    // with a narrow beam (a member found by it is found by every wider search).
+    {
+        std::sort(unreachable.begin(), unreachable.end());
+        std::vector<std::uint8_t> derailed(suspects.size(), 0);
+        std::atomic<std::size_t> next{0};
+        const std::size_t probe = std::min<std::size_t>(10, size);
+        const std::size_t expansion = std::min<std::size_t>(derail_check_expansion, params_.expansion_search);
+        auto check = [&] {  // with the walk searches use
+            detail::ContextPool::Lease lease(contexts);
+            QuantizedVector query;
+            query.codes.resize(store_.dim());
+            std::vector<ScoredNode> found;
+            for (std::size_t i; (i = next.fetch_add(1)) < suspects.size();) {
+                const std::uint32_t slot = suspects[i];
+                if (std::binary_search(unreachable.begin(), unreachable.end(), slot)) continue;
+                const node_id_t node = impl_->slot_to_node[slot];
+                if (node == invalid_id) continue;
+                std::memcpy(query.codes.data(), store_.codes(node), store_.dim());
+                query.scale = store_.scale(node);
+                query.sq_norm = store_.sq_norm(node);
+                (void)find(query, probe, expansion, nullptr, no_columns, lease.slot(), false, found, 0);
+                derailed[i] = std::none_of(found.begin(), found.end(), [&](const ScoredNode& s) { return s.node == node; });
+            }
+        };
+        detail::run_on_threads(std::max<std::size_t>(1, std::min({threads, contexts.count_slots(),
+                                                                   suspects.size() / 1024 + 1})),
+                               check);
+        for (std::size_t i = 0; i < suspects.size(); ++i)
+            if (derailed[i]) unreachable.push_back(suspects[i]);
+    }
     if (unreachable.empty()) return 0;
     InsertScope inserting(inserting_);  // update() rewrites lists as an insert does
-    metric_t metric{&store_, &impl_->slot_to_node, &impl_->identity_slots, simd::active().dot_i8};
-    detail::ContextPool::Lease lease(contexts);
-    us::index_update_config_t config;
-    config.expansion = params_.expansion_add;
-    config.thread = lease.slot();
-    us::index_search_config_t search_config;
-    search_config.thread = lease.slot();
-    search_config.expansion = std::min(params_.expansion_search, size);
-    const std::size_t probe = std::min<std::size_t>(10, size);
-    // Found by a search for its own row (the first `probe` results hold its slot).
-    auto found = [&](std::uint32_t slot, const row_ref_t& value) {
-        auto result = index.search(value, probe, metric, search_config);
-        if (!result) {
-            take_error(result.error);
-            return true;  // out of memory: nothing more to do here
-        }
-        for (std::size_t i = 0; i < result.size(); ++i)
-            if (result[i].member.slot == slot) return true;
-        return false;
-    };
-    std::size_t relinked = 0;
-    for (std::uint32_t slot : unreachable) {
-        node_id_t node = impl_->slot_to_node[slot];
-        if (node == invalid_id) continue;
-        row_ref_t value{store_.codes(node), store_.scale(node), store_.sq_norm(node)};
-        // Linked again until a search finds it: a neighbour's list can drop it again when that
-        // list is full (its pruning keeps the more diverse links), so later tries search wider
-        // for neighbours to link with.
-        config.expansion = params_.expansion_add;
-        for (int attempt = 0; attempt < 4; ++attempt) {
-            auto result = index.update(index.iterator_at(slot), index.at(slot).key, value, metric, config);
-            if (!result) {
-                take_error(result.error);  // out of memory: the member stays as it was
-                break;
+    std::atomic<std::size_t> next_relink{0}, count_done{0};
+    auto relink = [&] {
+        detail::ContextPool::Lease lease(contexts);
+        us::index_update_config_t config;
+        config.thread = lease.slot();
+        QuantizedVector query;
+        query.codes.resize(store_.dim());
+        std::vector<ScoredNode> found;
+        for (std::size_t i; (i = next_relink.fetch_add(1)) < unreachable.size();) {
+            const std::uint32_t slot = unreachable[i];
+            const node_id_t node = impl_->slot_to_node[slot];
+            if (node == invalid_id) continue;
+            row_ref_t value{store_.codes(node), store_.scale(node), store_.sq_norm(node)};
+            std::memcpy(query.codes.data(), value.codes, store_.dim());
+            query.scale = value.scale;
+            query.sq_norm = value.sq_norm;
+            // Linked again until a search for its own row finds it among the 10 nearest: a
+            // neighbour's list can drop it again when that list is full (its pruning keeps the
+            // more diverse links), so later tries search wider for neighbours to link with.
+            config.expansion = params_.expansion_add;
+            for (int attempt = 0; attempt < 4; ++attempt) {
+                auto result = index.update(index.iterator_at(slot), index.at(slot).key, value, metric, config);
+                if (!result) {
+                    take_error(result.error);  // out of memory: the member stays as it was
+                    break;
+                }
+                if (attempt == 0) count_done.fetch_add(1, std::memory_order_relaxed);
+                (void)find(query, std::min<std::size_t>(10, size), 0, nullptr, no_columns, lease.slot(), false, found, 0);
+                if (std::any_of(found.begin(), found.end(), [&](const ScoredNode& s) { return s.node == node; })) break;
+                config.expansion = std::min(config.expansion * 2, size);
             }
-            if (attempt == 0) ++relinked;
-            if (found(slot, value)) break;
-            config.expansion = std::min(config.expansion * 2, size);
         }
-    }
+    };
+    detail::run_on_threads(std::max<std::size_t>(1, std::min({threads, contexts.count_slots(), unreachable.size() / 64 + 1})),
+                           relink);
+    const std::size_t relinked = count_done.load();
     count_relinked_.fetch_add(relinked, std::memory_order_relaxed);
     return relinked;
 }
