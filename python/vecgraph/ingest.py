@@ -765,7 +765,7 @@ def _ts_from_text(col: pa.Array, column: str, problems: _Problems) -> np.ndarray
 
 
 def _weights_from_text(col: pa.Array, column: str, problems: _Problems) -> np.ndarray:
-    """Row by row: a number, or a bad row (1.0 where null)."""
+    """float64 weights, row by row: a number, or a bad row (1.0 where null)."""
     values = np.ones(len(col), dtype=np.float64)
     for row, text in enumerate(col.to_pylist()):
         if text is None:
@@ -774,11 +774,7 @@ def _weights_from_text(col: pa.Array, column: str, problems: _Problems) -> np.nd
             values[row] = float(text)
         except ValueError:
             problems.add(row, column, f"weight {text!r} is not a number")
-    with np.errstate(over="ignore", invalid="ignore"):
-        weights = values.astype(np.float32)
-    problems.add_mask(~np.isfinite(weights), column,
-                      lambda r: f"weight {float(values[r])!r} is not finite (or beyond float32)")
-    return weights
+    return values
 
 
 def _weight_column(col: Any, column: str, problems: _Problems) -> Optional[np.ndarray]:
@@ -787,14 +783,14 @@ def _weight_column(col: Any, column: str, problems: _Problems) -> Optional[np.nd
         t = col.type
         if pa.types.is_null(t) or col.null_count == len(col):
             return None
-        if _is_string_type(t):  # CSV reads weights as text: numbers, each bad cell a bad row
-            parsed = _cast_text(col, (pa.float64(),))
-            if parsed is None:
-                return _weights_from_text(col, column, problems)
-            col, t = parsed, parsed.type
-        if not (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_decimal(t)):
+        parsed = _cast_text(col, (pa.float64(),)) if _is_string_type(t) else col  # CSV reads weights as text
+        if parsed is None:  # a cell that is not a number: each such cell a bad row
+            values = _weights_from_text(col, column, problems)
+        elif not (pa.types.is_floating(parsed.type) or pa.types.is_integer(parsed.type)
+                  or pa.types.is_decimal(parsed.type)):
             raise _structural(column, f"weights must be numbers, got Arrow type {t}")
-        values = pc.fill_null(col.cast(pa.float64()), 1.0).to_numpy(zero_copy_only=False)
+        else:
+            values = pc.fill_null(parsed.cast(pa.float64()), 1.0).to_numpy(zero_copy_only=False)
     else:
         values = np.ones(len(col), dtype=np.float64)
         for row, value in enumerate(col):
