@@ -1726,9 +1726,10 @@ class Graph:
         Raises:
             DimensionMismatchError: query of the wrong length.
             InvalidArgumentError: k, seeds, max_visited or max_fanout < 1, hops < 0, an unknown
-                direction, NaN/inf in the query, an all-zero query under "cos", ``where`` on a
-                property that was not declared filterable (the message names the declared ones)
-                or with a value of the wrong type.
+                direction, hop_decay <= 0, ts_min after ts_max (an empty time window), NaN/inf in
+                the query, an all-zero query under "cos", ``where`` on a property that was not
+                declared filterable (the message names the declared ones) or with a value of
+                the wrong type.
         """
         args = self._search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
                                  ts_min, ts_max, hop_decay, exact, ef, since, until)
