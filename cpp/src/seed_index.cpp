@@ -860,12 +860,22 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts, std::si
     }
     metric_t metric{&store_, &impl_->slot_to_node, &impl_->identity_slots, simd::active().dot_i8};
     const NodeColumns no_columns;
+    // A search for `query` (the row of `node`) that gave `found` reached it: it returned the
+    // node, or `wanted` others that score at least as well as the node itself (among more than
+    // `wanted` equal rows ties go by node id).
+    auto reached_by = [&](node_id_t node, const QuantizedVector& query, const std::vector<ScoredNode>& found,
+                          std::size_t wanted) {
+        if (std::any_of(found.begin(), found.end(), [&](const ScoredNode& s) { return s.node == node; })) return true;
+        return found.size() >= wanted && found.back().score >= store_.score(query, node);
+    };
     // Derailed suspects: reached, but a search for their own row does not come near them.
     // USearch reads neighbour lists without locks while other inserts rewrite them, so the
     // search an insert makes for its own row can end among far members; it is then linked
     // there, where no search for its row goes. Each suspect not already listed is searched for
-    // with a narrow beam (a member found by it is found by every wider search).
-    {
+    // with a narrow beam (a member it finds is almost always found by wider ones too).
+    // Not under ip, where a search for a node's own row need not reach it even in a sound graph
+    // (a row of small norm is outscored by larger ones everywhere): re-linking would not help.
+    if (store_.metric() != Metric::ip) {
         std::sort(unreachable.begin(), unreachable.end());
         std::vector<std::uint8_t> derailed(suspects.size(), 0);
         std::atomic<std::size_t> next{0};
@@ -885,7 +895,7 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts, std::si
                 query.scale = store_.scale(node);
                 query.sq_norm = store_.sq_norm(node);
                 (void)find(query, probe, expansion, nullptr, no_columns, lease.slot(), false, found, 0);
-                derailed[i] = std::none_of(found.begin(), found.end(), [&](const ScoredNode& s) { return s.node == node; });
+                derailed[i] = !reached_by(node, query, found, probe);
             }
         };
         detail::run_on_threads(std::max<std::size_t>(1, std::min({threads, contexts.count_slots(),
@@ -897,6 +907,11 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts, std::si
     if (unreachable.empty()) return 0;
     InsertScope inserting(inserting_);  // update() rewrites lists as an insert does
     std::atomic<std::size_t> next_relink{0}, count_done{0};
+    struct Count {  // also when a worker throws (out of memory): what was re-linked counts
+        std::atomic<std::size_t>& from;
+        std::atomic<std::size_t>& into;
+        ~Count() { into.fetch_add(from.load(), std::memory_order_relaxed); }
+    } count{count_done, count_relinked_};
     auto relink = [&] {
         detail::ContextPool::Lease lease(contexts);
         us::index_update_config_t config;
@@ -924,16 +939,14 @@ std::size_t SeedIndex::relink_unreachable(detail::ContextPool& contexts, std::si
                 }
                 if (attempt == 0) count_done.fetch_add(1, std::memory_order_relaxed);
                 (void)find(query, std::min<std::size_t>(10, size), 0, nullptr, no_columns, lease.slot(), false, found, 0);
-                if (std::any_of(found.begin(), found.end(), [&](const ScoredNode& s) { return s.node == node; })) break;
+                if (reached_by(node, query, found, std::min<std::size_t>(10, size))) break;
                 config.expansion = std::min(config.expansion * 2, size);
             }
         }
     };
     detail::run_on_threads(std::max<std::size_t>(1, std::min({threads, contexts.count_slots(), unreachable.size() / 64 + 1})),
                            relink);
-    const std::size_t relinked = count_done.load();
-    count_relinked_.fetch_add(relinked, std::memory_order_relaxed);
-    return relinked;
+    return count_done.load();
 }
 
 std::size_t SeedIndex::slots_in_node_order() const noexcept {

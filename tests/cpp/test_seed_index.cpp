@@ -222,8 +222,6 @@ TEST_CASE("batch inserts take slots in node order; load renumbers a graph whose 
     CHECK_EQ(sevens, std::size_t{1});
 }
 
-TEST_MAIN()
-
 TEST_CASE("relink finds a member linked for another row (a derailed insert) and links it where its row is") {
     // A derailed insert (see SeedIndex::relink_unreachable) is made on purpose: while the batch
     // is inserted on two threads, three nodes hold the row of a node in another cluster, and
@@ -270,3 +268,5 @@ TEST_CASE("relink finds a member linked for another row (a derailed insert) and 
     for (node_id_t node : derailed) CHECK(found_by_own_row(node));
     CHECK_EQ(index.verify(count, nullptr, 5).size(), std::size_t{0});
 }
+
+TEST_MAIN()

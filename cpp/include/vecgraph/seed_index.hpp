@@ -71,8 +71,10 @@ class SeedIndex {
     /// one thread, or calls that overlapped) and relink_unreachable() has not checked them yet.
     bool needs_relink() const noexcept { return needs_relink_.load(std::memory_order_acquire); }
     /// Finds the members that concurrent inserts left unreachable or derailed and re-links them
-    /// with USearch's update (a fresh search and new links both ways), the derail check on up
-    /// to `threads` threads. Returns how many it re-linked.
+    /// with USearch's update (a fresh search and new links both ways). The derail check (one
+    /// thread per 1,024 suspects) and the re-links (one per 64) run on up to `threads` threads,
+    /// each leasing a context from `contexts`: the caller must hold no lease. Returns how many
+    /// it re-linked.
     ///
     /// Why: USearch clears a new member's neighbour list on each level just before filling it,
     /// after its upper levels are already linked. An insert running beside it can descend
@@ -88,13 +90,20 @@ class SeedIndex {
     /// Derailed: USearch reads neighbour lists without locks while inserts beside it rewrite
     /// them, so the search an insert makes for its own row can end among far members and link
     /// it there: reachable, but no search for its row comes near it (seen in about 2 of 100
-    /// two-thread builds of 450 nodes with exact duplicates; never with one thread). So every
-    /// suspect is also searched for with its own row, at ef derail_check_expansion, and re-linked
-    /// when not found among the 10 nearest.
+    /// two-thread builds of 450 nodes with exact duplicates; never with one thread). So under
+    /// cos and l2 (not ip: there a sound graph need not lead a node's own row to it) every
+    /// suspect is also searched for with its own row, at ef derail_check_expansion (or the
+    /// search ef when smaller), and re-linked when that search reaches neither its node nor 10
+    /// others that score at least as well as the node itself (among more than 10 equal rows
+    /// ties go by node id). Re-linking can cost other
+    /// members an in-link (update() prunes its new neighbours' lists); they are not checked
+    /// again. Measured on 20,000 clustered nodes: about 150 nodes their own search missed
+    /// before, about 12 after.
     ///
     /// A re-linked member is then searched for with its own row and linked again, searching
-    /// wider, until found (at most 4 tries): a full neighbour list can drop it again when it is
-    /// pruned.
+    /// wider, until the search reaches it as above (at most 4 tries): a full neighbour list can
+    /// drop it again when it is pruned. The check runs while the caller holds the walk lock:
+    /// writes wait for it.
     ///
     /// Not safe concurrently with add (the caller excludes adds); safe beside searches.
     std::size_t relink_unreachable(detail::ContextPool& contexts, std::size_t threads = 1);
