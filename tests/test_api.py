@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+from datetime import datetime, timezone
 
 import numpy as np
 import pytest
@@ -103,6 +104,16 @@ def test_stored_vector_within_int8_error(metric):
         vector = g.get_node(key)["vector"]
         assert np.max(np.abs(vector - want[i])) <= scales[i] / 2 + 1e-6 * max(1.0, float(np.abs(want[i]).max()))
         assert np.max(np.abs(codes[i].astype(np.int32))) == 127  # the largest component maps to +-127
+
+
+def test_props_come_back_as_json_reads_them():
+    """As add_nodes documents: props are JSON text, so int keys come back as str, tuples as
+    lists and datetimes as int microseconds since the epoch."""
+    g = vg.Graph(2)
+    when = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    g.add_nodes(["a", "b"], [[1, 0], [0, 1]], props=[{1: (2, 3), "when": when}, {"nested": {2: None}}])
+    assert g.get_node("a")["props"] == {"1": [2, 3], "when": 1_704_067_200_000_000}
+    assert g.get_node("b")["props"] == {"nested": {"2": None}}
 
 
 def test_defaults_for_unset_columns():

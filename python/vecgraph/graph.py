@@ -1224,7 +1224,9 @@ class Graph:
             texts: a list of n texts (default ""; a bare str is refused, not copied to every row).
             tenants: one tenant for all rows, or n tenants (default "").
             ts: one timestamp or n timestamps, int64 microseconds since the epoch (default 0).
-            props: n JSON-serializable dicts or None.
+            props: n JSON-serializable dicts or None, stored as JSON text: they come back
+                as JSON reads them (``{1: (2, 3)}`` as ``{"1": [2, 3]}``; datetimes and dates
+                as int microseconds since the epoch).
 
         Raises:
             DimensionMismatchError: vectors of the wrong length.
@@ -1287,7 +1289,7 @@ class Graph:
                 A hub expands its heaviest edges first.
             ts: one timestamp or n timestamps, int64 microseconds (default 0).
             texts: a list of n texts (default ""; a bare str is refused). props: n JSON-serializable
-                dicts or None.
+                dicts or None, stored as JSON text as for :meth:`add_nodes`.
             vectors: optional (n, dim) edge vectors, stored as int8 like node vectors.
 
         Raises:
