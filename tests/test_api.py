@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import numpy as np
 import pytest
@@ -114,6 +114,28 @@ def test_props_come_back_as_json_reads_them():
     g.add_nodes(["a", "b"], [[1, 0], [0, 1]], props=[{1: (2, 3), "when": when}, {"nested": {2: None}}])
     assert g.get_node("a")["props"] == {"1": [2, 3], "when": 1_704_067_200_000_000}
     assert g.get_node("b")["props"] == {"nested": {"2": None}}
+
+
+def test_ts_takes_datetimes_dates_and_datetime64():
+    """ts of nodes and edges: ints (microseconds), datetimes (naive: UTC; aware: their offset),
+    dates (midnight UTC), mixed in a list, or a datetime64 array; a value of another type or
+    NaT is refused and the batch leaves nothing."""
+    g = vg.Graph(2)
+    day = 86_400_000_000
+    jan1 = 1_704_067_200_000_000  # 2024-01-01T00:00:00Z
+    g.add_nodes(["a", "b", "c"], [[1, 0], [0, 1], [1, 1]],
+                ts=[datetime(2024, 1, 1), date(2024, 1, 2), 5])
+    g.add_nodes(["d"], [[1, 2]], ts=datetime(2024, 1, 1, 2, tzinfo=timezone(timedelta(hours=2))))
+    g.add_nodes(["e", "f"], [[2, 1], [2, 2]], ts=np.array(["2024-01-01", "2024-01-02T00:00:01"], dtype="datetime64"))
+    assert [g.get_node(k)["ts"] for k in "abcdef"] == [jan1, jan1 + day, 5, jan1, jan1, jan1 + day + 1_000_000]
+    assert g.search([1, 0], k=10, exact=True, since=date(2024, 1, 2)).keys == ["f", "b"]
+    with pytest.raises(TypeError, match=r"ts\[1\] must be an int .* got str 'x'"):
+        g.add_nodes(["x", "y"], [[1, 0], [0, 1]], ts=[datetime(2024, 1, 1), "x"])
+    with pytest.raises(vg.InvalidArgumentError, match="NaT at row 0"):
+        g.add_nodes(["x", "y"], [[1, 0], [0, 1]], ts=np.array(["NaT", "2024-01-01"], dtype="datetime64[s]"))
+    assert len(g) == 6 and "x" not in g
+    g.add_edges(["a"], ["b"], ts=[datetime(2024, 1, 1)])
+    assert g.stats()["edges"] == 1
 
 
 def test_defaults_for_unset_columns():

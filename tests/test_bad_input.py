@@ -358,8 +358,12 @@ def test_more_argument_errors_name_what_was_expected():
 
     g = make_graph()
     expect_error(g, lambda g: g.verify(limit=-1), vg.InvalidArgumentError, "limit must be >= 0", "got -1")
-    expect_error(g, lambda g: g.add_nodes(["n"], np.ones((1, DIM)), ts=datetime.datetime(2024, 1, 1)), TypeError,
-                 "ts must be an int or a list of 1 ints", "dt.timestamp()", "got datetime")
+    expect_error(g, lambda g: g.add_nodes(["n"], np.ones((1, DIM)), ts=object()), TypeError,
+                 "ts must be an int or a list of 1 ints", "datetimes or dates", "got object")
+    expect_error(g, lambda g: g.add_nodes(["n"], np.ones((1, DIM)), ts=[datetime.date(2024, 1, 1), datetime.time(1)]),
+                 ValueError, "ts must have shape (1,)", "got (2,)")
+    expect_error(g, lambda g: g.add_nodes(["n", "m"], np.ones((2, DIM)), ts=[datetime.date(2024, 1, 1), datetime.time(1)]),
+                 TypeError, "ts[1] must be an int", "a datetime or a date", "got time")
     expect_error(g, lambda g: g.add_nodes(["n"], np.ones((1, DIM)), ts=True), TypeError,
                  "ts must be an int or a list of 1 ints", "got bool")
     error = expect_error(g, lambda g: g.search(QUERY, hop_decay=-2.25), vg.InvalidArgumentError, "hop_decay")

@@ -292,6 +292,36 @@ def test_csv_reads_strings_as_strings(tmp_path):
     assert g.neighbors(1) == [vg.graph.Edge(1, "", 2, 0.5)]
 
 
+def test_ts_reads_alike_from_csv_pandas_and_jsonl(tmp_path):
+    """A blank ts is 0 and a fractional one a bad row whether a CSV is read directly or by
+    pandas (which makes the column float64 with NaN); JSONL takes ISO 8601 text as CSV does."""
+    import pandas as pd
+
+    path = tmp_path / "p.csv"
+    path.write_text('key,vector,ts\na,"[1,2,3,4]",5\nb,"[1,2,3,5]",\nc,"[1,2,3,6]",7.5\n')
+    reports = []
+    for source in (str(path), pd.read_csv(path, dtype={"key": str})):
+        g = vg.Graph(dim=4)
+        rejects = tmp_path / f"rejects{len(reports)}.jsonl"
+        reports.append(ingest.nodes(g, source, on_error="skip", rejects=str(rejects)))
+        assert (reports[-1].rows_accepted, reports[-1].rows_rejected) == (2, 1)
+        assert [g.get_node(k)["ts"] for k in "ab"] == [5, 0] and "c" not in g
+        (reject,) = [json.loads(line) for line in rejects.read_text().splitlines()]
+        assert (reject["key"], reject["column"]) == ("c", "ts")
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"key": "a", "vector": [1, 2, 3, 4], "ts": "2024-01-01T01:00:00+01:00"},
+        {"key": "b", "vector": [1, 2, 3, 5], "ts": "nope"},
+        {"key": "c", "vector": [1, 2, 3, 6], "ts": 17},
+        {"key": "d", "vector": [1, 2, 3, 7], "ts": "2024-01-02"})))
+    g = vg.Graph(dim=4)
+    report = ingest.nodes(g, str(jsonl), on_error="skip", rejects=str(tmp_path / "j.jsonl"))
+    assert (report.rows_accepted, report.rows_rejected) == (3, 1) and "b" not in g
+    assert [g.get_node(k)["ts"] for k in "acd"] == [1_704_067_200_000_000, 17, 1_704_153_600_000_000]
+    (reject,) = [json.loads(line) for line in (tmp_path / "j.jsonl").read_text().splitlines()]
+    assert reject["reason"] == "ts 'nope' is neither an integer (microseconds since the epoch) nor an ISO 8601 timestamp"
+
+
 def test_csv_weight_and_ts_cells_are_parsed_row_by_row(tmp_path):
     """A CSV weight or ts cell that does not parse is one bad row, wherever it is in the file;
     ts takes integers and ISO 8601 dates and timestamps (UTC unless it names an offset)."""

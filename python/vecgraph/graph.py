@@ -244,8 +244,8 @@ def _int64s(values: Any, name: str, count: int) -> Optional[np.ndarray]:
     except OverflowError:
         raise ValueError(f"{name} holds an int outside the int64 range") from None
     if array.ndim == 0:  # a datetime, None-like or other scalar
-        raise TypeError(f"{name} must be an int or a list of {count} ints (microseconds since the epoch, e.g. "
-                        f"int(dt.timestamp() * 1_000_000) for a datetime dt), got {type(values).__name__}")
+        raise TypeError(f"{name} must be an int or a list of {count} ints (microseconds since the epoch), "
+                        f"datetimes or dates, got {type(values).__name__}")
     if array.shape != (count,):
         raise ValueError(f"{name} must have shape ({count},), got {array.shape}")
     if array.dtype == object and all(isinstance(v, int) and not isinstance(v, bool) for v in array.tolist()):
@@ -255,6 +255,29 @@ def _int64s(values: Any, name: str, count: int) -> Optional[np.ndarray]:
     if array.size and array.dtype.kind == "u" and int(array.max()) > _INT64_MAX:
         raise ValueError(f"{name} holds {int(array.max())}, outside the int64 range (max {_INT64_MAX})")
     return np.ascontiguousarray(array, dtype=np.int64)
+
+
+def _timestamps(values: Any, name: str, count: int) -> Optional[np.ndarray]:
+    """ts for a write: one value or ``count`` values, each int microseconds since the epoch, a
+    datetime (naive: UTC) or a date (midnight UTC); or a NumPy datetime64 array."""
+    if isinstance(values, (datetime.datetime, datetime.date)):
+        return np.full(count, _timestamp_us(values, name), dtype=np.int64)
+    if isinstance(values, np.ndarray) and values.dtype.kind == "M":
+        if values.shape != (count,):
+            raise ValueError(f"{name} must have shape ({count},), got {values.shape}")
+        if np.isnat(values).any():
+            raise InvalidArgumentError(f"{name} holds NaT at row {int(np.argmax(np.isnat(values)))}; "
+                                       "every row needs a timestamp")
+        return np.ascontiguousarray(values.astype("datetime64[us]").astype(np.int64))
+    if isinstance(values, (list, tuple)) and any(isinstance(v, (datetime.datetime, datetime.date)) for v in values):
+        if len(values) != count:
+            raise ValueError(f"{name} must have shape ({count},), got ({len(values)},)")
+        for i, v in enumerate(values):
+            if not isinstance(v, (datetime.datetime, datetime.date, numbers.Integral)) or isinstance(v, bool):
+                raise TypeError(f"{name}[{i}] must be an int (microseconds since the epoch), a datetime or a "
+                                f"date, got {type(v).__name__} {v!r}")
+        return np.fromiter((_timestamp_us(v, name) for v in values), dtype=np.int64, count=count)
+    return _int64s(values, name, count)
 
 
 def _props(values: Any, count: int) -> Optional[list]:
@@ -1226,7 +1249,8 @@ class Graph:
             labels: one label for all rows, or n labels (default "").
             texts: a list of n texts (default ""; a bare str is refused, not copied to every row).
             tenants: one tenant for all rows, or n tenants (default "").
-            ts: one timestamp or n timestamps, int64 microseconds since the epoch (default 0).
+            ts: one timestamp or n timestamps: int64 microseconds since the epoch, datetimes
+                (naive: UTC), dates (midnight UTC) or a datetime64 array (default 0).
             props: n JSON-serializable dicts or None, stored as JSON text: they come back
                 as JSON reads them (``{1: (2, 3)}`` as ``{"1": [2, 3]}``; datetimes and dates
                 as int microseconds since the epoch).
@@ -1253,7 +1277,7 @@ class Graph:
         matrix = _float_array(vectors, "vectors", 2)
         if matrix.shape[0] != n:
             raise ValueError(f"vectors has {matrix.shape[0]} rows, keys has {n}")
-        labels, tenants, ts = _strings(labels, "labels", n), _strings(tenants, "tenants", n), _int64s(ts, "ts", n)
+        labels, tenants, ts = _strings(labels, "labels", n), _strings(tenants, "tenants", n), _timestamps(ts, "ts", n)
         texts, props = _strings(texts, "texts", n, one_for_all=False), _props(props, n)
         upsert = write == self._engine.upsert_nodes
         if not upsert and not (texts and any(texts)) and self._entities is None:
@@ -1290,7 +1314,7 @@ class Graph:
                 a few names is converted once per distinct name.
             weights: one weight for every edge, or n of them; finite in float32 (default 1.0).
                 A hub expands its heaviest edges first.
-            ts: one timestamp or n timestamps, int64 microseconds (default 0).
+            ts: one timestamp or n timestamps, as for :meth:`add_nodes` (default 0).
             texts: a list of n texts (default ""; a bare str is refused). props: n JSON-serializable
                 dicts or None, stored as JSON text as for :meth:`add_nodes`.
             vectors: optional (n, dim) edge vectors, stored as int8 like node vectors.
@@ -1334,7 +1358,7 @@ class Graph:
             dst,
             _strings(rels, "rels", n),
             weight_arg,
-            _int64s(ts, "ts", n),
+            _timestamps(ts, "ts", n),
             _strings(texts, "texts", n, one_for_all=False),
             _props(props, n),
             vector_matrix,

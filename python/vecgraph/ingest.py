@@ -700,6 +700,8 @@ def _ts_column(col: Any, column: str, problems: _Problems) -> Optional[np.ndarra
             if parsed is None:
                 return _ts_from_text(col, column, problems)
             col, t = parsed, parsed.type
+        if pa.types.is_floating(t):  # pandas turns an int column with blanks into float64 with NaN
+            return _ts_from_floats(col.to_numpy(zero_copy_only=False).astype(np.float64), column, problems)
         if pa.types.is_timestamp(t):
             col = col.cast(pa.timestamp("us", tz=t.tz), safe=False).cast(pa.int64())
         elif pa.types.is_date(t):
@@ -720,6 +722,13 @@ def _ts_column(col: Any, column: str, problems: _Problems) -> Optional[np.ndarra
         if isinstance(value, _dt.datetime):
             value = (value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)) - _EPOCH
             value = value // _ONE_US
+        elif isinstance(value, str):  # JSON has no timestamps: ISO 8601 text, as in a CSV
+            value, problem = _ts_from_one_text(value)
+            if problem:
+                problems.add(row, column, problem)
+                continue
+        elif isinstance(value, (float, np.floating)) and float(value).is_integer():
+            value = int(value)
         if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
             if -_INT64_MAX - 1 <= value <= _INT64_MAX:
                 out[row] = value
@@ -740,6 +749,22 @@ def _cast_text(col: pa.Array, types: tuple) -> Optional[pa.Array]:
     return None
 
 
+def _ts_from_one_text(text: str) -> tuple:
+    """(microseconds, "") from an integer or an ISO 8601 date or timestamp (UTC when it names
+    no offset), or (0, why not)."""
+    try:
+        value = int(text)
+    except ValueError:
+        try:
+            stamp = _dt.datetime.fromisoformat(text.strip())
+        except ValueError:
+            return 0, f"ts {text!r} is neither an integer (microseconds since the epoch) nor an ISO 8601 timestamp"
+        value = ((stamp if stamp.tzinfo else stamp.replace(tzinfo=_dt.timezone.utc)) - _EPOCH) // _ONE_US
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        return 0, f"ts {value} is outside the int64 range"
+    return value, ""
+
+
 def _ts_from_text(col: pa.Array, column: str, problems: _Problems) -> np.ndarray:
     """Row by row: an integer (microseconds since the epoch) or an ISO 8601 date or timestamp
     (UTC when it names no offset); anything else is a bad row. 0 where null."""
@@ -747,21 +772,20 @@ def _ts_from_text(col: pa.Array, column: str, problems: _Problems) -> np.ndarray
     for row, text in enumerate(col.to_pylist()):
         if text is None:
             continue
-        try:
-            value = int(text)
-        except ValueError:
-            try:
-                stamp = _dt.datetime.fromisoformat(text.strip())
-            except ValueError:
-                problems.add(row, column, f"ts {text!r} is neither an integer (microseconds since the epoch) "
-                                          f"nor an ISO 8601 timestamp")
-                continue
-            value = ((stamp if stamp.tzinfo else stamp.replace(tzinfo=_dt.timezone.utc)) - _EPOCH) // _ONE_US
-        if -_INT64_MAX - 1 <= value <= _INT64_MAX:
-            out[row] = value
-        else:
-            problems.add(row, column, f"ts {value} is outside the int64 range")
+        out[row], problem = _ts_from_one_text(text)
+        if problem:
+            problems.add(row, column, problem)
     return out
+
+
+def _ts_from_floats(values: np.ndarray, column: str, problems: _Problems) -> np.ndarray:
+    """Whole numbers of microseconds held as floats; NaN (a blank) is 0, as null is; a fraction,
+    inf or a value past the int64 range is a bad row."""
+    missing = np.isnan(values)
+    bad = ~missing & ~(np.isfinite(values) & (values == np.trunc(values)) & (np.abs(values) < 2.0**63))
+    for row in np.flatnonzero(bad):
+        problems.add(int(row), column, f"ts {float(values[row])!r} is not a whole number of microseconds")
+    return np.where(missing | bad, 0, values).astype(np.int64)
 
 
 def _weights_from_text(col: pa.Array, column: str, problems: _Problems) -> np.ndarray:
