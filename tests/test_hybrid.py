@@ -89,6 +89,32 @@ def test_a_two_hop_question_is_answered_by_the_graph_channel():
     assert scored[("ada", "bob")].vector_score is None
 
 
+def test_entity_names_with_punctuation_symbols_or_many_tokens_match():
+    """Names that begin or end in punctuation match the text without it; C++ and C# are not C;
+    a Chinese name of 15 characters (15 tokens) matches inside a sentence; a name of only
+    symbols never matches."""
+    g = vg.Graph(dim=4)
+    keys = ["usa", "cpp", "acme", "yahoo", "csharp", "c", "cn", "dc", "pizza"]
+    g.add_nodes(keys, np.ones((len(keys), 4)))
+    for key, alias in [("usa", "U.S.A."), ("cpp", "C++"), ("acme", "Acme Inc."), ("yahoo", "Yahoo!"),
+                       ("csharp", "C#"), ("cn", "中华人民共和国国务院新闻办公室"), ("dc", "Washington D.C."),
+                       ("pizza", "🍕")]:
+        g.add_aliases(key, [alias])
+
+    def entity(text):
+        return g.hybrid_search(text, channels=["entity"]).keys
+
+    assert entity("made in the U.S.A.") == ["usa"]
+    assert entity("I write C++ code") == ["cpp"]
+    assert entity("Acme Inc. reported") == ["acme"]
+    assert entity("Yahoo! mail") == ["yahoo"]
+    assert entity("C# and C") == ["csharp", "c"]
+    assert entity("plain C here") == ["c"]
+    assert entity("今天中华人民共和国国务院新闻办公室举行发布会") == ["cn"]
+    assert entity("Washington D.C. is") == ["dc"]
+    assert entity("🍕 tonight") == []
+
+
 def test_entity_aliases_are_normalised_and_persist(tmp_path):
     g = vg.Graph.open(tmp_path / "g", dim=4)
     g.add_nodes(["wn:lca", "other"], [unit(1, 0, 0, 0), unit(0, 1, 0, 0)], texts=["lowest common ancestor", ""])

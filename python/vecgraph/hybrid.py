@@ -35,10 +35,11 @@ CHANNELS = ("dense", "bm25", "graph", "entity")
 ALIAS_SEPARATOR = "\x1f"
 
 # Name matching: a CJK character is a token of its own (no spaces between words); otherwise a
-# run of letters and digits, joined by - _ . ' inside (so "A7-Pro" and "v2.0" stay whole).
+# run of letters and digits, joined by - _ . ' inside (so "A7-Pro" and "v2.0" stay whole) and
+# ending in any + or # ("C++", "C#" are not "C").
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+(?:[-_.'][^\W_{_CJK}]+)*")
-_MAX_NAME_TOKENS = 12
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+(?:[-_.'][^\W_{_CJK}]+)*[+#]*")
+MAX_NAME_TOKENS = 32
 _JOINERS = re.compile(r"[-_]")
 
 
@@ -66,9 +67,12 @@ class EntityIndex:
     mapped to node keys, and the lookup of the names a text mentions.
 
     A name matches where it starts and ends at token boundaries of the text (a CJK character
-    is a token by itself, so a Chinese name matches inside a sentence without spaces). Names
-    that are stopwords of :mod:`vecgraph.text` ("in", "a", "the", ...) are not matched. Keys
-    of deleted nodes may linger here; callers check results against the graph.
+    is a token by itself, so a Chinese name matches inside a sentence without spaces). A name
+    is kept from its first token to its last, so what comes before or after them does not
+    have to be in the text ("U.S.A." matches "made in the U.S.A", "Yahoo!" matches "Yahoo
+    mail"). Names that are stopwords of :mod:`vecgraph.text` ("in", "a", "the", ...), that hold
+    no token (only symbols or emoji) or more than :data:`MAX_NAME_TOKENS` tokens are not
+    matched. Keys of deleted nodes may linger here; callers check results against the graph.
     """
 
     def __init__(self) -> None:
@@ -82,11 +86,15 @@ class EntityIndex:
         with self._lock:
             for name in names:
                 normal = normalize_name(name)
-                if not normal or normal in _stopwords():
+                tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(normal)]
+                if not tokens or len(tokens) > MAX_NAME_TOKENS:
+                    continue
+                normal = normal[tokens[0][0] : tokens[-1][1]]  # as match() cuts candidates from a text
+                if normal in _stopwords():
                     continue  # a name that is a stopword ("in", "a") would match nearly every text
                 self._names.setdefault(normal, set()).add(key)
                 self._by_key.setdefault((type(key), key), set()).add(normal)
-                self._max_tokens = max(self._max_tokens, min(len(_TOKEN.findall(normal)), _MAX_NAME_TOKENS))
+                self._max_tokens = max(self._max_tokens, len(tokens))
 
     def add_keys(self, keys: Sequence[Any]) -> None:
         """Each str key is a name of its own node."""
