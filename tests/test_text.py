@@ -362,6 +362,29 @@ def test_filtered_ranking_is_the_unfiltered_ranking_restricted(big):
     assert big.search("widget pepper", 50, tenants="common") == admitted[:50]
 
 
+def test_exclude_many_drops_what_exclude_drops_in_blocks(big):
+    """exclude_many gives the same results as exclude, over blocks of growing size, also
+    together with exclude; a wrong number of flags is an error."""
+    ranking = big.search("widget garden basket", 2000)
+    dropped = {key for key, _ in ranking[:300]}
+    blocks = []
+
+    def many(keys):
+        blocks.append(len(keys))
+        return [key in dropped for key in keys]
+
+    assert big.search("widget garden basket", 10, exclude_many=many) == ranking[300:310]
+    assert blocks == [64, 256]  # 320 candidates hold the 10 past the 300 dropped
+    odd = big.search("widget garden basket", 20, exclude_many=many,
+                     exclude=lambda key: int(key[1:]) % 2 == 0)
+    assert odd == [(key, s) for key, s in ranking[300:] if int(key[1:]) % 2 == 1][:20]
+    assert big.search("widget", 5, exclude_many=lambda keys: [True] * len(keys)) == []
+    with pytest.raises(ValueError, match="returned 0 flags for"):
+        big.search("widget", 5, exclude_many=lambda keys: [])
+    with pytest.raises(TypeError, match="exclude_many must be callable"):
+        big.search("widget", 5, exclude_many=3)
+
+
 def test_many_filter_values(big):
     tenants = [f"t{i}" for i in range(300)] + ["rare"]
     assert sorted(keys_of(big.search("widget", 10, tenants=tenants))) == ["d17", "d1999", "d900"]

@@ -1914,16 +1914,17 @@ class Graph:
             flags = self._engine.admits(keys, args[7], args[8], ts_min, ts_max, conditions)
             return [key for key, ok in zip(keys, flags) if ok]
 
-        def passes_where(key: Any) -> bool:
+        def fail_where(keys: list) -> list:
             # Only the where conditions: the BM25 search applies tenants, labels and the time window
             # itself (sending them again for each candidate cost O(candidates x names listed)).
-            return bool(self._engine.admits([key], None, None, _INT64_MIN, _INT64_MAX, conditions)[0])
+            # One call per block of candidates: a call per key cost ~10 µs, 0.3 s for 30,000.
+            return [not ok for ok in self._engine.admits(keys, None, None, _INT64_MIN, _INT64_MAX, conditions)]
 
         def bm25() -> list:
             found = self._bm25(text, depth, tenants=args[8], labels=args[7],
                                ts_min=None if ts_min == _INT64_MIN else ts_min,
                                ts_max=None if ts_max == _INT64_MAX else ts_max,
-                               exclude=(lambda key: not passes_where(key)) if conditions else None)
+                               exclude_many=fail_where if conditions else None)
             # Tenants, labels and the time window are applied inside the BM25 search; deletes reach the index
             # with the write that makes them, so only where conditions need the graph here.
             return [key for key, _ in found]

@@ -681,6 +681,7 @@ class TextIndex:
         ts_max: Optional[int] = None,
         kind: str = "node",
         exclude: Optional[Callable[[Key], bool]] = None,
+        exclude_many: Optional[Callable[[list], Sequence[bool]]] = None,
     ) -> list[tuple[Key, float]]:
         """The ``k`` documents that best match ``text`` by BM25, best first.
 
@@ -703,6 +704,9 @@ class TextIndex:
             exclude: ``exclude(key) -> bool``, called on candidates best first; True drops the
                 candidate (for a condition the index cannot check, like a property filter).
                 More candidates are fetched until ``k`` are admitted or none is left.
+            exclude_many: the same for a list of candidates at a time (one bool each, True
+                drops), for a check that costs less per key in bulk; called on blocks of
+                ``max(k, 64)`` candidates, each block four times the last (at most 16,384).
 
         Returns:
             ``[(key, score), ...]``, at most ``k``, never padded. Ties (equal scores) break by
@@ -728,8 +732,9 @@ class TextIndex:
             ts_min = _check_int(ts_min, "ts_min")
         if ts_max is not None:
             ts_max = _check_int(ts_max, "ts_max")
-        if exclude is not None and not callable(exclude):
-            raise TypeError(f"exclude must be callable or None, got {type(exclude).__name__}")
+        for name, check in (("exclude", exclude), ("exclude_many", exclude_many)):
+            if check is not None and not callable(check):
+                raise TypeError(f"{name} must be callable or None, got {type(check).__name__}")
 
         terms = list(dict.fromkeys(tokenize(text)))
         if not terms or tenant_list == [] or label_list == []:
@@ -772,11 +777,32 @@ class TextIndex:
         # tantivy sizes its collector by the page: never more than the documents there are
         most = max(1, int(searcher.num_docs))
         out: list = []
+        block: list = []
+        block_size = max(k, 64)
+
+        def admit_block() -> None:
+            drops = list(exclude_many([key for key, _ in block]))
+            if len(drops) != len(block):
+                raise ValueError(f"exclude_many returned {len(drops)} flags for {len(block)} keys")
+            for (key, score), drop in zip(block, drops):
+                if not drop and (exclude is None or not exclude(key)):
+                    out.append((key, score))
+                    if len(out) == k:
+                        return
+            block.clear()
+
         for key, score in _ranked_pages(page, min(k + max(k, _FIRST_PAGE_MIN), most), most):
-            if exclude is None or not exclude(key):
+            if exclude_many is not None:
+                block.append((key, score))
+                if len(block) == block_size:
+                    admit_block()
+                    block_size = min(4 * block_size, 16_384)
+            elif exclude is None or not exclude(key):
                 out.append((key, score))
-                if len(out) == k:
-                    break
+            if len(out) == k:
+                return out
+        if block:
+            admit_block()
         return out
 
     def count(self, kind: Optional[str] = None) -> int:
