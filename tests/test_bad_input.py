@@ -358,6 +358,12 @@ def test_more_argument_errors_name_what_was_expected():
 
     g = make_graph()
     expect_error(g, lambda g: g.verify(limit=-1), vg.InvalidArgumentError, "limit must be >= 0", "got -1")
+    expect_error(g, lambda g: g.hybrid_search(vector=np.ones(DIM), weights={"dense": 10**400}),
+                 vg.InvalidArgumentError, "weights['dense'] must be a finite number >= 0", "an int of 1329 bits")
+    expect_error(g, lambda g: g.hybrid_search(vector=np.ones(DIM), rrf_k=10**400),
+                 vg.InvalidArgumentError, "rrf_k must be a finite real number", "an int of 1329 bits")
+    expect_error(g, lambda g: g.hybrid_search(vector=np.ones(DIM), weights={"dense": "1"}),
+                 TypeError, "weights['dense'] must be a real number >= 0", "got str '1'")
     expect_error(g, lambda g: g.add_nodes(["n"], np.ones((1, DIM)), ts=object()), TypeError,
                  "ts must be an int or a list of 1 ints", "datetimes or dates", "got object")
     expect_error(g, lambda g: g.add_nodes(["n"], np.ones((1, DIM)), ts=[datetime.date(2024, 1, 1), datetime.time(1)]),

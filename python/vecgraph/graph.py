@@ -507,7 +507,11 @@ def _flag(value: Any, name: str) -> bool:
 def _real(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise InvalidArgumentError(f"{name} must be a finite real number, got an int of "
+                                   f"{int(value).bit_length()} bits, beyond float64") from None
 
 
 def _scan_expected(default: Any) -> str:
@@ -1868,8 +1872,9 @@ class Graph:
 
         Raises:
             InvalidArgumentError: neither text nor vector; an unknown channel; a negative or
-                non-finite weight; weight 0 on every channel that can run; bad filters (as in
-                :meth:`search`).
+                non-finite weight or rrf_k; weight 0 on every channel that can run; bad filters
+                (as in :meth:`search`).
+            TypeError: text that is not a str; a weight or rrf_k that is not a real number.
         """
         chosen, channel_weights = hybrid.check_channels(channels, weights)
         if text is not None and not isinstance(text, str):

@@ -319,8 +319,16 @@ def check_channels(channels: Any, weights: Any) -> tuple[tuple, dict]:
     for name, weight in weights.items():
         if name not in CHANNELS:
             raise InvalidArgumentError(f"weights names unknown channel {name!r}; channels are {', '.join(CHANNELS)}")
-        if isinstance(weight, bool) or not isinstance(weight, numbers.Real) or not math.isfinite(weight) or weight < 0:
-            raise InvalidArgumentError(f"weights[{name!r}] must be a finite number >= 0, got {weight!r}")
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+            raise TypeError(f"weights[{name!r}] must be a real number >= 0, got {type(weight).__name__} {weight!r:.40}")
+        try:
+            finite = math.isfinite(weight)
+        except OverflowError:  # an int past float64
+            finite = False
+        if not finite or weight < 0:
+            got = (f"an int of {weight.bit_length()} bits, beyond float64" if isinstance(weight, numbers.Integral)
+                   and not finite else repr(weight))
+            raise InvalidArgumentError(f"weights[{name!r}] must be a finite number >= 0, got {got}")
     return chosen, {c: float(weights.get(c, 1.0)) for c in chosen}
 
 
