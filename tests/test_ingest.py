@@ -322,6 +322,26 @@ def test_ts_reads_alike_from_csv_pandas_and_jsonl(tmp_path):
     assert reject["reason"] == "ts 'nope' is neither an integer (microseconds since the epoch) nor an ISO 8601 timestamp"
 
 
+@pytest.mark.parametrize("batch_rows", [1, 2, 65536])
+def test_upsert_keeps_the_last_good_row_of_a_key_whatever_the_batches(tmp_path, batch_rows):
+    """With upsert a key on several rows ends as its last good row, whether the rows share a
+    batch or not; a bad last row leaves the earlier good one (as across batches)."""
+    path = tmp_path / "dd.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"key": "a", "vector": [1, 0, 0], "text": "first"},
+        {"key": "b", "vector": [0, 1, 0], "text": "b good"},
+        {"key": "a", "vector": [0, 0, 1], "text": "second"},
+        {"key": "b", "vector": [0, 0, 0], "text": "b all zeros"})))
+    g = vg.Graph(dim=3)
+    report = ingest.nodes(g, str(path), batch_rows=batch_rows, upsert=True, on_error="skip",
+                          rejects=str(tmp_path / "rejects.jsonl"))
+    assert (report.rows_accepted, report.rows_rejected, len(g)) == (3, 1, 2)
+    assert (g.get_node("a")["text"], g.get_node("b")["text"]) == ("second", "b good")
+    assert np.allclose(g.get_node("a")["vector"], [0, 0, 1], atol=0.01)
+    (reject,) = [json.loads(line) for line in (tmp_path / "rejects.jsonl").read_text().splitlines()]
+    assert (reject["row"], reject["key"]) == (3, "b")
+
+
 def test_csv_weight_and_ts_cells_are_parsed_row_by_row(tmp_path):
     """A CSV weight or ts cell that does not parse is one bad row, wherever it is in the file;
     ts takes integers and ISO 8601 dates and timestamps (UTC unless it names an offset)."""

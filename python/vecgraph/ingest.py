@@ -1290,9 +1290,9 @@ def nodes(
         progress: show a tqdm progress bar on stderr (rows, rows/s, ETA when the row count is
             known). None: only when stderr is a terminal.
 
-    A row is bad when its key is missing (null) or is not a str / int64; its key repeats an
-    earlier row of the batch, or (without ``upsert``) is already in the graph (so a key repeated
-    in a later batch is rejected there); its vector is missing, has a length other than the
+    A row is bad when its key is missing (null) or is not a str / int64; (without ``upsert``)
+    its key repeats an earlier row or is already in the graph (with ``upsert`` the last good
+    row of a key wins, in one batch as across batches); its vector is missing, has a length other than the
     graph's dim, holds NaN or inf, or is all zeros under metric "cos"; its text is empty while
     an embedder computes the vectors; its ts, label, tenant or props have the wrong type or are
     not JSON.
@@ -1407,8 +1407,8 @@ class _NodePlan:
         if self.int_keys:
             col = _int_key_column(col, c["key"], problems)
         keys = _key_column(col, c["key"], problems)
-        _duplicates(keys, problems, c["key"])
-        if not self.upsert:
+        if not self.upsert:  # with upsert a repeat replaces the earlier row, as across batches (apply)
+            _duplicates(keys, problems, c["key"])
             _in_graph(self.graph, keys, problems, c["key"], "is already in the graph (pass upsert=True to replace it)")
         labels = _string_column(cols[c["label"]], c["label"], problems) if c["label"] else None
         tenants = _string_column(cols[c["tenant"]], c["tenant"], problems) if c["tenant"] else None
@@ -1433,8 +1433,13 @@ class _NodePlan:
     def apply(self, p: dict, problems: _Problems) -> None:
         keys, vectors, labels, tenants, texts, ts, props = (p["keys"], p["vectors"], p["labels"], p["tenants"],
                                                             p["texts"], p["ts"], p["props"])
-        if problems:
-            keep = ~problems.bad
+        keep = ~problems.bad if problems else None
+        if self.upsert and len(set(keys)) < len(keys):
+            # A key on several good rows: the last one is written, as if each row were a batch.
+            keep = np.ones(len(keys), dtype=bool) if keep is None else keep
+            last = {key: row for row, key in enumerate(keys) if keep[row]}
+            keep &= np.fromiter((last.get(key) == row for row, key in enumerate(keys)), dtype=bool, count=len(keys))
+        if keep is not None:
             idx = np.flatnonzero(keep).tolist()
             keys = [keys[i] for i in idx]
             vectors = np.ascontiguousarray(vectors[keep])
