@@ -452,6 +452,23 @@ def test_ingest_and_query_text_with_an_embedder(tmp_path):
     assert "cannot be loaded" in failed(1, "query", folder, "agent memory")  # its module is not importable
 
 
+def test_query_loads_the_recorded_spec_of_an_embedder_named_otherwise(tmp_path):
+    """An embedder whose name is not its "module:attribute" spec: the graph records the spec
+    it was loaded by, and `vecgraph query TEXT` (plain and --hybrid) loads it again by it."""
+    (tmp_path / "letters_embedder.py").write_text(LETTERS)
+    texts = ["graph databases", "vector search", "agent memory"]
+    source = _jsonl(tmp_path / "docs.jsonl", [{"key": f"d{i}", "text": t} for i, t in enumerate(texts)])
+    folder = tmp_path / "g.vg"
+    ok("ingest", folder, "--nodes", source, "--embedder", "letters_embedder:Other", path=str(tmp_path))
+    stats = json.loads(ok("stats", folder, "--json").stdout)
+    assert stats["embedder"] == {"name": "other", "dim": 8, "spec": "letters_embedder:Other"}
+    rows = _table_rows(ok("query", folder, "agent memory", "--exact", path=str(tmp_path)).stdout)
+    assert rows[0][1] == "d2"
+    assert "d2" in ok("query", folder, "agent memory", "--hybrid", path=str(tmp_path)).stdout
+    err = failed(1, "query", folder, "agent memory")  # its module is not importable from here
+    assert "embedder 'other', which cannot be loaded by 'letters_embedder:Other'" in err
+
+
 def _contents(*paths) -> dict:
     return {str(p): pathlib.Path(p).read_bytes() for p in paths}
 

@@ -321,11 +321,12 @@ def _query_vectors(args: argparse.Namespace, graph) -> np.ndarray:
     if args.embedder is not None:
         embedder = _load_embedder(args.embedder)
     elif recorded is not None:
+        spec = recorded.get("spec") or recorded["name"]
         try:
-            embedder = _load_embedder(recorded["name"])
+            embedder = _load_embedder(spec)
         except (CommandError, Error) as exc:
             raise CommandError(f"the graph at {args.folder} was built with embedder {recorded['name']!r}, which "
-                               f"cannot be loaded by that name ({exc}); pass --embedder SPEC") from exc
+                               f"cannot be loaded by {spec!r} ({exc}); pass --embedder SPEC") from exc
     else:
         raise CommandError(f"the graph at {args.folder} records no embedder to turn text into a vector; "
                            "pass --embedder SPEC, or a query vector with --vector FILE.npy")

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional, Protocol, runtime_checkable
@@ -189,9 +190,9 @@ def load(spec: str) -> Embedder:
             the attribute is used as it is if it already is an embedder; a class or a factory
             function is called with no arguments and must return one.
 
-    A graph records its embedder's name; when that name is also a spec (as WordLlama's are, and
-    as ``"module:attribute"`` is if the embedder's ``name`` is its spec), ``load(graph.embedder
-    ["name"])`` gets the query embedder back.
+    A graph records its embedder's name and, for one this function made from a
+    ``"module:attribute"`` spec, that spec (:func:`spec_of`); ``load(graph.embedder.get("spec")
+    or graph.embedder["name"])`` gets the query embedder back (WordLlama's names are specs).
 
     Raises:
         InvalidArgumentError: a spec of neither form.
@@ -225,4 +226,22 @@ def load(spec: str) -> Embedder:
         if not callable(obj):
             raise TypeError(f"embedder spec {spec!r} names a {type(obj).__name__}, not an embedder, class or factory")
         obj = obj()
-    return check_embedder(obj)
+    embedder = check_embedder(obj)
+    try:
+        _SPECS[embedder] = spec
+    except TypeError:  # not weakly referenceable: its spec is not remembered
+        pass
+    return embedder
+
+
+# The "module:attribute" spec each embedder that load() made came from, so that a graph can
+# record it beside the embedder's name (Graph.use_embedder) and load it again by it.
+_SPECS: "weakref.WeakKeyDictionary[Any, str]" = weakref.WeakKeyDictionary()
+
+
+def spec_of(embedder: Any) -> Optional[str]:
+    """The "module:attribute" spec :func:`load` made ``embedder`` from, or None."""
+    try:
+        return _SPECS.get(embedder)
+    except TypeError:
+        return None

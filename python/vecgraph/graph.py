@@ -1130,8 +1130,10 @@ class Graph:
 
     @property
     def embedder(self) -> Optional[dict]:
-        """The embedder that built this graph's vectors, ``{"name": str, "dim": int}``, or None
-        if none was recorded (see :meth:`use_embedder`). A folder graph keeps it in its MANIFEST."""
+        """The embedder that built this graph's vectors, ``{"name": str, "dim": int}`` (and
+        ``"spec"``, the ``"module:attribute"`` it was loaded from by :func:`vecgraph.embedders.load`,
+        when that is not its name), or None if none was recorded (see :meth:`use_embedder`). A
+        folder graph keeps it in its MANIFEST."""
         recorded = self._manifest.get("embedder") if self._manifest is not None else self._embedder
         return dict(recorded) if recorded else None
 
@@ -1147,7 +1149,7 @@ class Graph:
             TypeError: not an embedder.
             ReadOnlyError: nothing recorded yet and the graph is closed.
         """
-        from .embedders import check_embedder
+        from .embedders import check_embedder, spec_of
 
         embedder = check_embedder(embedder)
         name, dim = embedder.name, int(embedder.dim)
@@ -1166,6 +1168,9 @@ class Graph:
                 return
             self._check_open()
             record = {"name": name, "dim": dim}
+            spec = spec_of(embedder)
+            if spec is not None and spec != name:
+                record["spec"] = spec  # how to load it again (vecgraph query)
             if self._manifest is not None:
                 manifest = dict(self._manifest, embedder=record)
                 try:

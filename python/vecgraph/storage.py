@@ -216,6 +216,7 @@ def _manifest_problem(m: Any) -> str:
         and embedder["name"]
         and is_int(embedder.get("dim"))
         and embedder["dim"] == m["dim"]
+        and isinstance(embedder.get("spec", ""), str)
     ):
         return f"embedder must be null or {{'name': <non-empty str>, 'dim': {m['dim']}}}, got {embedder!r}"
     files = m["files"]
