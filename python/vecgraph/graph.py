@@ -1743,7 +1743,9 @@ class Graph:
                 the seeds are those nodes' exact best, found by scanning them instead of
                 walking HNSW past the nodes the filter rejects.
             ts_min, ts_max: admit only nodes with ts in [ts_min, ts_max] (microseconds).
-            since, until: the same window as datetimes (naive: UTC), dates or microseconds.
+            since, until: the same window as datetimes (naive: UTC), dates or microseconds,
+                both ends included; a date is its midnight UTC, so ``until=date(2024, 1, 1)``
+                ends as that day begins.
             where: conditions on the filterable properties declared when the graph was created,
                 all of which must hold: ``{"status": "current"}`` (equality),
                 ``{"status": ["a", "b"]}`` (membership: any iterable that is not a str, such as
