@@ -6,7 +6,6 @@ checkpoints. The log format is documented in cpp/include/vecgraph/wal_format.hpp
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -472,128 +471,6 @@ def test_multi_segment_log_damage(tmp_path):
     # a torn tail in the last segment is still just cut
     folder = damaged(lambda s: os.truncate(s[-1], frames(s[-1])[-1][0] + 5))
     assert_recovers(folder, states[-2], keys)
-
-
-# ---------------------------------------------------------------- missing newest segments
-
-
-def listing(folder: str) -> dict:
-    """Every file under ``folder``: relative path -> (size, mtime_ns); the LOCK, which every
-    open takes and writes its pid into, by its name only."""
-    out = {}
-    for root, _, files in os.walk(folder):
-        for name in files:
-            path = os.path.join(root, name)
-            st = os.stat(path)
-            out[os.path.relpath(path, folder)] = (st.st_size, st.st_mtime_ns) if name != "LOCK" else None
-    return out
-
-
-def tail_lsn(folder: str) -> int:
-    with open(os.path.join(folder, "WAL_TAIL")) as f:
-        fields = dict(item.split("=", 1) for item in f.read().split())
-    with open(os.path.join(folder, "MANIFEST")) as f:
-        assert fields["uuid"].replace("-", "") == json.load(f)["uuid"]
-    return int(fields["first_lsn"])
-
-
-def refused(folder: str, first_lost_lsn: int) -> None:
-    """Graph.open and `vecgraph verify` refuse ``folder`` naming the missing segment and the
-    first lost LSN, and change nothing in it."""
-    before = listing(folder)
-    with pytest.raises(CorruptionError) as info:
-        vg.Graph.open(folder)
-    message = str(info.value)
-    assert f"{first_lost_lsn:020d}.log is missing" in message, message
-    assert f"from LSN {first_lost_lsn} on would be lost" in message and "WAL_TAIL" in message, message
-    done = subprocess.run([sys.executable, "-m", "vecgraph", "verify", folder], capture_output=True, text=True)
-    assert done.returncode == 1 and f"{first_lost_lsn:020d}.log is missing" in done.stdout + done.stderr
-    assert listing(folder) == before
-
-
-@pytest.mark.parametrize("checkpoint_at", [None, 20])
-def test_deleted_newest_segments_are_refused_not_lost(tmp_path, checkpoint_at):
-    """WAL_TAIL names the newest segment: deleting it, the two newest, or wal/ itself (a copy
-    of the folder without its log) is a CorruptionError naming what is missing, before a
-    checkpoint and after one; the folder is left as it was. Removing WAL_TAIL accepts the loss:
-    the graph opens with the writes of the segments that are left."""
-    ops = workload(160)
-    src = str(tmp_path / "src")
-    states = [Model()]
-    with vg.Graph.open(src, dim=DIM, metric=METRIC, segment_bytes=4096) as g:
-        for i, op in enumerate(ops):
-            execute(g, op)
-            model = states[-1].copy()
-            model.apply(op)
-            states.append(model)
-            if i + 1 == checkpoint_at:
-                assert g.checkpoint()["lsn"] == checkpoint_at
-    keys = universe(states)
-    segs = segments(src)
-    assert len(segs) >= 3
-    firsts = [frames(seg)[0][3] for seg in segs]
-    assert tail_lsn(src) == firsts[-1]
-    if checkpoint_at:
-        assert firsts[0] == checkpoint_at + 1  # the checkpoint dropped the segments before it
-
-    folder = fresh_copy(src, str(tmp_path / "db"))
-    os.remove(segments(folder)[-1])
-    refused(folder, firsts[-1])
-    os.remove(os.path.join(folder, "WAL_TAIL"))
-    assert_recovers(folder, states[firsts[-1] - 1], keys)
-    assert tail_lsn(folder) == firsts[-2]  # the writer named its segment again
-
-    folder = fresh_copy(src, str(tmp_path / "db"))
-    for seg in segments(folder)[-2:]:
-        os.remove(seg)
-    refused(folder, firsts[-1])
-
-    for leave_empty in (False, True):
-        folder = fresh_copy(src, str(tmp_path / "db"))
-        shutil.rmtree(os.path.join(folder, "wal"))
-        if leave_empty:
-            os.mkdir(os.path.join(folder, "wal"))
-        refused(folder, firsts[-1])
-    os.remove(os.path.join(folder, "WAL_TAIL"))
-    assert_recovers(folder, states[checkpoint_at or 0], keys)  # the snapshot alone, or nothing
-
-
-def test_wal_tail_of_an_interrupted_roll_or_an_older_folder_opens(tmp_path):
-    """A crash after a new segment was made durable and before WAL_TAIL named it leaves the
-    marker on the segment before: nothing is missing. A folder without WAL_TAIL (an earlier
-    version's, or one whose owner removed it) opens with all its writes, and gets one. A
-    WAL_TAIL that does not parse, or names another graph, is a CorruptionError."""
-    ops = workload(80)
-    src = str(tmp_path / "src")
-    states = build(src, ops, segment_bytes=4096)
-    keys = universe(states)
-    firsts = [frames(seg)[0][3] for seg in segments(src)]
-    assert len(firsts) >= 2 and tail_lsn(src) == firsts[-1]
-    with open(os.path.join(src, "WAL_TAIL")) as f:
-        text = f.read()
-
-    folder = fresh_copy(src, str(tmp_path / "db"))
-    with open(os.path.join(folder, "WAL_TAIL"), "w") as f:
-        f.write(text.replace(f"first_lsn={firsts[-1]}", f"first_lsn={firsts[-2]}"))
-    with open(os.path.join(folder, "WAL_TAIL.tmp"), "w") as f:
-        f.write(text[:10])  # the rename never happened
-    assert_recovers(folder, states[-1], keys)
-    assert tail_lsn(folder) == firsts[-1] and not os.path.exists(os.path.join(folder, "WAL_TAIL.tmp"))
-
-    folder = fresh_copy(src, str(tmp_path / "db"))
-    os.remove(os.path.join(folder, "WAL_TAIL"))
-    assert_recovers(folder, states[-1], keys)
-    assert tail_lsn(folder) == firsts[-1]
-
-    for bad, why in ((b"first_lsn=abc", "is damaged"), (b"\xff\x00", "is damaged"),
-                     (text.replace(text[5:13], "00000000").encode(), "belongs to graph")):
-        folder = fresh_copy(src, str(tmp_path / "db"))
-        with open(os.path.join(folder, "WAL_TAIL"), "wb") as f:
-            f.write(bad)
-        before = listing(folder)
-        with pytest.raises(CorruptionError, match=why):
-            vg.Graph.open(folder)
-        assert listing(folder) == before
 
 
 # ---------------------------------------------------------------- foreign segments

@@ -194,36 +194,11 @@ struct Writer::Impl {
         // The segment is in the folder now: a failed fsync of the folder fails the writer (see
         // roll), also when its message cannot be made.
         Status synced = failed_if_throws([&] { return fsync_dir(dir); });
-        // Then the tail marker, before any record goes into the segment (WriterOptions).
-        if (synced.ok()) synced = failed_if_throws([&] { return write_tail_marker(first_lsn); });
         if (!synced.ok()) {
             mark_failed();  // before the status is handed on (a copy of its message could throw)
             return Result<std::shared_ptr<OpenSegment>>(std::move(synced));
         }
         return segment;
-    }
-
-    // Replaces options.tail_marker_path (if set) with one naming the segment that starts at
-    // first_lsn: .tmp, fdatasync, rename, fsync of the marker's folder.
-    Status write_tail_marker(std::uint64_t first_lsn) {
-        if (options.tail_marker_path.empty()) return Status::OK();
-        const std::string& path = options.tail_marker_path;
-        const std::string tmp_path = path + ".tmp";
-        const std::string text = "uuid=" + format_uuid(uuid) + " first_lsn=" + std::to_string(first_lsn) + "\n";
-        int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0) return Status::io_error(errno_text("create", tmp_path, errno));
-        struct iovec iov = {const_cast<char*>(text.data()), text.size()};
-        Status status = write_all(fd, &iov, 1, tmp_path);
-        if (status.ok() && data_sync(fd) != 0) status = Status::io_error(errno_text("fdatasync", tmp_path, errno));
-        ::close(fd);
-        if (status.ok() && ::rename(tmp_path.c_str(), path.c_str()) != 0)
-            status = Status::io_error(errno_text("rename", tmp_path, errno));
-        if (!status.ok()) {
-            ::unlink(tmp_path.c_str());
-            return status;
-        }
-        std::filesystem::path parent = std::filesystem::path(path).parent_path();
-        return fsync_dir(parent.empty() ? std::string(".") : parent.string());
     }
 
     // Ends the current segment (fdatasync) and starts the next at next_lsn. Appending thread only.
@@ -455,7 +430,6 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& dir, const Uuid&
         if (impl->data_sync(fd) != 0) return Status::io_error(errno_text("fdatasync", last.path, errno));
         impl->current = std::move(segment);
         impl->segment_size = e.file_bytes;
-        VG_RETURN_IF_ERROR(impl->write_tail_marker(e.first_lsn));  // a folder from before the marker
     } else {
         Result<std::shared_ptr<OpenSegment>> created = impl->create_segment(next_lsn);
         if (!created.ok()) return created.status();

@@ -541,7 +541,7 @@ class PyEngine {
     }
 
     void attach_wal(const std::string& dir, const py::bytes& uuid, std::uint64_t next_lsn, const std::string& sync,
-                    std::uint32_t sync_interval_ms, std::uint64_t segment_bytes, const std::string& tail_marker_path) {
+                    std::uint32_t sync_interval_ms, std::uint64_t segment_bytes) {
         wal::WriterOptions options;
         if (sync == "always") options.sync = wal::SyncPolicy::always;
         else if (sync == "interval") options.sync = wal::SyncPolicy::interval;
@@ -549,7 +549,6 @@ class PyEngine {
         else raise_status(Status::invalid_argument("sync must be 'always', 'interval' or 'off', got '" + sync + "'"));
         options.sync_interval_ms = sync_interval_ms;
         options.segment_bytes = segment_bytes;
-        options.tail_marker_path = tail_marker_path;
         wal::Uuid id = to_uuid(uuid);
         released([&] { return engine_->attach_wal(dir, id, next_lsn, options); });
     }
@@ -1098,7 +1097,7 @@ void bind_engine(py::module_& m) {
         .def("drop_wal_before", &PyEngine::drop_wal_before, py::arg("lsn"))
         .def("last_lsn", &PyEngine::last_lsn)
         .def("attach_wal", &PyEngine::attach_wal, py::arg("dir"), py::arg("uuid"), py::arg("next_lsn"), py::arg("sync"),
-             py::arg("sync_interval_ms"), py::arg("segment_bytes"), py::arg("tail_marker_path") = "")
+             py::arg("sync_interval_ms"), py::arg("segment_bytes"))
         .def("replay_wal", &PyEngine::replay_wal, py::arg("dir"), py::arg("uuid"), py::arg("from_lsn"),
              py::arg("truncate_tail"))
         .def("export_state", &PyEngine::export_state, py::arg("hnsw_path") = "", py::arg("roll_wal") = true)

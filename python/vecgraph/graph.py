@@ -797,8 +797,7 @@ class Graph:
             DimensionMismatchError: dim differs from the existing graph's.
             StorageError: the folder is locked by another open graph, or cannot be written.
             CorruptionError: a damaged MANIFEST, snapshot or WAL (damage in the middle of the
-                log, a segment of another database, newest segments missing: see
-                :func:`vecgraph.storage.check_wal_tail`).
+                log, a segment of another database).
         """
         sync = _choice(sync, "sync", ("always", "interval", "off"))
         sync_interval_ms = _count(sync_interval_ms, "sync_interval_ms")
@@ -876,7 +875,6 @@ class Graph:
                     g._engine.defer_indexing(True)  # HNSW: from the cached file, or one pass at the end
                     return g
 
-                storage.check_wal_tail(folder, manifest)  # before anything is loaded or cut
                 graph = empty_graph()
                 if manifest["snapshot"] is not None:
                     try:
@@ -911,8 +909,7 @@ class Graph:
             # The WAL continues where its last segment ends; with no segment, after the snapshot.
             next_lsn = report["next_lsn"] or snapshot_lsn + 1
             if not _inspect:
-                graph._engine.attach_wal(wal_dir, uuid, next_lsn, sync, sync_interval_ms, segment_bytes,
-                                         os.path.join(folder, storage.WAL_TAIL))
+                graph._engine.attach_wal(wal_dir, uuid, next_lsn, sync, sync_interval_ms, segment_bytes)
         except BaseException:
             lock.release()
             if created:  # leave no trace of a graph that was never created

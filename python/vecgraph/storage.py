@@ -9,10 +9,6 @@
       snapshots/<gen>/    nodes.arrow, edges.arrow (Arrow IPC files), and hnsw.usearch (the HNSW
                           graph at the same LSN, when it indexes exactly the snapshot's nodes)
       wal/<lsn>.log       WAL segments (format: cpp/include/vecgraph/wal_format.hpp)
-      WAL_TAIL            "uuid=<uuid> first_lsn=<n>": the first LSN of the newest WAL segment,
-                          replaced atomically by the WAL writer each time it creates a segment
-                          (after the segment is durable, before any record goes into it) and
-                          when it opens; see check_wal_tail
       LOCK                held (flock) by the process that has the graph open for writing
 
 The MANIFEST is the one commit point: it is replaced atomically (write a temporary file,
@@ -40,7 +36,6 @@ SNAPSHOT_SCHEMA_VERSION = 1
 MANIFEST = "MANIFEST"
 LOCK = "LOCK"
 WAL_DIR = "wal"
-WAL_TAIL = "WAL_TAIL"
 SNAPSHOT_DIR = "snapshots"
 KEEP_GENERATIONS = 2
 SNAPSHOT_FILES = ("nodes.arrow", "edges.arrow")
@@ -284,71 +279,14 @@ def probe_lock(folder: str) -> None:
 
 def remove_stale_temporaries(folder: str) -> None:
     """Remove what an interrupted checkpoint or MANIFEST commit left behind."""
-    for name in (MANIFEST, WAL_TAIL):
-        tmp = os.path.join(folder, name + ".tmp")
-        if os.path.isfile(tmp):
-            os.unlink(tmp)
+    tmp_manifest = os.path.join(folder, MANIFEST + ".tmp")
+    if os.path.isfile(tmp_manifest):
+        os.unlink(tmp_manifest)
     root = os.path.join(folder, SNAPSHOT_DIR)
     if os.path.isdir(root):
         for name in os.listdir(root):
             if name.endswith(".tmp"):
                 shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-
-
-def check_wal_tail(folder: str, manifest: dict) -> None:
-    """Refuse a folder whose newest WAL segments are gone.
-
-    WAL_TAIL names the first LSN of the newest segment the WAL writer created (it is replaced
-    only after that segment is durable), so the newest segment in ``wal/`` starts at or after
-    that LSN, whatever moment a crash came at. When none does, the segment was deleted (or
-    ``wal/`` was, or the folder was copied without it) and the acknowledged writes in it would
-    be lost without a word: CorruptionError, naming the file and the first lost LSN, and what
-    to do. A folder without WAL_TAIL (written by an earlier version, or its owner removed it to
-    accept the loss) is not checked. Reads only; changes nothing.
-
-    Raises:
-        CorruptionError: a segment is missing, or WAL_TAIL does not parse or belongs to
-            another graph (another uuid than the MANIFEST's).
-    """
-    path = os.path.join(folder, WAL_TAIL)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(4096)
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise StorageError(f"cannot read {path}: {e}") from e
-    fields = {}
-    try:
-        for item in raw.decode("ascii").split():
-            name, _, value = item.partition("=")
-            fields[name] = value
-        tail_uuid = uuidlib.UUID(fields["uuid"]).hex
-        first_lsn = int(fields["first_lsn"])
-    except (UnicodeDecodeError, KeyError, ValueError):
-        raise CorruptionError(
-            f"{path} is damaged: expected 'uuid=<uuid> first_lsn=<n>', found {raw[:100]!r}; remove it to open "
-            "the graph without the check for missing WAL segments") from None
-    if tail_uuid != manifest["uuid"].replace("-", "").lower():
-        raise CorruptionError(f"{path} belongs to graph {tail_uuid}, the MANIFEST to {manifest['uuid']}: "
-                              "the file was copied from another graph folder; remove it to open this graph")
-    wal_dir = os.path.join(folder, WAL_DIR)
-    newest = -1
-    if os.path.isdir(wal_dir):
-        for name in os.listdir(wal_dir):
-            stem, dot, ext = name.partition(".")
-            if dot and ext == "log" and len(stem) == 20 and stem.isdigit():
-                newest = max(newest, int(stem))
-    if newest >= first_lsn:
-        return
-    missing = os.path.join(wal_dir, f"{first_lsn:020d}.log")
-    where = ("the folder has no wal/ at all" if not os.path.isdir(wal_dir) else
-             "wal/ holds no segment" if newest < 0 else f"the newest in wal/ starts at LSN {newest}")
-    raise CorruptionError(
-        f"WAL segment {missing} is missing ({where}; WAL_TAIL says the newest segment starts at LSN "
-        f"{first_lsn}): the acknowledged writes from LSN {first_lsn} on would be lost. Put the segment back, "
-        f"or restore the graph from an export (vecgraph restore), or remove {path} to open the graph without "
-        "those writes")
 
 
 def write_manifest(folder: str, manifest: dict) -> None:

@@ -754,61 +754,6 @@ TEST_CASE("writer: roll_segment starts a segment at the next LSN, so a checkpoin
     CHECK_EQ(got.report.last_lsn, 6u);
 }
 
-TEST_CASE("writer: the tail marker names the newest segment from open, each roll and a reopen") {
-    TempDir tmp;
-    WriterOptions options = fast_options(4096);
-    options.tail_marker_path = tmp.path("WAL_TAIL");
-    auto marker = [&] { return read_file(options.tail_marker_path); };
-    auto names = [&](std::uint64_t lsn) { return "uuid=" + format_uuid(db_uuid) + " first_lsn=" + std::to_string(lsn) + "\n"; };
-    // Each time it is replaced, the segment it names is already in the folder.
-    std::vector<std::string> missing_when_named;
-    options.sync_hook = [&](int) {
-        std::string text = read_file(options.tail_marker_path + ".tmp");
-        auto at = text.find("first_lsn=");
-        if (at != std::string::npos) {
-            std::uint64_t lsn = std::stoull(text.substr(at + 10));
-            if (!fs::exists(fs::path(tmp.wal()) / segment_file_name(lsn))) missing_when_named.push_back(text);
-        }
-        return 0;
-    };
-    auto writer = open_writer(tmp.wal(), 1, options);
-    CHECK_EQ(marker(), names(1));
-    std::uint64_t lsn = 0;
-    std::vector<std::uint64_t> firsts{1};
-    for (int i = 0; i < 40; ++i) {
-        std::size_t before = segment_paths(tmp.wal()).size();
-        auto appended = writer->append(1, payload_for(i + 1, 300).data(), 300);
-        REQUIRE_OK(appended);
-        lsn = appended.value();
-        if (segment_paths(tmp.wal()).size() > before) firsts.push_back(lsn);
-        CHECK_EQ(marker(), names(firsts.back()));
-    }
-    REQUIRE(firsts.size() >= 3);
-    REQUIRE_OK(writer->close());
-    writer.reset();
-    write_file(options.tail_marker_path, "stale");  // a reopen names its segment again
-    auto reopened = open_writer(tmp.wal(), lsn + 1, options);
-    CHECK_EQ(marker(), names(firsts.back()));
-    CHECK(missing_when_named.empty());
-    CHECK(!fs::exists(options.tail_marker_path + ".tmp"));
-}
-
-TEST_CASE("writer: a tail marker that cannot be written fails the open and, at a roll, the writer") {
-    TempDir tmp;
-    WriterOptions options = fast_options(4096);
-    options.tail_marker_path = tmp.path("no-such-folder/WAL_TAIL");
-    CHECK(!Writer::open(tmp.wal(), db_uuid, 1, options).ok());
-    TempDir other;
-    options.tail_marker_path = other.path("WAL_TAIL");
-    auto writer = open_writer(other.wal(), 1, options);
-    fs::remove(other.path("WAL_TAIL"));
-    fs::create_directory(other.path("WAL_TAIL"));  // rename over a folder fails
-    Status status = Status::OK();
-    for (int i = 0; i < 40 && status.ok(); ++i) status = writer->append(1, payload_for(i + 1, 300).data(), 300).status();
-    CHECK(!status.ok());
-    CHECK(!writer->append(1, "x", 1).ok());  // failed: read-only from then on
-}
-
 TEST_CASE("writer: group commit shares fdatasyncs among concurrent sync_to calls") {
     TempDir tmp;
     std::atomic<int> syncs{0};

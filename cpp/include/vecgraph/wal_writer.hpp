@@ -48,13 +48,6 @@ struct WriterOptions {
     /// next leader waits at most this long for as many callers to append before it syncs, so
     /// one fdatasync covers them all. 0: never wait. A single writer never waits.
     std::uint32_t group_commit_wait_us = 100;
-    /// When set, a file that names the newest segment ("uuid=<8-4-4-4-12 hex> first_lsn=<n>\n"),
-    /// replaced atomically (.tmp, fdatasync, rename, fsync of its folder) each time a segment is
-    /// created, after the segment is durable and before any record goes into it, and when the
-    /// writer opens. So after any crash the newest segment on disk starts at or after the LSN it
-    /// names, and a reader that finds no such segment knows acknowledged records were lost
-    /// (vecgraph.storage.check_wal_tail). Graph folders keep it as <folder>/WAL_TAIL.
-    std::string tail_marker_path;
     /// Called instead of fdatasync(fd) on segment files when set (tests count syncs and inject
     /// failures). Returns 0, or -1 with errno set.
     std::function<int(int fd)> sync_hook;
