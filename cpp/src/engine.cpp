@@ -1660,7 +1660,7 @@ std::vector<std::string> Engine::verify(std::size_t limit) const {
 }
 
 Result<wal::RecoveryReport> Engine::replay_wal(const std::string& dir, const wal::Uuid& uuid, std::uint64_t from_lsn,
-                                               bool truncate_tail) {
+                                               bool truncate_tail, const std::string& tail_marker_path) {
     bool was_deferring = defer_index_;
     begin_deferral();
     replaying_ = true;
@@ -1669,7 +1669,7 @@ Result<wal::RecoveryReport> Engine::replay_wal(const std::string& dir, const wal
         [this](std::uint8_t type, std::uint8_t /*flags*/, std::uint64_t lsn, std::string_view payload) {
             return replay_record(type, lsn, payload);
         },
-        truncate_tail);
+        truncate_tail, tail_marker_path);
     replaying_ = false;
     // Index the replayed nodes in one parallel pass (deleted ones are left out: never returned),
     // unless the caller keeps deferring.

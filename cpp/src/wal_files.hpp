@@ -21,6 +21,14 @@ inline std::string join_path(const std::string& dir, const std::string& name) {
     return dir + "/" + name;
 }
 
+/// The folder of `path` ("." for a bare name).
+inline std::string dir_of(const std::string& path) {
+    std::size_t slash = path.find_last_of('/');
+    if (slash == std::string::npos) return ".";
+    if (slash == 0) return "/";
+    return path.substr(0, slash);
+}
+
 /// fsync of a folder, so that a file created, renamed or deleted in it survives a crash.
 inline Status fsync_dir(const std::string& dir) {
     int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -15,6 +15,7 @@
 
 namespace vecgraph::wal {
 
+using detail::dir_of;
 using detail::errno_text;
 using detail::fsync_dir;
 using detail::join_path;
@@ -229,13 +230,6 @@ Status truncate_file(const std::string& path, std::uint64_t bytes) {
     return status;
 }
 
-std::string dir_of(const std::string& path) {
-    std::size_t slash = path.find_last_of('/');
-    if (slash == std::string::npos) return ".";
-    if (slash == 0) return "/";
-    return path.substr(0, slash);
-}
-
 }  // namespace
 
 Result<std::vector<SegmentFile>> list_segments(const std::string& dir) {
@@ -288,8 +282,72 @@ Result<SegmentEnd> read_segment_end(const std::string& path, const Uuid& uuid) {
     return end;
 }
 
+Result<bool> read_tail_marker(const std::string& path, TailMarker* out) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return false;
+        return Status::io_error(errno_text("open", path, errno));
+    }
+    // One byte more than a marker holds, so that a longer file is told apart.
+    std::uint8_t bytes[tail_marker_bytes + 1];
+    std::size_t got = 0;
+    int error = 0;
+    while (got < sizeof bytes) {
+        ssize_t n = ::read(fd, bytes + got, sizeof bytes - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) error = errno;
+        if (n <= 0) break;
+        got += std::size_t(n);
+    }
+    ::close(fd);
+    if (error != 0) return Status::io_error(errno_text("read", path, error));
+    std::string why = decode_tail_marker(bytes, got, out);
+    if (!why.empty())
+        return Status::corruption("the WAL tail marker " + path + " is damaged: " + why +
+                                  "; it names the newest WAL segment, so that deleted segments are noticed: remove "
+                                  "it to open the graph without that check (the next open writes a new one)");
+    return true;
+}
+
+Status check_tail(const std::string& dir, const std::string& marker_path, const Uuid& uuid, std::uint64_t from_lsn) {
+    TailMarker marker;
+    Result<bool> found = read_tail_marker(marker_path, &marker);
+    if (!found.ok()) return found.status();
+    if (!found.value() || marker.uuid != uuid) return Status::OK();
+    Result<std::vector<SegmentFile>> listed = list_segments(dir);
+    if (!listed.ok()) return listed.status();
+    const std::vector<SegmentFile>& segments = listed.value();
+    if (!segments.empty() && segments.back().first_lsn >= marker.first_lsn) return Status::OK();
+
+    // Writes are lost from the record after the newest segment left (its valid records; the
+    // segment's first LSN if it cannot be read), and at least from the first LSN recovery needs.
+    std::uint64_t lost_from = marker.first_lsn;
+    std::string found_text;
+    struct stat st;
+    if (segments.empty()) {
+        lost_from = std::max<std::uint64_t>(from_lsn, 1);
+        found_text = ::stat(dir.c_str(), &st) == 0 ? dir + " holds no segment" : dir + " is missing";
+    } else {
+        const SegmentFile& newest = segments.back();
+        Result<SegmentEnd> end = read_segment_end(newest.path, uuid);
+        std::uint64_t next = end.ok() ? end.value().next_lsn : newest.first_lsn;
+        lost_from = std::min(std::max({next, from_lsn, std::uint64_t(1)}), marker.first_lsn);
+        found_text = "the newest segment in " + dir + " is " + base_name(newest.path) +
+                     (end.ok() ? (end.value().next_lsn > newest.first_lsn
+                                      ? ", which ends at LSN " + std::to_string(end.value().next_lsn - 1)
+                                      : ", which holds no record")
+                               : "");
+    }
+    return Status::corruption(
+        "WAL segment " + join_path(dir, segment_file_name(marker.first_lsn)) + " is missing: the tail marker " +
+        marker_path + " names it as the newest segment, but " + found_text + ". Writes acknowledged from LSN " +
+        std::to_string(lost_from) + " on are lost (the WAL segments holding them were deleted, or the folder was "
+        "copied without them). Restore the graph from an export (vecgraph restore EXPORT_DIR NEW_FOLDER), or remove " +
+        marker_path + " to open it without those writes");
+}
+
 Result<RecoveryReport> recover(const std::string& dir, const Uuid& uuid, std::uint64_t from_lsn,
-                               const RecordVisitor& visit, bool truncate_tail) {
+                               const RecordVisitor& visit, bool truncate_tail, const std::string& tail_marker_path) {
     Result<std::vector<SegmentFile>> listed = list_segments(dir);
     if (!listed.ok()) return listed.status();
     const std::vector<SegmentFile>& segments = listed.value();
@@ -309,6 +367,16 @@ Result<RecoveryReport> recover(const std::string& dir, const Uuid& uuid, std::ui
             report.truncated_bytes = file.size();
             report.truncated_at = where(path, 0);
             if (truncate_tail) {
+                if (!tail_marker_path.empty()) {
+                    TailMarker marker;
+                    Result<bool> found = read_tail_marker(tail_marker_path, &marker);
+                    if (!found.ok()) return found.status();
+                    if (found.value() && marker.uuid == uuid && marker.first_lsn == segments[i].first_lsn) {
+                        if (::unlink(tail_marker_path.c_str()) != 0 && errno != ENOENT)
+                            return Status::io_error(errno_text("unlink", tail_marker_path, errno));
+                        VG_RETURN_IF_ERROR(fsync_dir(dir_of(tail_marker_path)));
+                    }
+                }
                 if (::unlink(path.c_str()) != 0) return Status::io_error(errno_text("unlink", path, errno));
                 VG_RETURN_IF_ERROR(fsync_dir(dir_of(path)));
             }

@@ -27,6 +27,7 @@
 
 namespace vecgraph::wal {
 
+using detail::dir_of;
 using detail::errno_text;
 using detail::fsync_dir;
 using detail::join_path;
@@ -166,7 +167,32 @@ struct Writer::Impl {
         return Status::read_only(failure_message());
     }
 
-    // Creates segment <first_lsn>.log: header to a .tmp file, fdatasync, rename, fsync the folder.
+    // Makes the tail marker name the segment starting at `first_lsn` (wal_format.hpp, TAIL
+    // MARKER): WAL_TAIL.tmp written and fdatasynced, renamed over WAL_TAIL, its folder fsynced.
+    // Nothing to do without options.tail_marker_path.
+    Status write_tail_marker(std::uint64_t first_lsn) {
+        const std::string& path = options.tail_marker_path;
+        if (path.empty()) return Status::OK();
+        const std::string tmp_path = path + ".tmp";
+        std::uint8_t bytes[tail_marker_bytes];
+        encode_tail_marker(TailMarker{uuid, first_lsn}, bytes);
+        int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) return Status::io_error(errno_text("create", tmp_path, errno));
+        struct iovec iov = {bytes, sizeof bytes};
+        Status status = write_all(fd, &iov, 1, tmp_path);
+        if (status.ok() && data_sync(fd) != 0) status = Status::io_error(errno_text("fdatasync", tmp_path, errno));
+        ::close(fd);
+        if (status.ok() && ::rename(tmp_path.c_str(), path.c_str()) != 0)
+            status = Status::io_error(errno_text("rename", tmp_path, errno));
+        if (!status.ok()) {
+            ::unlink(tmp_path.c_str());
+            return status;
+        }
+        return fsync_dir(dir_of(path));
+    }
+
+    // Creates segment <first_lsn>.log: header to a .tmp file, fdatasync, rename, fsync the
+    // folder; then the tail marker names it, before any record is appended to it.
     Result<std::shared_ptr<OpenSegment>> create_segment(std::uint64_t first_lsn) {
         std::string path = join_path(dir, segment_file_name(first_lsn));
         std::string tmp_path = path + ".tmp";
@@ -197,6 +223,14 @@ struct Writer::Impl {
         if (!synced.ok()) {
             mark_failed();  // before the status is handed on (a copy of its message could throw)
             return Result<std::shared_ptr<OpenSegment>>(std::move(synced));
+        }
+        // Only now, with the segment durable in the folder, may the marker name it: after a
+        // crash the newest segment starts at or after the marker's LSN. A failure here is a
+        // failed segment creation (the segment stays, empty; recovery accepts it).
+        Status marked = failed_if_throws([&] { return write_tail_marker(first_lsn); });
+        if (!marked.ok()) {
+            mark_failed();
+            return Result<std::shared_ptr<OpenSegment>>(std::move(marked));
         }
         return segment;
     }
@@ -398,6 +432,12 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& dir, const Uuid&
     } else {
         return Status::io_error(errno_text("opendir", dir, errno));
     }
+    // A marker whose writing a crash interrupted: never renamed, so never read.
+    if (!options.tail_marker_path.empty()) {
+        const std::string leftover = options.tail_marker_path + ".tmp";
+        if (::unlink(leftover.c_str()) != 0 && errno != ENOENT)
+            return Status::io_error(errno_text("unlink", leftover, errno));
+    }
 
     auto impl = std::make_unique<Impl>();
     impl->dir = dir;
@@ -428,6 +468,16 @@ Result<std::unique_ptr<Writer>> Writer::open(const std::string& dir, const Uuid&
         auto segment = std::make_shared<OpenSegment>(fd, e.first_lsn, last.path);
         // The records recovery read may still be only in the page cache.
         if (impl->data_sync(fd) != 0) return Status::io_error(errno_text("fdatasync", last.path, errno));
+        // The marker names the segment appended to (a folder written before markers has none;
+        // the one there may name this segment already).
+        if (!options.tail_marker_path.empty()) {
+            TailMarker marker;
+            Result<bool> found = read_tail_marker(options.tail_marker_path, &marker);
+            if (!found.ok() || !found.value() || marker.uuid != uuid || marker.first_lsn != e.first_lsn) {
+                VG_RETURN_IF_ERROR(fsync_dir(dir));  // the segment's name is durable before the marker's
+                VG_RETURN_IF_ERROR(impl->write_tail_marker(e.first_lsn));
+            }
+        }
         impl->current = std::move(segment);
         impl->segment_size = e.file_bytes;
     } else {
@@ -533,15 +583,15 @@ Status Writer::drop_segments_before(std::uint64_t lsn) {
     Result<std::vector<SegmentFile>> listed = list_segments(s.dir);
     if (!listed.ok()) return listed.status();
     const std::vector<SegmentFile>& segments = listed.value();
-    bool removed = false;
     for (std::size_t i = 0; i < segments.size() && segments[i].first_lsn < current_first; ++i) {
         std::uint64_t successor_first = i + 1 < segments.size() ? segments[i + 1].first_lsn : current_first;
         if (successor_first > lsn) break;  // this segment holds LSN successor_first - 1 >= lsn
         if (::unlink(segments[i].path.c_str()) != 0 && errno != ENOENT)
             return Status::io_error(errno_text("unlink", segments[i].path, errno));
-        removed = true;
+        // One deletion durable before the next: a crash may leave the oldest segments gone,
+        // never one with an older one still there (an LSN gap recovery would refuse).
+        VG_RETURN_IF_ERROR(fsync_dir(s.dir));
     }
-    if (removed) VG_RETURN_IF_ERROR(fsync_dir(s.dir));
     return Status::OK();
 }
 

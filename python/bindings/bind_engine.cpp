@@ -14,6 +14,7 @@
 #include "ndarray_checks.hpp"
 #include "vecgraph/engine.hpp"
 #include "vecgraph/simd/kernels.hpp"
+#include "vecgraph/wal_reader.hpp"
 
 namespace vecgraph::bindings {
 
@@ -541,7 +542,7 @@ class PyEngine {
     }
 
     void attach_wal(const std::string& dir, const py::bytes& uuid, std::uint64_t next_lsn, const std::string& sync,
-                    std::uint32_t sync_interval_ms, std::uint64_t segment_bytes) {
+                    std::uint32_t sync_interval_ms, std::uint64_t segment_bytes, const std::string& tail_marker) {
         wal::WriterOptions options;
         if (sync == "always") options.sync = wal::SyncPolicy::always;
         else if (sync == "interval") options.sync = wal::SyncPolicy::interval;
@@ -549,16 +550,18 @@ class PyEngine {
         else raise_status(Status::invalid_argument("sync must be 'always', 'interval' or 'off', got '" + sync + "'"));
         options.sync_interval_ms = sync_interval_ms;
         options.segment_bytes = segment_bytes;
+        options.tail_marker_path = tail_marker;
         wal::Uuid id = to_uuid(uuid);
         released([&] { return engine_->attach_wal(dir, id, next_lsn, options); });
     }
 
-    py::dict replay_wal(const std::string& dir, const py::bytes& uuid, std::uint64_t from_lsn, bool truncate_tail) {
+    py::dict replay_wal(const std::string& dir, const py::bytes& uuid, std::uint64_t from_lsn, bool truncate_tail,
+                        const std::string& tail_marker) {
         wal::Uuid id = to_uuid(uuid);
         Result<wal::RecoveryReport> report = Status::internal("not run");
         {
             GilRelease release;
-            report = engine_->replay_wal(dir, id, from_lsn, truncate_tail);
+            report = engine_->replay_wal(dir, id, from_lsn, truncate_tail, tail_marker);
         }
         const wal::RecoveryReport& r = unwrap(std::move(report));
         py::dict d;
@@ -1097,9 +1100,9 @@ void bind_engine(py::module_& m) {
         .def("drop_wal_before", &PyEngine::drop_wal_before, py::arg("lsn"))
         .def("last_lsn", &PyEngine::last_lsn)
         .def("attach_wal", &PyEngine::attach_wal, py::arg("dir"), py::arg("uuid"), py::arg("next_lsn"), py::arg("sync"),
-             py::arg("sync_interval_ms"), py::arg("segment_bytes"))
+             py::arg("sync_interval_ms"), py::arg("segment_bytes"), py::arg("tail_marker") = "")
         .def("replay_wal", &PyEngine::replay_wal, py::arg("dir"), py::arg("uuid"), py::arg("from_lsn"),
-             py::arg("truncate_tail"))
+             py::arg("truncate_tail"), py::arg("tail_marker") = "")
         .def("export_state", &PyEngine::export_state, py::arg("hnsw_path") = "", py::arg("roll_wal") = true)
         .def("load_nodes", &PyEngine::load_nodes, py::arg("keys"), py::arg("rows"), py::arg("labels"),
              py::arg("tenants"), py::arg("ts"), py::arg("texts"), py::arg("props"))
@@ -1115,6 +1118,21 @@ void bind_engine(py::module_& m) {
         .def("count_nodes", &PyEngine::count_nodes)
         .def("count_edges", &PyEngine::count_edges)
         .def("stats", &PyEngine::stats);
+
+    m.def(
+        "check_wal_tail",
+        [](const std::string& dir, const std::string& tail_marker, const py::bytes& uuid, std::uint64_t from_lsn) {
+            wal::Uuid id = PyEngine::to_uuid(uuid);
+            Status status;
+            {
+                GilRelease release;
+                status = wal::check_tail(dir, tail_marker, id, from_lsn);
+            }
+            check(status);
+        },
+        py::arg("dir"), py::arg("tail_marker"), py::arg("uuid"), py::arg("from_lsn"),
+        "Raises CorruptionError when the WAL in dir lacks the newest segment the tail marker names "
+        "(wal_format.hpp, TAIL MARKER); reads only.");
 }
 
 }  // namespace vecgraph::bindings

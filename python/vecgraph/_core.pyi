@@ -8,7 +8,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Engine', 'FILTER_SCAN_AUTO', 'FILTER_SCAN_AUTO_FLOOR', 'active_isa', 'available_isas', 'dot_rows_i8', 'quantize', 'rrf_fuse', 'scan_i8']
+__all__: list[str] = ['Engine', 'FILTER_SCAN_AUTO', 'FILTER_SCAN_AUTO_FLOOR', 'active_isa', 'available_isas', 'check_wal_tail', 'dot_rows_i8', 'quantize', 'rrf_fuse', 'scan_i8']
 class Engine:
     """
     Core engine; use vecgraph.Graph instead.
@@ -21,7 +21,7 @@ class Engine:
         ...
     def admits(self, keys: collections.abc.Sequence, labels: typing.Any, tenants: typing.Any, ts_min: typing.SupportsInt | typing.SupportsIndex = -9223372036854775808, ts_max: typing.SupportsInt | typing.SupportsIndex = 9223372036854775807, where: typing.Any = None) -> numpy.typing.NDArray[numpy.uint8]:
         ...
-    def attach_wal(self, dir: str, uuid: bytes, next_lsn: typing.SupportsInt | typing.SupportsIndex, sync: str, sync_interval_ms: typing.SupportsInt | typing.SupportsIndex, segment_bytes: typing.SupportsInt | typing.SupportsIndex) -> None:
+    def attach_wal(self, dir: str, uuid: bytes, next_lsn: typing.SupportsInt | typing.SupportsIndex, sync: str, sync_interval_ms: typing.SupportsInt | typing.SupportsIndex, segment_bytes: typing.SupportsInt | typing.SupportsIndex, tail_marker: str = '') -> None:
         ...
     def close_wal(self) -> None:
         ...
@@ -73,7 +73,7 @@ class Engine:
         ...
     def node_codes(self, keys: collections.abc.Sequence) -> tuple:
         ...
-    def replay_wal(self, dir: str, uuid: bytes, from_lsn: typing.SupportsInt | typing.SupportsIndex, truncate_tail: bool) -> dict:
+    def replay_wal(self, dir: str, uuid: bytes, from_lsn: typing.SupportsInt | typing.SupportsIndex, truncate_tail: bool, tail_marker: str = '') -> dict:
         ...
     def save_seed_index(self, path: str) -> bool:
         ...
@@ -131,6 +131,10 @@ def active_isa() -> str:
 def available_isas() -> list[str]:
     """
     Kernel sets this build has and this CPU runs, serial first.
+    """
+def check_wal_tail(dir: str, tail_marker: str, uuid: bytes, from_lsn: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    Raises CorruptionError when the WAL in dir lacks the newest segment the tail marker names (wal_format.hpp, TAIL MARKER); reads only.
     """
 def dot_rows_i8(query: numpy.ndarray, base: numpy.ndarray, rows: numpy.ndarray, isa: str = '') -> numpy.typing.NDArray[numpy.int32]:
     """

@@ -1,5 +1,6 @@
 // Write-ahead log: every recovery rule of wal_format.hpp as a named case, the writer's sync
 // policies and failure state, and the v1 golden segment.
+#include <limits.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -50,8 +51,10 @@ void* operator new(std::size_t bytes) {
 // While set, the next fsync(2) (the WAL's fsync of its folder) fails with EIO, and then arms
 // fail_thread_allocation_in with this count. Every other fsync is the system's.
 std::atomic<long> fail_next_fsync_then_allocation{0};
+std::atomic<long> fsync_calls{0};  // fsync(2) calls so far (the WAL fsyncs only folders)
 
 extern "C" int fsync(int fd) {
+    ++fsync_calls;
     if (const long k = fail_next_fsync_then_allocation.exchange(0)) {
         fail_thread_allocation_in = k;
         errno = EIO;
@@ -1483,6 +1486,353 @@ TEST_CASE("writer: the off policy syncs only on sync(), a roll, and not on close
     REQUIRE_OK(writer->close());
     CHECK_EQ(syncs.load(), baseline + 1);
     CHECK_EQ(replay(tmp.wal()).report.last_lsn, 2u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tail marker (wal_format.hpp, TAIL MARKER).
+
+namespace {
+
+// fast_options() that keep the tail marker at <tmp>/WAL_TAIL.
+WriterOptions marker_options(const TempDir& tmp, std::uint64_t segment_bytes = 64ull << 20) {
+    WriterOptions options = fast_options(segment_bytes);
+    options.tail_marker_path = tmp.path(tail_marker_name);
+    return options;
+}
+
+// The first LSN the marker at `path` names; 0 when there is none.
+std::uint64_t marker_lsn(const std::string& path) {
+    TailMarker marker;
+    auto found = read_tail_marker(path, &marker);
+    REQUIRE_OK(found);
+    if (!found.value()) return 0;
+    CHECK(marker.uuid == db_uuid);
+    return marker.first_lsn;
+}
+
+std::uint64_t newest_first_lsn(const std::string& dir) {
+    auto listed = list_segments(dir);
+    REQUIRE_OK(listed);
+    return listed.value().empty() ? 0 : listed.value().back().first_lsn;
+}
+
+std::string marker_bytes(const Uuid& uuid, std::uint64_t first_lsn) {
+    std::string bytes(tail_marker_bytes, '\0');
+    encode_tail_marker(TailMarker{uuid, first_lsn}, reinterpret_cast<std::uint8_t*>(bytes.data()));
+    return bytes;
+}
+
+// The file an open descriptor is on (the sync hook gets only the descriptor).
+std::string path_of_fd(int fd) {
+    char target[PATH_MAX] = {};
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+    return n > 0 ? std::string(target, std::size_t(n)) : std::string();
+}
+
+bool ends_with(const std::string& text, const std::string& end) {
+    return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+}
+
+// Recovery as Graph.open runs it: truncate_tail, with the marker; records are not kept.
+Result<RecoveryReport> recover_with_marker(const TempDir& tmp, std::uint64_t from_lsn = 1) {
+    return recover(tmp.wal(), db_uuid, from_lsn, RecordVisitor(), true, tmp.path(tail_marker_name));
+}
+
+}  // namespace
+
+TEST_CASE("tail marker: written at open and at each roll with the new segment's first LSN, never per record") {
+    TempDir tmp;
+    const std::string marker = tmp.path(tail_marker_name);
+    std::atomic<int> syncs{0};
+    WriterOptions options = marker_options(tmp, 256);
+    options.sync = SyncPolicy::off;  // fdatasyncs only at rolls: the marker's are counted exactly
+    options.sync_hook = [&](int) {
+        ++syncs;
+        return 0;
+    };
+    auto writer = open_writer(tmp.wal(), 1, options);
+    CHECK_EQ(marker_lsn(marker), 1u);
+    CHECK_EQ(read_file(marker), marker_bytes(db_uuid, 1));
+    CHECK(!fs::exists(marker + ".tmp"));
+    CHECK_EQ(syncs.load(), 2);  // the new segment's header, the marker
+    std::uint64_t newest = 1;
+    int rolls = 0;
+    for (std::uint64_t lsn = 1; lsn <= 40; ++lsn) {
+        const int before = syncs.load();
+        REQUIRE_OK(writer->append(1, payload_for(lsn, 60).data(), 60));
+        const std::uint64_t now = newest_first_lsn(tmp.wal());
+        if (now != newest) {
+            ++rolls;
+            CHECK_EQ(now, lsn);  // the roll made the segment of this record
+            CHECK_EQ(syncs.load() - before, 3);  // old segment, new segment's header, marker
+            newest = now;
+        } else {
+            CHECK_EQ(syncs.load(), before);  // an append within a segment writes no marker
+        }
+        CHECK_EQ(marker_lsn(marker), newest);
+    }
+    CHECK(rolls >= 8);
+    REQUIRE_OK(writer->roll_segment());  // as a checkpoint does
+    CHECK_EQ(newest_first_lsn(tmp.wal()), 41u);
+    CHECK_EQ(marker_lsn(marker), 41u);
+    REQUIRE_OK(writer->append(1, "z", 1));
+    REQUIRE_OK(writer->close());
+
+    // Reopening appends to the newest segment, which the marker names already: not rewritten.
+    syncs = 0;
+    writer = open_writer(tmp.wal(), 42, options);
+    CHECK_EQ(syncs.load(), 1);  // the segment appended to, only
+    CHECK_EQ(marker_lsn(marker), 41u);
+    REQUIRE_OK(writer->close());
+
+    // A folder written before markers (or whose marker was removed): the writer writes one.
+    fs::remove(marker);
+    syncs = 0;
+    writer = open_writer(tmp.wal(), 42, options);
+    CHECK_EQ(syncs.load(), 2);
+    CHECK_EQ(marker_lsn(marker), 41u);
+    REQUIRE_OK(writer->close());
+
+    // A leftover marker .tmp (a crash while one was written) is deleted; so is one from another
+    // database replaced.
+    write_file(marker + ".tmp", marker_bytes(db_uuid, 99).substr(0, 13));
+    write_file(marker, marker_bytes(other_uuid, 7));
+    writer = open_writer(tmp.wal(), 42, options);
+    CHECK(!fs::exists(marker + ".tmp"));
+    CHECK_EQ(marker_lsn(marker), 41u);
+    REQUIRE_OK(writer->close());
+    REQUIRE_OK(check_tail(tmp.wal(), marker, db_uuid, 1));
+}
+
+TEST_CASE("tail marker: check_tail refuses a log without the marker's segment, naming it and the lost LSN") {
+    TempDir tmp;
+    const std::string marker = tmp.path(tail_marker_name);
+    write_log(tmp.wal(), std::vector<std::size_t>(30, 60), 1, marker_options(tmp, 256));
+    auto listed = list_segments(tmp.wal());
+    REQUIRE_OK(listed);
+    const std::vector<SegmentFile> segments = listed.value();
+    REQUIRE(segments.size() >= 4);
+    const std::uint64_t newest = segments.back().first_lsn;
+    const std::uint64_t second = segments[segments.size() - 2].first_lsn;
+    CHECK_EQ(marker_lsn(marker), newest);
+    REQUIRE_OK(check_tail(tmp.wal(), marker, db_uuid, 1));
+
+    // The newest segment deleted: recovery alone ends early without a word; the check refuses.
+    fs::rename(segments.back().path, tmp.path("newest.aside"));
+    Replayed early = replay(tmp.wal());
+    REQUIRE_OK(early.status);
+    CHECK_EQ(early.report.last_lsn, newest - 1);
+    Status lost = check_tail(tmp.wal(), marker, db_uuid, 1);
+    CHECK(lost.code() == StatusCode::corruption);
+    CHECK(contains(lost.message(), "WAL segment " + segments.back().path + " is missing"));
+    CHECK(contains(lost.message(), "the newest segment in " + tmp.wal() + " is " + segment_file_name(second) +
+                                       ", which ends at LSN " + std::to_string(newest - 1)));
+    CHECK(contains(lost.message(), "Writes acknowledged from LSN " + std::to_string(newest) + " on are lost"));
+    CHECK(contains(lost.message(), "vecgraph restore"));
+    CHECK(contains(lost.message(), "remove " + marker + " to open it without those writes"));
+
+    // The two newest deleted: lost from the end of what is left, or from the first LSN
+    // recovery needs when a snapshot holds more than that.
+    fs::rename(segments[segments.size() - 2].path, tmp.path("second.aside"));
+    lost = check_tail(tmp.wal(), marker, db_uuid, 1);
+    CHECK(contains(lost.message(), "from LSN " + std::to_string(second) + " on are lost"));
+    lost = check_tail(tmp.wal(), marker, db_uuid, second + 1);
+    CHECK(contains(lost.message(), "from LSN " + std::to_string(second + 1) + " on are lost"));
+
+    // The whole wal/ folder gone, or empty: lost from the first LSN recovery needs.
+    fs::rename(tmp.wal(), tmp.path("wal.aside"));
+    lost = check_tail(tmp.wal(), marker, db_uuid, 7);
+    CHECK(lost.code() == StatusCode::corruption);
+    CHECK(contains(lost.message(), "but " + tmp.wal() + " is missing"));
+    CHECK(contains(lost.message(), "from LSN 7 on are lost"));
+    fs::create_directory(tmp.wal());
+    lost = check_tail(tmp.wal(), marker, db_uuid, 7);
+    CHECK(contains(lost.message(), "but " + tmp.wal() + " holds no segment"));
+    fs::remove(tmp.wal());
+    fs::rename(tmp.path("wal.aside"), tmp.wal());
+    fs::rename(tmp.path("second.aside"), segments[segments.size() - 2].path);
+    fs::rename(tmp.path("newest.aside"), segments.back().path);
+    REQUIRE_OK(check_tail(tmp.wal(), marker, db_uuid, 1));
+
+    // A segment newer than the marker (a crash before the marker named it) is fine.
+    const std::uint64_t after = replay(tmp.wal()).report.next_lsn;
+    write_file(tmp.wal() + "/" + segment_file_name(after), make_segment_header(db_uuid, after));
+    REQUIRE_OK(check_tail(tmp.wal(), marker, db_uuid, 1));
+    fs::remove(tmp.wal() + "/" + segment_file_name(after));
+
+    // Without the newest segment: no marker checks nothing; another database's is ignored.
+    fs::remove(segments.back().path);
+    write_file(marker, marker_bytes(other_uuid, newest));
+    REQUIRE_OK(check_tail(tmp.wal(), marker, db_uuid, 1));
+    fs::remove(marker);
+    REQUIRE_OK(check_tail(tmp.wal(), marker, db_uuid, 1));
+
+    // A damaged marker is corruption naming the file and what is wrong.
+    std::string flipped = marker_bytes(db_uuid, newest);
+    flip_bit(flipped, 33 * 8);
+    write_file(marker, flipped);
+    lost = check_tail(tmp.wal(), marker, db_uuid, 1);
+    CHECK(lost.code() == StatusCode::corruption);
+    CHECK(contains(lost.message(), "the WAL tail marker " + marker + " is damaged: its checksum does not match"));
+    write_file(marker, marker_bytes(db_uuid, newest).substr(0, 20));
+    CHECK(contains(check_tail(tmp.wal(), marker, db_uuid, 1).message(), "it is 20 bytes, expected 48"));
+    write_file(marker, marker_bytes(db_uuid, newest) + "x");
+    CHECK(contains(check_tail(tmp.wal(), marker, db_uuid, 1).message(), "it is 49 bytes, expected 48"));
+}
+
+TEST_CASE("tail marker: a kill at any fdatasync of segment rolls (also between segment and marker rename) recovers") {
+    // With policy off the writer fdatasyncs only in a roll: the old segment, the new segment's
+    // .log.tmp (before its rename), WAL_TAIL.tmp (after the segment's rename, before the
+    // marker's). The child dies at the K-th of them, K = 1, 2, ...; its writes are in the page
+    // cache (a process dies, not the machine), so every record appended before stays.
+    constexpr int not_reached = 250;
+    int between_renames = 0, during_creation = 0, cases = 0;
+    for (int k = 1; k < 200; ++k) {
+        TempDir tmp;
+        const int status = wait_status_of_child(251, [&] {
+            int appended = 0, calls = 0;
+            WriterOptions options = marker_options(tmp, 256);
+            options.sync = SyncPolicy::off;
+            bool armed = false;
+            options.sync_hook = [&](int) {
+                if (armed && ++calls == k) std::_Exit(appended);
+                return 0;
+            };
+            auto opened = Writer::open(tmp.wal(), db_uuid, 1, options);
+            if (!opened.ok()) return 252;
+            auto writer = std::move(opened).value();
+            armed = true;
+            for (std::uint64_t lsn = 1; lsn <= 60; ++lsn) {
+                if (!writer->append(1, payload_for(lsn, 60).data(), 60).ok()) return 253;
+                ++appended;
+            }
+            return not_reached;
+        });
+        REQUIRE(WIFEXITED(status));
+        const int appended = WEXITSTATUS(status);
+        if (appended == not_reached) break;
+        REQUIRE(appended <= 60);
+        ++cases;
+        const std::string marker = tmp.path(tail_marker_name);
+        if (fs::exists(marker + ".tmp")) {
+            ++between_renames;
+            CHECK(newest_first_lsn(tmp.wal()) > marker_lsn(marker));  // the segment's rename is durable
+        }
+        if (fs::exists(tmp.wal() + "/" + segment_file_name(std::uint64_t(appended) + 1) + ".tmp")) ++during_creation;
+        CHECK(newest_first_lsn(tmp.wal()) >= marker_lsn(marker));
+
+        REQUIRE_OK(check_tail(tmp.wal(), marker, db_uuid, 1));
+        auto report = recover_with_marker(tmp);
+        REQUIRE_OK(report);
+        CHECK_EQ(report.value().last_lsn, std::uint64_t(appended));
+        auto writer = open_writer(tmp.wal(), report.value().next_lsn, marker_options(tmp, 256));
+        CHECK(!fs::exists(marker + ".tmp"));
+        CHECK_EQ(marker_lsn(marker), newest_first_lsn(tmp.wal()));
+        REQUIRE_OK(writer->append(1, "z", 1));
+        REQUIRE_OK(writer->close());
+        REQUIRE_OK(check_tail(tmp.wal(), marker, db_uuid, 1));
+        CHECK_EQ(replay(tmp.wal()).report.last_lsn, std::uint64_t(appended) + 1);
+    }
+    std::printf("  %d kills, %d between the renames, %d during creation\n", cases, between_renames, during_creation);
+    CHECK(cases >= 30);
+    CHECK(between_renames >= 10);
+    CHECK(during_creation >= 10);
+}
+
+TEST_CASE("tail marker: a failed marker write fails the writer as a failed segment creation does") {
+    TempDir tmp;
+    const std::string marker = tmp.path(tail_marker_name);
+    bool fail_marker = false;
+    WriterOptions options = marker_options(tmp, 256);
+    options.sync = SyncPolicy::off;
+    options.sync_hook = [&](int fd) {
+        if (fail_marker && ends_with(path_of_fd(fd), "/" + std::string(tail_marker_name) + ".tmp")) {
+            errno = EIO;
+            return -1;
+        }
+        return 0;
+    };
+    // At open: the open fails; the segment it created stays, empty, and the next open uses it.
+    fail_marker = true;
+    auto refused = Writer::open(tmp.wal(), db_uuid, 1, options);
+    CHECK(refused.status().code() == StatusCode::io_error);
+    CHECK(contains(refused.status().message(), "fdatasync of " + marker + ".tmp failed"));
+    CHECK_EQ(marker_lsn(marker), 0u);
+    CHECK(!fs::exists(marker + ".tmp"));
+    CHECK_EQ(newest_first_lsn(tmp.wal()), 1u);
+    fail_marker = false;
+    auto writer = open_writer(tmp.wal(), 1, options);
+    CHECK_EQ(marker_lsn(marker), 1u);
+
+    // At a roll: the append that rolls fails, the writer is read-only, nothing is appended to the
+    // new segment, and the marker still names the old one.
+    REQUIRE_OK(writer->append(1, payload_for(1, 150).data(), 150));
+    fail_marker = true;
+    Result<std::uint64_t> rolled = writer->append(1, payload_for(2, 150).data(), 150);
+    CHECK(rolled.status().code() == StatusCode::io_error);
+    CHECK(writer->failed());
+    CHECK(writer->append(1, "z", 1).status().code() == StatusCode::read_only);
+    (void)writer->close();
+    fail_marker = false;
+    CHECK_EQ(newest_first_lsn(tmp.wal()), 2u);
+    CHECK_EQ(marker_lsn(marker), 1u);
+    REQUIRE_OK(check_tail(tmp.wal(), marker, db_uuid, 1));
+    auto report = recover_with_marker(tmp);
+    REQUIRE_OK(report);
+    CHECK_EQ(report.value().last_lsn, 1u);
+    CHECK_EQ(report.value().next_lsn, 2u);
+    writer = open_writer(tmp.wal(), 2, options);
+    CHECK_EQ(marker_lsn(marker), 2u);
+    REQUIRE_OK(writer->close());
+}
+
+TEST_CASE("tail marker: a short last segment the marker names is deleted after the marker, so a crash leaves no false alarm") {
+    TempDir tmp;
+    const std::string marker = tmp.path(tail_marker_name);
+    write_log(tmp.wal(), {10, 20}, 1, marker_options(tmp));
+    const std::string torn = tmp.wal() + "/" + segment_file_name(3);
+    write_file(torn, make_segment_header(db_uuid, 3).substr(0, 30));
+    write_file(marker, marker_bytes(db_uuid, 3));
+    REQUIRE_OK(check_tail(tmp.wal(), marker, db_uuid, 1));
+    // Without the marker's path recovery leaves the marker alone (and it would then name a
+    // segment the log no longer has).
+    {
+        TempDir copy;
+        fs::copy(tmp.wal(), copy.wal());
+        fs::copy_file(marker, copy.path(tail_marker_name));
+        REQUIRE_OK(replay(copy.wal(), true).status);
+        CHECK(check_tail(copy.wal(), copy.path(tail_marker_name), db_uuid, 1).code() == StatusCode::corruption);
+    }
+    auto report = recover_with_marker(tmp);
+    REQUIRE_OK(report);
+    CHECK(!fs::exists(torn));
+    CHECK(!fs::exists(marker));
+    CHECK_EQ(report.value().next_lsn, 3u);
+    REQUIRE_OK(check_tail(tmp.wal(), marker, db_uuid, 1));
+    // A marker naming an older segment is kept.
+    write_file(torn, make_segment_header(db_uuid, 3).substr(0, 30));
+    write_file(marker, marker_bytes(db_uuid, 1));
+    REQUIRE_OK(recover_with_marker(tmp));
+    CHECK(!fs::exists(torn));
+    CHECK_EQ(marker_lsn(marker), 1u);
+    auto writer = open_writer(tmp.wal(), 3, marker_options(tmp));
+    CHECK_EQ(marker_lsn(marker), 1u);
+    REQUIRE_OK(writer->close());
+}
+
+TEST_CASE("writer: drop_segments_before fsyncs the folder after each deletion, so a crash leaves no LSN gap") {
+    TempDir tmp;
+    auto writer = open_writer(tmp.wal(), 1, fast_options(256));
+    for (int i = 0; i < 20; ++i) REQUIRE_OK(writer->append(1, payload_for(i + 1, 60).data(), 60));
+    auto listed = list_segments(tmp.wal());
+    REQUIRE_OK(listed);
+    REQUIRE(listed.value().size() >= 6);
+    const long before = fsync_calls.load();
+    REQUIRE_OK(writer->drop_segments_before(listed.value()[4].first_lsn));
+    CHECK_EQ(fsync_calls.load() - before, 4);
+    CHECK_EQ(segment_paths(tmp.wal()).front(), listed.value()[4].path);
+    REQUIRE_OK(writer->close());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -256,8 +256,10 @@ class Engine {
                       const wal::WriterOptions& options);
     /// Replays the WAL in `dir` from `from_lsn` (records before it are checked, not applied),
     /// cutting a torn tail when `truncate_tail`. Corruption in the middle is an error.
+    /// `tail_marker_path`: as for wal::recover (the tail marker the writer keeps; see
+    /// wal::check_tail for the check that belongs before the replay).
     Result<wal::RecoveryReport> replay_wal(const std::string& dir, const wal::Uuid& uuid, std::uint64_t from_lsn,
-                                           bool truncate_tail);
+                                           bool truncate_tail, const std::string& tail_marker_path = {});
     /// Makes every logged write durable (whatever the sync policy).
     Status sync();
     /// Deletes WAL segments that hold only records below `lsn`.

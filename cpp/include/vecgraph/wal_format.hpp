@@ -58,6 +58,29 @@
 //   there. If there is one, records were lost in the middle of the log: corruption. An invalid
 //   header or frame in any segment but the last, a header of another database, or a gap in the
 //   LSN chain is always corruption.
+//
+// TAIL MARKER (WAL_TAIL in the graph folder, beside wal/, so that losing all of wal/ shows too)
+//   A 48-byte file naming the newest segment the writer has created, so that a log whose newest
+//   segments were deleted (or copied without them) is refused instead of silently ending early:
+//    0  magic           8 bytes   "VGTAIL\0\n"
+//    8  version         u32       1
+//   12  marker_bytes    u32       48
+//   16  db_uuid         16 bytes  the database's uuid, as in the segment headers
+//   32  first_lsn       u64       first LSN of the newest segment (its file name's number)
+//   40  marker_crc      u32       masked CRC32C of bytes [0, 40)
+//   44  reserved        u32       0
+//   The writer writes it when it attaches (naming the segment it appends to or creates) and each
+//   time it creates a segment, never per record: after the new segment is durable in wal/ (its
+//   .log.tmp fdatasynced and renamed, wal/ fsynced) and before any record is appended to it, as
+//   WAL_TAIL.tmp, fdatasynced, renamed over WAL_TAIL, the graph folder fsynced. A failure there
+//   fails the writer as a failed segment creation does. So after any crash the newest segment
+//   in wal/ starts at or after the marker's first_lsn (the marker is old or new, the segment it
+//   names exists; a WAL_TAIL.tmp is never read, and is deleted). Segments are only deleted below
+//   the one being written, which is the newest. A log whose newest segment starts before the
+//   marker's first_lsn, or no log at all, has lost segments: corruption. No marker (a folder
+//   written before markers, or one removed on purpose to accept the loss) checks nothing, and
+//   the writer writes one when it attaches; a marker of another database is ignored (and
+//   replaced when the writer attaches); a damaged marker is corruption.
 #pragma once
 
 #include <array>
@@ -85,6 +108,10 @@ constexpr std::uint8_t flag_skippable = 0x01;
 constexpr std::uint32_t crc_mask_delta = 0xa282ead8u;
 constexpr const char* segment_suffix = ".log";
 constexpr const char* segment_tmp_suffix = ".log.tmp";
+constexpr char tail_marker_magic[8] = {'V', 'G', 'T', 'A', 'I', 'L', '\0', '\n'};
+constexpr std::uint32_t tail_marker_version = 1;
+constexpr std::size_t tail_marker_bytes = 48;
+constexpr const char* tail_marker_name = "WAL_TAIL";  // in the graph folder, beside wal/
 
 /// Record types. Numbers are part of the format: never renumber or reuse one.
 enum class RecordType : std::uint8_t {
@@ -179,6 +206,43 @@ inline std::string decode_segment_header(const std::uint8_t* bytes, SegmentHeade
     if (load_u32(bytes + 44) != 0) return "its header's reserved field is not zero";
     std::memcpy(out->uuid.data(), bytes + 16, 16);
     out->first_lsn = load_u64(bytes + 32);
+    return {};
+}
+
+/// What the tail marker holds (see TAIL MARKER above).
+struct TailMarker {
+    Uuid uuid{};
+    std::uint64_t first_lsn = 0;  // first LSN of the newest segment
+};
+
+inline void encode_tail_marker(const TailMarker& marker, std::uint8_t* out /* tail_marker_bytes */) noexcept {
+    std::memset(out, 0, tail_marker_bytes);
+    std::memcpy(out, tail_marker_magic, 8);
+    store_u32(out + 8, tail_marker_version);
+    store_u32(out + 12, std::uint32_t(tail_marker_bytes));
+    std::memcpy(out + 16, marker.uuid.data(), 16);
+    store_u64(out + 32, marker.first_lsn);
+    store_u32(out + 40, mask_crc(crc32c(out, 40)));
+}
+
+/// Decodes a tail marker from `bytes` bytes of file. Returns "" if its size, magic, version,
+/// marker_bytes, CRC, reserved field and first_lsn (not 0) are right, else what is wrong.
+inline std::string decode_tail_marker(const std::uint8_t* data, std::size_t bytes, TailMarker* out) {
+    if (bytes != tail_marker_bytes)
+        return "it is " + std::to_string(bytes) + " bytes, expected " + std::to_string(tail_marker_bytes);
+    if (std::memcmp(data, tail_marker_magic, 8) != 0) return "it does not start with the magic \"VGTAIL\\0\\n\"";
+    std::uint32_t version = load_u32(data + 8);
+    if (version != tail_marker_version)
+        return "its format version is " + std::to_string(version) + ", this build reads version " +
+               std::to_string(tail_marker_version);
+    if (load_u32(data + 12) != tail_marker_bytes)
+        return "its size field says " + std::to_string(load_u32(data + 12)) + " bytes, expected " +
+               std::to_string(tail_marker_bytes);
+    if (unmask_crc(load_u32(data + 40)) != crc32c(data, 40)) return "its checksum does not match";
+    if (load_u32(data + 44) != 0) return "its reserved field is not zero";
+    std::memcpy(out->uuid.data(), data + 16, 16);
+    out->first_lsn = load_u64(data + 32);
+    if (out->first_lsn == 0) return "it names LSN 0, which is never used";
     return {};
 }
 

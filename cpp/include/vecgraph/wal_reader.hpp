@@ -49,9 +49,30 @@ using RecordVisitor =
 /// fsynced) so that a Writer can append there. Everything else that is damaged is
 /// StatusCode::corruption; a failing read, truncate or fsync is StatusCode::io_error.
 ///
+/// With `tail_marker_path` (wal_format.hpp, TAIL MARKER), a last segment shorter than its header
+/// that the marker names is deleted only after the marker is (and its folder fsynced): a crash
+/// in between must not leave a marker naming a segment the log no longer has. The writer
+/// writes a new marker when it attaches.
+///
 /// Not safe to run while a Writer has the folder open.
 Result<RecoveryReport> recover(const std::string& dir, const Uuid& uuid, std::uint64_t from_lsn,
-                               const RecordVisitor& visit, bool truncate_tail);
+                               const RecordVisitor& visit, bool truncate_tail,
+                               const std::string& tail_marker_path = {});
+
+/// Reads the tail marker at `path` into *out: false if there is no such file, true if there is
+/// and it is sound (its uuid is the caller's to check); corruption naming the file if it is
+/// damaged, io_error if it cannot be read.
+Result<bool> read_tail_marker(const std::string& path, TailMarker* out);
+
+/// Checks that the log in `dir` still holds the newest segment the tail marker at
+/// `marker_path` names: that some segment starts at or after the marker's first LSN. OK when
+/// it does, when there is no marker, or when the marker belongs to another database than
+/// `uuid`. Otherwise corruption naming the missing segment, the LSN from which logged writes
+/// are lost (after the newest segment left's last record, and at least `from_lsn`, the first
+/// LSN recovery needs), and the ways out: restore from an export, or remove the marker to open
+/// the graph without those writes. A damaged marker is corruption too. Reads only: nothing on
+/// disk changes.
+Status check_tail(const std::string& dir, const std::string& marker_path, const Uuid& uuid, std::uint64_t from_lsn);
 
 /// A segment file of the log.
 struct SegmentFile {

@@ -6,8 +6,8 @@
 // accessors may be called from any thread, concurrently with each other and with append(). close() and the
 // destructor must not run concurrently with any other call.
 //
-// Failure: after a failed write(2), fdatasync or segment creation the writer is failed for
-// good. The call that met the error, and the first sync_to() for each appended record no
+// Failure: after a failed write(2), fdatasync or segment creation (its tail marker included)
+// the writer is failed for good. The call that met the error, and the first sync_to() for each appended record no
 // fdatasync made durable, return StatusCode::io_error (the operating system's text for the
 // records the failed fdatasync was to cover); sync_to() for a record an fdatasync made durable
 // returns OK (that write did not fail); every other later append, sync, sync_to and
@@ -48,9 +48,12 @@ struct WriterOptions {
     /// next leader waits at most this long for as many callers to append before it syncs, so
     /// one fdatasync covers them all. 0: never wait. A single writer never waits.
     std::uint32_t group_commit_wait_us = 100;
-    /// Called instead of fdatasync(fd) on segment files when set (tests count syncs and inject
-    /// failures). Returns 0, or -1 with errno set.
+    /// Called instead of fdatasync(fd) on segment files and the tail marker when set (tests
+    /// count syncs and inject failures). Returns 0, or -1 with errno set.
     std::function<int(int fd)> sync_hook;
+    /// Where the tail marker goes (wal_format.hpp, TAIL MARKER): <graph folder>/WAL_TAIL. Empty:
+    /// no marker is written.
+    std::string tail_marker_path;
 };
 
 class Writer {
@@ -63,7 +66,9 @@ class Writer {
     /// corruption) and continue at next_lsn (else invalid_argument); the writer fdatasyncs it and
     /// appends to it. Otherwise it creates segment <next_lsn>.log: written as .log.tmp,
     /// fdatasynced, renamed, folder fsynced. Leftover .log.tmp files from a crash during creation
-    /// are deleted.
+    /// are deleted. With options.tail_marker_path, the marker is then made to name the segment
+    /// appended to (written only if it names another, or is missing or unreadable), and a
+    /// leftover <marker>.tmp is deleted; a failure to write it fails the open.
     static Result<std::unique_ptr<Writer>> open(const std::string& dir, const Uuid& uuid, std::uint64_t next_lsn,
                                                 const WriterOptions& options);
 
@@ -74,7 +79,8 @@ class Writer {
 
     /// Frames one record and writes it with one writev(2); returns its LSN (the previous + 1).
     /// Durability is sync_to's job. Before writing, rolls to a new segment if this record would
-    /// take the current one past segment_bytes: fdatasync the old segment, create the new one.
+    /// take the current one past segment_bytes: fdatasync the old segment, create the new one,
+    /// write the tail marker naming it (a failure there fails the writer).
     /// invalid_argument for type 0, flag bits other than flag_skippable, or more than
     /// max_payload_bytes of payload. Not thread-safe (see the top of this file).
     Result<std::uint64_t> append(std::uint8_t type, const void* payload, std::size_t bytes, std::uint8_t flags = 0);
@@ -103,8 +109,8 @@ class Writer {
     /// segment holds no record. The caller serialises it with append().
     Status roll_segment();
     /// Deletes, oldest first, the segments all of whose records have LSN < lsn (those whose
-    /// successor starts at or below lsn), then fsyncs the folder; never the segment being
-    /// written. Call with snapshot LSN + 1 after the snapshot is committed. Thread-safe.
+    /// successor starts at or below lsn), fsyncing the folder after each, so that a crash leaves
+    /// the log without a gap (only its oldest segments gone); never the segment being written. Call with snapshot LSN + 1 after the snapshot is committed. Thread-safe.
     Status drop_segments_before(std::uint64_t lsn);
 
     /// Stops the syncer thread, fdatasyncs unsynced records unless the policy is off, and
