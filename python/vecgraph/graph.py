@@ -797,7 +797,13 @@ class Graph:
             DimensionMismatchError: dim differs from the existing graph's.
             StorageError: the folder is locked by another open graph, or cannot be written.
             CorruptionError: a damaged MANIFEST, snapshot or WAL (damage in the middle of the
-                log, a segment of another database).
+                log, a segment of another database, a missing segment), or a WAL that lost its
+                newest segments: ``WAL_TAIL`` names a segment newer than any left in ``wal/``,
+                or ``wal/`` is gone (deleted, or the folder copied without it). The message
+                names the missing segment and the LSN from which acknowledged writes are lost;
+                restore the graph from an export (``vecgraph restore``), or remove
+                ``WAL_TAIL`` to open it without those writes. Such a refused open changes
+                nothing in the folder.
         """
         sync = _choice(sync, "sync", ("always", "interval", "off"))
         sync_interval_ms = _count(sync_interval_ms, "sync_interval_ms")
@@ -831,12 +837,31 @@ class Graph:
         except OSError as e:
             raise storage.StorageError(f"cannot create graph folder {folder}: {e}") from e
         lock_existed = os.path.exists(os.path.join(folder, storage.LOCK))
-        lock = storage.FolderLock(folder)
+        if not created and not lock_existed and os.path.isfile(os.path.join(folder, storage.MANIFEST)):
+            # No LOCK: no writer has the folder open. A WAL that lost its newest segments is
+            # refused before a LOCK is made, so that the folder stays exactly as it was. (A LOCK
+            # appearing meanwhile may be a writer's that rolled a segment during the check: then
+            # the check is made again under the lock, below.)
+            try:
+                found = storage.read_manifest(folder)
+                if found is not None:
+                    storage.check_wal_tail(folder, found)
+            except CorruptionError:
+                if not os.path.exists(os.path.join(folder, storage.LOCK)):
+                    raise
+        # The pid goes into the LOCK once the folder is known to open: a refused open leaves a
+        # LOCK that was there as it was (and removes one it made, below).
+        lock = storage.FolderLock(folder, stamp=False)
         loaded: Optional[dict] = None
         try:
-            if not _inspect and os.path.isfile(os.path.join(folder, storage.MANIFEST)):
-                storage.remove_stale_temporaries(folder)
             manifest = storage.read_manifest(folder)
+            if manifest is not None:
+                # Before anything on disk changes: a WAL whose newest segments are gone (deleted,
+                # or the folder copied without them) lost acknowledged writes; refuse it.
+                storage.check_wal_tail(folder, manifest)
+            lock.stamp()
+            if not _inspect and manifest is not None:
+                storage.remove_stale_temporaries(folder)
             if manifest is None:
                 _check_folder_takes_a_graph(folder, dim)  # again under the LOCK
                 metric = metric or "cos"
@@ -894,10 +919,11 @@ class Graph:
                                         snapshot_lsn=previous["snapshot_lsn"], files=previous["files"], previous=None)
             uuid = bytes.fromhex(manifest["uuid"])
             wal_dir = os.path.join(folder, storage.WAL_DIR)
+            wal_tail = os.path.join(folder, storage.WAL_TAIL)
             snapshot_lsn = int(manifest["snapshot_lsn"])
             graph._engine.set_last_text_lsn(int(manifest.get("text_lsn", snapshot_lsn)))
             # _inspect (vecgraph.snapshot.verify): recover in memory only, nothing on disk changes.
-            report = graph._engine.replay_wal(wal_dir, uuid, snapshot_lsn + 1, not _inspect)
+            report = graph._engine.replay_wal(wal_dir, uuid, snapshot_lsn + 1, not _inspect, wal_tail)
             background = background_indexing and not _inspect
             graph._engine.defer_indexing(False, BACKGROUND_INDEX_MIN if background else _NEVER)
             graph._engine.compact()
@@ -909,16 +935,17 @@ class Graph:
             # The WAL continues where its last segment ends; with no segment, after the snapshot.
             next_lsn = report["next_lsn"] or snapshot_lsn + 1
             if not _inspect:
-                graph._engine.attach_wal(wal_dir, uuid, next_lsn, sync, sync_interval_ms, segment_bytes)
+                # The writer makes WAL_TAIL name the segment it appends to or creates.
+                graph._engine.attach_wal(wal_dir, uuid, next_lsn, sync, sync_interval_ms, segment_bytes, wal_tail)
         except BaseException:
-            lock.release()
-            if created:  # leave no trace of a graph that was never created
-                shutil.rmtree(folder, ignore_errors=True)
-            elif not lock_existed and not os.path.exists(os.path.join(folder, storage.MANIFEST)):
-                try:  # an existing folder that holds no graph is left as it was
+            if not created and not lock_existed:
+                try:  # a LOCK this open made goes (removed while held: no one else takes it meanwhile)
                     os.unlink(lock.path)
                 except OSError:
                     pass
+            lock.release()
+            if created:  # leave no trace of a graph that was never created
+                shutil.rmtree(folder, ignore_errors=True)
             raise
         graph._path, graph._lock, graph._manifest = folder, lock, manifest
         try:

@@ -506,7 +506,10 @@ def verify(folder: Union[str, os.PathLike], *, limit: int = 100) -> list[str]:
 
     Checks the MANIFEST; for every snapshot generation it names (current and previous), each
     file's sha256, Arrow schema and metadata (uuid, dim, metric, LSN); that the WAL reaches
-    back to the previous generation; every WAL record's CRC32C and LSN order, by recovering
+    back to the previous generation, and still holds the newest segment ``WAL_TAIL`` names (a
+    log whose newest segments, or all of ``wal/``, are gone has lost acknowledged writes:
+    reported as recovery failing, as :meth:`vecgraph.Graph.open` refuses it); every WAL
+    record's CRC32C and LSN order, by recovering
     the graph in memory (nothing on disk changes; bytes at the end of the log that do not form
     a valid record are reported, as :meth:`vecgraph.Graph.open` would cut them); then the
     recovered graph's invariants (:meth:`vecgraph.Graph.verify`: CSR, delta, key map, HNSW

@@ -9,12 +9,22 @@
       snapshots/<gen>/    nodes.arrow, edges.arrow (Arrow IPC files), and hnsw.usearch (the HNSW
                           graph at the same LSN, when it indexes exactly the snapshot's nodes)
       wal/<lsn>.log       WAL segments (format: cpp/include/vecgraph/wal_format.hpp)
+      WAL_TAIL            48 bytes: db uuid and the first LSN of the newest WAL segment, with a
+                          CRC32C (wal_format.hpp, TAIL MARKER); beside wal/, not in it
       LOCK                held (flock) by the process that has the graph open for writing
 
 The MANIFEST is the one commit point: it is replaced atomically (write a temporary file,
 fsync it, rename it over MANIFEST, fsync the folder), so after a crash it names either the old
 snapshot or the new one, never half of one. Snapshot files are written and fsynced before the
 MANIFEST that names them; WAL segments older than the snapshot's LSN are dropped only after.
+
+WAL_TAIL is rewritten the same way by the WAL writer, once per new segment (never per write):
+after the segment is durable in wal/ and before a record goes into it. So the newest segment
+in wal/ always starts at or after the LSN WAL_TAIL names; when it does not (the newest segments,
+or all of wal/, were deleted or not copied), the writes they held are lost and opening the
+graph raises CorruptionError (:func:`check_wal_tail`) instead of silently going on without
+them. A folder without WAL_TAIL (written by an earlier version, or the file removed to accept
+the loss) is not checked; the writer writes one when it attaches.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from . import _core
 from .errors import CorruptionError, InvalidArgumentError, StorageError
 
 FORMAT_VERSION = 1
@@ -36,6 +47,7 @@ SNAPSHOT_SCHEMA_VERSION = 1
 MANIFEST = "MANIFEST"
 LOCK = "LOCK"
 WAL_DIR = "wal"
+WAL_TAIL = "WAL_TAIL"  # wal::tail_marker_name
 SNAPSHOT_DIR = "snapshots"
 KEEP_GENERATIONS = 2
 SNAPSHOT_FILES = ("nodes.arrow", "edges.arrow")
@@ -95,7 +107,10 @@ class FolderLock:
     killed process never blocks reopening. Two Graph objects in one process conflict as well.
     """
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, *, stamp: bool = True) -> None:
+        """Takes the lock; with ``stamp``, also writes this process's pid into the file (else
+        :meth:`stamp` does, so that a caller can still back out leaving an existing LOCK as
+        it was)."""
         self._fd: Optional[int] = None
         import fcntl  # POSIX only
 
@@ -111,8 +126,14 @@ class FolderLock:
             os.close(self._fd)
             self._fd = None
             raise error from None
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+        if stamp:
+            self.stamp()
+
+    def stamp(self) -> None:
+        """Writes this process's pid into the LOCK file (named in a second opener's error)."""
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
 
     def release(self) -> None:
         if self._fd is not None:
@@ -277,11 +298,21 @@ def probe_lock(folder: str) -> None:
         os.close(fd)  # releases the probe's lock, if it got it
 
 
+def check_wal_tail(folder: str, manifest: dict) -> None:
+    """Raises CorruptionError when ``folder``'s WAL lacks the newest segment WAL_TAIL names
+    (the message names the segment, the LSN from which writes are lost, and what to do), or
+    WAL_TAIL is damaged. Nothing to check without WAL_TAIL, or with one of another database.
+    Reads only."""
+    _core.check_wal_tail(os.path.join(folder, WAL_DIR), os.path.join(folder, WAL_TAIL),
+                         bytes.fromhex(manifest["uuid"]), int(manifest["snapshot_lsn"]) + 1)
+
+
 def remove_stale_temporaries(folder: str) -> None:
-    """Remove what an interrupted checkpoint or MANIFEST commit left behind."""
-    tmp_manifest = os.path.join(folder, MANIFEST + ".tmp")
-    if os.path.isfile(tmp_manifest):
-        os.unlink(tmp_manifest)
+    """Remove what an interrupted checkpoint, MANIFEST commit or WAL_TAIL commit left behind."""
+    for name in (MANIFEST + ".tmp", WAL_TAIL + ".tmp"):
+        tmp = os.path.join(folder, name)
+        if os.path.isfile(tmp):
+            os.unlink(tmp)
     root = os.path.join(folder, SNAPSHOT_DIR)
     if os.path.isdir(root):
         for name in os.listdir(root):
