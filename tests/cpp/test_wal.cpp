@@ -1787,7 +1787,7 @@ TEST_CASE("tail marker: a failed marker write fails the writer as a failed segme
     REQUIRE_OK(writer->close());
 }
 
-TEST_CASE("tail marker: a short last segment the marker names is deleted after the marker, so a crash leaves no false alarm") {
+TEST_CASE("tail marker: recovery deletes the marker before a short last segment it names: no false alarm") {
     TempDir tmp;
     const std::string marker = tmp.path(tail_marker_name);
     write_log(tmp.wal(), {10, 20}, 1, marker_options(tmp));

@@ -110,7 +110,8 @@ class Writer {
     Status roll_segment();
     /// Deletes, oldest first, the segments all of whose records have LSN < lsn (those whose
     /// successor starts at or below lsn), fsyncing the folder after each, so that a crash leaves
-    /// the log without a gap (only its oldest segments gone); never the segment being written. Call with snapshot LSN + 1 after the snapshot is committed. Thread-safe.
+    /// the log without a gap (only its oldest segments gone); never the segment being written.
+    /// Call with snapshot LSN + 1 after the snapshot is committed. Thread-safe.
     Status drop_segments_before(std::uint64_t lsn);
 
     /// Stops the syncer thread, fdatasyncs unsynced records unless the policy is off, and
