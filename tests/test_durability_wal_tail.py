@@ -7,6 +7,7 @@ opens as before. The marker's format: cpp/include/vecgraph/wal_format.hpp, TAIL 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import struct
@@ -15,7 +16,6 @@ import sys
 
 import numpy as np
 import pytest
-
 import vecgraph as vg
 from vecgraph import snapshot
 from vecgraph.errors import CorruptionError
@@ -123,7 +123,7 @@ def assert_holds(folder: str, lsn_of: dict, below: int) -> None:
 def test_the_marker_names_the_newest_segment(source):
     folder, _, _ = source
     with open(os.path.join(folder, "MANIFEST")) as f:
-        uuid = __import__("json").load(f)["uuid"]
+        uuid = json.load(f)["uuid"]
     assert read_marker(folder) == (uuid, first_lsn(segments(folder)[-1]))
     assert not os.path.exists(os.path.join(folder, "wal", "WAL_TAIL"))
 
