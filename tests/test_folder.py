@@ -172,6 +172,33 @@ def test_the_default_tenant_needs_an_explicit_flag(tmp_path):
     assert len(g) == 1 and "c" in g
 
 
+def test_a_lock_taken_on_a_removed_lock_file_is_taken_again(tmp_path, monkeypatch):
+    """A failed open removes the LOCK it made while it holds it; an opener that opened that file
+    before the removal and locks it after must not count itself the holder: it takes the LOCK
+    that is now there."""
+    import fcntl
+
+    from vecgraph import storage
+
+    real_flock, calls = fcntl.flock, []
+
+    def flock(fd, op):
+        calls.append(fd)
+        if len(calls) == 1:  # between this opener's open and its flock, the file goes
+            os.unlink(os.path.join(str(tmp_path), storage.LOCK))
+        return real_flock(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    lock = storage.FolderLock(str(tmp_path))
+    try:
+        assert len(calls) == 2
+        assert os.path.samestat(os.fstat(lock._fd), os.stat(lock.path))
+        with pytest.raises(vg.errors.StorageError):
+            storage.FolderLock(str(tmp_path))  # the LOCK now there is held
+    finally:
+        lock.release()
+
+
 def test_lock_error_names_this_process(tmp_path):
     g = vg.Graph.open(tmp_path / "g", dim=4)
     with pytest.raises(vg.StorageError, match="in this process"):

@@ -115,17 +115,28 @@ class FolderLock:
         import fcntl  # POSIX only
 
         self.path = os.path.join(folder, LOCK)
-        try:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise StorageError(f"cannot open {self.path} for writing: {e}") from e
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            error = _lock_error(folder, self.path, e, self._fd)
+        while True:
+            try:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                raise StorageError(f"cannot open {self.path} for writing: {e}") from e
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                error = _lock_error(folder, self.path, e, self._fd)
+                os.close(self._fd)
+                self._fd = None
+                raise error from None
+            # A failed open removes the LOCK it made while holding it: a lock taken on the file
+            # it removed (opened before the removal) guards nothing, so take the one now there.
+            try:
+                same = os.path.samestat(os.fstat(self._fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
             os.close(self._fd)
             self._fd = None
-            raise error from None
         if stamp:
             self.stamp()
 
