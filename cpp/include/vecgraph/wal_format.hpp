@@ -179,14 +179,23 @@ struct SegmentHeader {
     std::uint64_t first_lsn = 0;
 };
 
-inline void encode_segment_header(const SegmentHeader& header, std::uint8_t* out /* segment_header_bytes */) noexcept {
-    std::memset(out, 0, segment_header_bytes);
-    std::memcpy(out, segment_magic, 8);
-    store_u32(out + 8, format_version);
-    store_u32(out + 12, std::uint32_t(segment_header_bytes));
-    std::memcpy(out + 16, header.uuid.data(), 16);
-    store_u64(out + 32, header.first_lsn);
+// The 48-byte layout segment headers and tail markers share: magic (8), version (u32), size
+// (u32), uuid (16), LSN (u64), masked CRC32C of bytes 0-40 (u32), reserved zero (u32).
+inline void encode_uuid_lsn_block(const char* magic, std::uint32_t version, std::uint32_t bytes, const Uuid& uuid,
+                                  std::uint64_t lsn, std::uint8_t* out /* 48 bytes */) noexcept {
+    std::memset(out, 0, 48);
+    std::memcpy(out, magic, 8);
+    store_u32(out + 8, version);
+    store_u32(out + 12, bytes);
+    std::memcpy(out + 16, uuid.data(), 16);
+    store_u64(out + 32, lsn);
     store_u32(out + 40, mask_crc(crc32c(out, 40)));
+}
+
+inline void encode_segment_header(const SegmentHeader& header, std::uint8_t* out /* segment_header_bytes */) noexcept {
+    static_assert(segment_header_bytes == 48, "the shared 48-byte layout");
+    encode_uuid_lsn_block(segment_magic, format_version, std::uint32_t(segment_header_bytes), header.uuid,
+                          header.first_lsn, out);
 }
 
 /// Decodes a segment header from `segment_header_bytes` bytes. Returns "" if magic, version,
@@ -216,13 +225,9 @@ struct TailMarker {
 };
 
 inline void encode_tail_marker(const TailMarker& marker, std::uint8_t* out /* tail_marker_bytes */) noexcept {
-    std::memset(out, 0, tail_marker_bytes);
-    std::memcpy(out, tail_marker_magic, 8);
-    store_u32(out + 8, tail_marker_version);
-    store_u32(out + 12, std::uint32_t(tail_marker_bytes));
-    std::memcpy(out + 16, marker.uuid.data(), 16);
-    store_u64(out + 32, marker.first_lsn);
-    store_u32(out + 40, mask_crc(crc32c(out, 40)));
+    static_assert(tail_marker_bytes == 48, "the shared 48-byte layout");
+    encode_uuid_lsn_block(tail_marker_magic, tail_marker_version, std::uint32_t(tail_marker_bytes), marker.uuid,
+                          marker.first_lsn, out);
 }
 
 /// Decodes a tail marker from `bytes` bytes of file. Returns "" if its size, magic, version,
