@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import numbers
@@ -776,33 +777,30 @@ class TextIndex:
 
         # tantivy sizes its collector by the page: never more than the documents there are
         most = max(1, int(searcher.num_docs))
+        # Candidates are checked in blocks: one at a time with ``exclude`` alone (it is called
+        # on no candidate past the k-th admitted), growing blocks with ``exclude_many``.
+        if exclude_many is None:
+            drops = None if exclude is None else (lambda keys: [exclude(keys[0])])
+        elif exclude is None:
+            drops = exclude_many
+        else:
+            drops = lambda keys: [d or exclude(key) for key, d in zip(keys, exclude_many(keys))]  # noqa: E731
+        rows = _ranked_pages(page, min(k + max(k, _FIRST_PAGE_MIN), most), most)
+        if drops is None:
+            return list(itertools.islice(rows, k))
         out: list = []
         block: list = []
-        block_size = max(k, 64)
-
-        def admit_block() -> None:
-            drops = list(exclude_many([key for key, _ in block]))
-            if len(drops) != len(block):
-                raise ValueError(f"exclude_many returned {len(drops)} flags for {len(block)} keys")
-            for (key, score), drop in zip(block, drops):
-                if not drop and (exclude is None or not exclude(key)):
-                    out.append((key, score))
-                    if len(out) == k:
-                        return
-            block.clear()
-
-        for key, score in _ranked_pages(page, min(k + max(k, _FIRST_PAGE_MIN), most), most):
-            if exclude_many is not None:
-                block.append((key, score))
-                if len(block) == block_size:
-                    admit_block()
-                    block_size = min(4 * block_size, 16_384)
-            elif exclude is None or not exclude(key):
-                out.append((key, score))
-            if len(out) == k:
+        block_size = 1 if exclude_many is None else max(k, 64)
+        for row in rows:
+            block.append(row)
+            if len(block) < block_size:
+                continue
+            if _admit_block(block, drops, out, k):
                 return out
+            if exclude_many is not None:
+                block_size = min(4 * block_size, 16_384)
         if block:
-            admit_block()
+            _admit_block(block, drops, out, k)
         return out
 
     def count(self, kind: Optional[str] = None) -> int:
@@ -1040,6 +1038,21 @@ def _decode_doc_key(doc_key: str) -> Key:
 
 def _key_order(key: Key) -> tuple:
     return (0, key, "") if type(key) is int else (1, 0, key)
+
+
+def _admit_block(block: list, drops: Callable[[list], Sequence[bool]], out: list, k: int) -> bool:
+    """Moves the (key, score) rows of ``block`` that ``drops`` keeps to ``out``, up to ``k``
+    there; True once ``out`` holds ``k``."""
+    flags = list(drops([key for key, _ in block]))
+    if len(flags) != len(block):
+        raise ValueError(f"exclude_many returned {len(flags)} flags for {len(block)} keys")
+    for row, drop in zip(block, flags):
+        if not drop:
+            out.append(row)
+            if len(out) == k:
+                return True
+    block.clear()
+    return False
 
 
 def _ranked_pages(page: Callable[[int, int], list], limit: int, most: int) -> Iterator[tuple[Key, float]]:
