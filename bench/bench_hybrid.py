@@ -33,11 +33,12 @@ from vecgraph.synthetic import clustered_graph, queries as make_queries
 def build(n_nodes: int, count_queries: int, seed: int = 3) -> tuple[vg.Graph, np.ndarray, list, dict]:
     data = clustered_graph(n_nodes, dim=common.DIM, edges_per_node=5, seed=seed)
     items, text_queries = bench_text.make_corpus(n_nodes, count_queries, seed=seed)
-    graph = vg.Graph(common.DIM, "cos", **common.HNSW)
+    graph = vg.Graph(common.DIM, "cos", filterable={"shard": "int64"}, **common.HNSW)
     started = time.perf_counter()
     with graph.deferred_indexing():
         graph.add_nodes(data.keys, data.vectors, texts=[item[1] for item in items],
-                        tenants=[item[2] for item in items], labels=[item[3] for item in items])
+                        tenants=[item[2] for item in items], labels=[item[3] for item in items],
+                        props=[{"shard": i % 1000} for i in range(n_nodes)])
     graph.add_edges(data.src, data.dst, rels=data.rels, weights=data.weights)
     build_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -65,6 +66,9 @@ def measure(n_nodes: int, count_queries: int) -> dict:
     hybrid = timed(lambda p: graph.hybrid_search(p[1], vector=p[0], k=10, seeds=8, hops=2), pairs)
     sequential = timed(lambda p: graph.hybrid_search(p[1], vector=p[0], k=10, seeds=8, hops=2, parallel=False), pairs)
     bm25 = timed(lambda p: graph.hybrid_search(p[1], k=10, channels=["bm25"]), pairs)
+    bm25_narrow = timed(lambda p: graph.hybrid_search(p[1], k=10, channels=["bm25"], where={"shard": 0}), pairs)
+    bm25_broad = timed(lambda p: graph.hybrid_search(p[1], k=10, channels=["bm25"], where={"shard": {"<": 500}}),
+                       pairs)
     figures.update(
         nodes=n_nodes,
         queries=count_queries,
@@ -73,6 +77,8 @@ def measure(n_nodes: int, count_queries: int) -> dict:
         hybrid=common.latency(hybrid),
         hybrid_sequential=common.latency(sequential),
         bm25_channel=common.latency(bm25),
+        bm25_where_0_1_percent=common.latency(bm25_narrow),
+        bm25_where_50_percent=common.latency(bm25_broad),
         hybrid_over_search_p50=float(np.median(hybrid) / np.median(search)),
     )
     return figures
@@ -95,7 +101,9 @@ def main(argv=None) -> int:
     figures = measure(args.nodes, args.queries)
     rows = [("graph-guided search (baseline)", figures["search"]), ("hybrid_search, all channels", figures["hybrid"]),
             ("hybrid_search, channels in one thread", figures["hybrid_sequential"]),
-            ("BM25 channel alone", figures["bm25_channel"])]
+            ("BM25 channel alone", figures["bm25_channel"]),
+            ("BM25 channel, where admits 0.1%", figures["bm25_where_0_1_percent"]),
+            ("BM25 channel, where admits 50%", figures["bm25_where_50_percent"])]
     print(f"{figures['nodes']:,} nodes, {figures['queries']:,} queries; build {figures['build_s']:.1f} s, "
           f"BM25 index {figures['text_index_s']:.1f} s")
     for name, lat in rows:

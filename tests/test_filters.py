@@ -233,3 +233,32 @@ def test_bad_declarations_and_conditions():
         assert g.search([1, 0], where={"status": values}).keys == (["a"] if not isinstance(values, list) else [])
     assert g.search([1, 0], where={"n": np.arange(3)}).keys == ["a"]
     assert g.search([1, 0], where={"n": np.int64(1)}).keys == ["a"]  # a NumPy scalar is one value
+
+
+def test_admitted_keys_lists_what_admits_admits_in_node_order():
+    """Engine.admitted_keys against Engine.admits over every key, on random labels, tenants,
+    ts and props with deleted nodes: the same keys, in node order, by the member-list path
+    (a label or tenant filter) and by the row scan; None once more than `limit` are admitted."""
+    from vecgraph.graph import _where
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    keys = [i if i % 2 else f"n{i}" for i in range(n)]
+    g = vg.Graph(dim=4, filterable={"year": "int64"})
+    g.add_nodes(keys, rng.normal(size=(n, 4)), labels=[f"l{i % 5}" for i in range(n)],
+                tenants=[f"t{i % 37}" for i in range(n)], ts=[int(t) for t in rng.integers(0, 1000, n)],
+                props=[{"year": int(y)} if y % 9 else {} for y in rng.integers(1990, 2030, n)])
+    g.delete_nodes(keys[::13])
+    lo, hi = -2**63, 2**63 - 1
+    cases = [(None, None, lo, hi, {"year": {"<": 2000}}), (["l1"], None, lo, hi, None),
+             (["l1", "l3"], ["t2", "t5", "t30"], lo, hi, {"year": {">=": 2010}}),
+             (None, ["t4"], 200, 700, None), (None, None, lo, hi, None), (["nobody"], None, lo, hi, None)]
+    for labels, tenants, ts_min, ts_max, where in cases:
+        conditions = _where(where, g._filterable)
+        flags = g._engine.admits(keys, labels, tenants, ts_min, ts_max, conditions)
+        expected = [key for key, ok in zip(keys, flags) if ok]
+        assert g._engine.admitted_keys(labels, tenants, ts_min, ts_max, conditions, n) == expected
+        assert g._engine.admitted_keys(labels, tenants, ts_min, ts_max, conditions, len(expected)) == expected
+        if expected:
+            assert g._engine.admitted_keys(labels, tenants, ts_min, ts_max, conditions, len(expected) - 1) is None
+    assert len(g._engine.admitted_keys(None, None, lo, hi, None, n)) == len(g)

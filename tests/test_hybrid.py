@@ -443,3 +443,28 @@ def test_text_searches_do_not_wait_for_a_writer():
     search.join()
     assert finished, "the text search waited for the writer's lock"
     assert found["keys"] == ["a7-price"]
+
+
+def test_bm25_under_where_by_key_list_and_by_candidate_checks_matches_the_reference():
+    """A where admitting few nodes goes into the BM25 search as their key list, one admitting
+    many is checked on the ranked candidates: both give the unfiltered BM25 ranking restricted
+    to the admitted nodes (checked on a filter on each side of the switch)."""
+    import math
+
+    rng = np.random.default_rng(12)
+    n = 20_000
+    words = [f"w{j}" for j in range(400)]
+    texts = [" ".join(words[j % 400] for j in rng.zipf(1.4, size=int(rng.integers(4, 20)))) for _ in range(n)]
+    years = [2000 + i % 10 if i % 50 else 1990 for i in range(n)]
+    g = vg.Graph(dim=4, filterable={"year": "int64"})
+    g.add_nodes(list(range(n)), rng.normal(size=(n, 4)), texts=texts, props=[{"year": y} for y in years])
+    depth = 30
+    limit = math.isqrt(2 * depth * n)
+    for where, passes in (({"year": 1990}, lambda y: y == 1990), ({"year": {"<": 2005}}, lambda y: y < 2005)):
+        count = sum(passes(y) for y in years)
+        assert (count <= limit) == (where == {"year": 1990})  # one filter on each side
+        for query in ("w1 w2", "w3", "w7 w40 w300", "w399"):
+            ranking = [key for key, _ in g._bm25(query, n)]
+            expected = [key for key in ranking if passes(years[key])][:depth]
+            res = g.hybrid_search(query, k=depth, depth=depth, channels=["bm25"], where=where)
+            assert res.keys == expected, (where, query)

@@ -769,3 +769,18 @@ def test_lone_surrogates_are_clear_errors_that_change_nothing(index):
         with pytest.raises(ValueError, match=where + ".*not valid Unicode"):
             call()
     assert index.lsn == 1 and keys_of(index.search("apple")) == ["a"]
+
+
+def test_keys_filter_is_the_ranking_restricted(big):
+    everything = big.search("widget pepper", 2000)
+    chosen = {f"d{i}" for i in range(0, 2000, 7)} | {"d17", "nobody"}
+    admitted = [(key, score) for key, score in everything if key in chosen]
+    assert big.search("widget pepper", 40, keys=sorted(chosen)) == admitted[:40]
+    assert big.search("widget pepper", 40, keys=iter(sorted(chosen)), tenants="common") == [
+        (key, score) for key, score in admitted if int(key[1:]) % 2 == 1 and key != "d17"][:40]
+    assert big.search("widget", 10, keys=[]) == []
+    assert big.search("widget", 10, keys=["nobody", 17]) == []
+    with pytest.raises(TypeError, match="keys must be an iterable of str or int keys, got str"):
+        big.search("widget", 10, keys="d17")
+    with pytest.raises(TypeError, match=r"keys\[\] is a float"):
+        big.search("widget", 10, keys=[1.5])

@@ -1978,6 +1978,41 @@ Result<std::vector<std::uint8_t>> Engine::admits(const std::string* keys, std::s
     return out;
 }
 
+Result<bool> Engine::admitted_keys(const SearchRequest& request, std::size_t limit,
+                                   std::vector<std::string>& keys) const {
+    keys.clear();
+    VG_RETURN_IF_ERROR(validate(request));
+    auto lock = read_lock();
+    detail::ContextPool::Lease lease(contexts_);
+    TraversalScratch& scratch = scratch_[lease.slot()];
+    NodeFilter& filter = scratch.filter;
+    build_filter(request, filter);
+    const NodeColumns columns = node_columns();
+    const std::size_t rows = keys_.count_ids();
+    std::vector<node_id_t> nodes;
+    auto take = [&](node_id_t node) {  // false once past the limit
+        if (!filter.admits(columns, node)) return true;
+        if (nodes.size() == limit) return false;
+        nodes.push_back(node);
+        return true;
+    };
+    bool within = true;
+    if ((request.filter_labels || request.filter_tenants) && filter_lists(request, limit, scratch) <= limit) {
+        for (std::size_t i = 0; within && i < scratch.member_lists.size(); ++i)
+            for (node_id_t node : *scratch.member_lists[i])
+                if (node < rows && !(within = take(node))) break;
+        // The lists are per label or tenant: back to node id order, each node once.
+        std::sort(nodes.begin(), nodes.end());
+        nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    } else {
+        for (std::size_t node = 0; within && node < rows; ++node) within = take(static_cast<node_id_t>(node));
+    }
+    if (!within) return false;
+    keys.reserve(nodes.size());
+    for (node_id_t node : nodes) keys.emplace_back(keys_.key(node));
+    return true;
+}
+
 Result<std::vector<float>> Engine::score_edges(const float* query, std::size_t dim, const edge_id_t* edges,
                                                std::size_t count) const {
     if (dim != config_.dim)

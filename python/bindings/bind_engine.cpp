@@ -854,6 +854,22 @@ class PyEngine {
         return array;
     }
 
+    py::object admitted_keys(const py::object& labels, const py::object& tenants, std::int64_t ts_min,
+                             std::int64_t ts_max, const py::object& where, std::size_t limit) {
+        SearchRequest request = make_request(1, 1, 0, 1, 1, "both", py::none(), labels, tenants, ts_min, ts_max, 1.0,
+                                             false, 0, where);
+        std::vector<std::string> encoded;
+        Result<bool> within = Status::internal("not run");
+        {
+            GilRelease release;
+            within = engine_->admitted_keys(request, limit, encoded);
+        }
+        if (!unwrap(std::move(within))) return py::none();
+        py::list out(encoded.size());
+        for (std::size_t i = 0; i < encoded.size(); ++i) out[i] = decode_key(encoded[i]);
+        return std::move(out);
+    }
+
     py::array_t<float> score_edges(const py::array& query, const py::array& edge_ids) {
         auto q = check_float_array(query, "query", 1, dim());
         auto ids = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>::ensure(edge_ids);
@@ -1069,6 +1085,8 @@ void bind_engine(py::module_& m) {
              py::arg("extra_seeds") = py::none())
         .def("admits", &PyEngine::admits, py::arg("keys"), py::arg("labels"), py::arg("tenants"),
              py::arg("ts_min") = ts_lo, py::arg("ts_max") = ts_hi, py::arg("where") = py::none())
+        .def("admitted_keys", &PyEngine::admitted_keys, py::arg("labels"), py::arg("tenants"), py::arg("ts_min"),
+             py::arg("ts_max"), py::arg("where"), py::arg("limit"))
         .def("score_edges", &PyEngine::score_edges, py::arg("query"), py::arg("edge_ids"))
         .def("search_batch", &PyEngine::search_batch, py::arg("queries"), py::arg("k"), py::arg("seeds"),
              py::arg("hops"), py::arg("max_visited"), py::arg("max_fanout"), py::arg("direction"), py::arg("rels"),

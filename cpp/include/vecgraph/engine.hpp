@@ -338,6 +338,13 @@ class Engine {
     /// For each encoded key: 1 when it is a live node that the request's filters (labels,
     /// tenants, ts window, where) admit, else 0.
     Result<std::vector<std::uint8_t>> admits(const std::string* keys, std::size_t count, const SearchRequest& request) const;
+    /// The encoded keys of the live nodes that the request's filters (labels, tenants, ts window,
+    /// where) admit, in node id order, into `keys` (cleared first). Reads the label's or
+    /// tenant's member lists when such a filter admits at most `limit` nodes, else scans every
+    /// node row. Returns false, with `keys` cleared, as soon as more than `limit` are admitted:
+    /// a caller that can use a short list (BM25 under a selective where) stops early on a
+    /// broad filter. A request without any filter admits every live node.
+    Result<bool> admitted_keys(const SearchRequest& request, std::size_t limit, std::vector<std::string>& keys) const;
     /// Similarity of the query to each edge's vector (NaN for an edge without one), by the graph's metric.
     Result<std::vector<float>> score_edges(const float* query, std::size_t dim, const edge_id_t* edges,
                                            std::size_t count) const;
