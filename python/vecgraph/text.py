@@ -799,12 +799,15 @@ class TextIndex:
             drops = exclude_many
         else:
             drops = lambda keys: [d or exclude(key) for key, d in zip(keys, exclude_many(keys))]  # noqa: E731
-        rows = _ranked_pages(page, min(k + max(k, _FIRST_PAGE_MIN), most), most)
+        block_size = 1 if exclude_many is None else max(k, 64)
+        # The first page holds the first block and max(k, 32) more rows (a page yields only the
+        # rows scored above its last one, and a second page fetches four times as many).
+        first_page = (1 if exclude_many is None else block_size) + k - 1 + max(k, _FIRST_PAGE_MIN)
+        rows = _ranked_pages(page, min(first_page, most), most)
         if drops is None:
             return list(itertools.islice(rows, k))
         out: list = []
         block: list = []
-        block_size = 1 if exclude_many is None else max(k, 64)
         for row in rows:
             block.append(row)
             if len(block) < block_size:
