@@ -226,6 +226,31 @@ def test_query_tenants_empty_string_is_the_default_tenant(tmp_path):
     assert "expected comma-separated names" in failed(2, "query", folder, "--vector", q, "--tenants", "u1,")
 
 
+def test_query_labels_and_rels_empty_string_is_the_default_one(tmp_path):
+    folder = str(tmp_path / "d.vg")
+    vectors = _vectors()[:4]
+    with vg.Graph.open(folder, dim=DIM, sync="off") as g:
+        g.add_nodes(["plain", "tagged", "plain2", "other"], vectors, labels=["", "x", "", "y"])
+        g.add_edges(["plain", "tagged"], ["tagged", "plain2"], rels=["", "r"])
+        by_label = g.search(vectors[0], labels=[""], exact=True).keys
+        by_rel = g.search(vectors[0], seeds=1, rels=[""], exact=True).keys
+    q = _npy(tmp_path, "q.npy", vectors[0])
+
+    def keys(*args):
+        return [h["key"] for h in json.loads(ok("query", folder, "--vector", q, "--json", "--exact", *args).stdout)]
+
+    assert sorted(by_label) == ["plain", "plain2"] and keys("--labels", "") == by_label
+    assert sorted(keys("--labels", "x", "--labels", "")) == ["plain", "plain2", "tagged"]
+    walk = ("--seeds", "1", "--hops", "2")
+    assert by_rel == ["plain", "tagged"]  # "r" from tagged to plain2 is not followed
+    assert keys("--rels", "", *walk) == by_rel
+    assert sorted(keys("--rels", "", "--rels", "r", *walk)) == ["plain", "plain2", "tagged"]
+    err = failed(2, "query", folder, "--vector", q, "--labels", "x,")
+    assert "argument --labels: expected comma-separated names, got 'x,'" in err
+    assert "the default (empty) label is --labels '' on its own" in err
+    assert "the default (empty) relation type is --rels ''" in failed(2, "query", folder, "--vector", q, "--rels", ",r")
+
+
 def test_query_errors(graph_folder, tmp_path):
     wrong = _npy(tmp_path, "q5.npy", np.ones(5, np.float32))
     err = failed(1, "query", graph_folder, "--vector", wrong)

@@ -62,17 +62,22 @@ def _int_in(low: int, high: int):
     return parse
 
 
-def _name_list(text: str) -> list:
-    """argparse type: comma-separated names (used with action="extend", so the flag may repeat)."""
-    names = [name.strip() for name in text.split(",")]
-    if not all(names):
-        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
-    return names
+def _name_list(flag: str, what: str):
+    """argparse type for a filter flag: comma-separated names (used with action="extend", so
+    the flag may repeat); ``''`` alone is the empty name, the default ``what`` of nodes and
+    edges, as ``""`` is in :meth:`Graph.search`."""
 
+    def parse(text: str) -> list:
+        if text == "":
+            return [""]
+        names = [name.strip() for name in text.split(",")]
+        if not all(names):
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated names, got {text!r} (an empty name in a list; the default "
+                f"(empty) {what} is {flag} '' on its own, and {flag} may repeat)")
+        return names
 
-def _tenant_list(text: str) -> list:
-    """argparse type for --tenants: like _name_list, and "" alone is the default tenant."""
-    return [""] if text == "" else _name_list(text)
+    return parse
 
 
 def _walk(hit, name=repr) -> str:
@@ -708,12 +713,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hops", type=_int_in(0, 1_000), default=2, metavar="N", help="levels to walk (default 2)")
     p.add_argument("--max-visited", type=_int_in(1, 2**31 - 1), default=2000, metavar="N",
                    help="cap on nodes visited (default 2,000)")
-    p.add_argument("--rels", type=_name_list, action="extend", metavar="REL[,REL...]",
-                   help="relation types to follow (default: all)")
-    p.add_argument("--labels", type=_name_list, action="extend", metavar="LABEL[,...]",
-                   help="admit only nodes with these labels")
-    p.add_argument("--tenants", type=_tenant_list, action="extend", metavar="TENANT[,...]",
-                   help="admit only nodes of these tenants (--tenants '' is the default tenant)")
+    p.add_argument("--rels", type=_name_list("--rels", "relation type"), action="extend", metavar="REL[,REL...]",
+                   help="relation types to follow (default: all); --rels '' is the default (empty) "
+                        "relation type, of edges added without one")
+    p.add_argument("--labels", type=_name_list("--labels", "label"), action="extend", metavar="LABEL[,...]",
+                   help="admit only nodes with these labels (default: all); --labels '' is the default "
+                        "(empty) label, of nodes added without one")
+    p.add_argument("--tenants", type=_name_list("--tenants", "tenant"), action="extend", metavar="TENANT[,...]",
+                   help="admit only nodes of these tenants (default: all); --tenants '' is the default "
+                        "(empty) tenant")
     p.add_argument("--direction", choices=("out", "in", "both"), default="both",
                    help="edge direction to walk (default both)")
     p.add_argument("--exact", action="store_true", help="brute-force seeds instead of the HNSW index")
