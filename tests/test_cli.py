@@ -251,6 +251,16 @@ def test_query_labels_and_rels_empty_string_is_the_default_one(tmp_path):
     assert "the default (empty) relation type is --rels ''" in failed(2, "query", folder, "--vector", q, "--rels", ",r")
 
 
+def test_query_exact_and_hybrid_exclude_each_other(graph_folder, tmp_path):
+    q = _npy(tmp_path, "q.npy", _vectors()[0])
+    for args in (["node 3", "--hybrid", "--exact"], ["node 3", "--exact", "--hybrid", "--vector", q]):
+        err = failed(2, "query", graph_folder, *args)
+        assert err.startswith("usage: vecgraph query"), err
+        assert "vecgraph query: error: --exact and --hybrid exclude each other" in err
+    hits = json.loads(ok("query", graph_folder, "node 3", "--hybrid", "--json").stdout)
+    assert hits[0]["key"] == "n3"
+
+
 def test_query_errors(graph_folder, tmp_path):
     wrong = _npy(tmp_path, "q5.npy", np.ones(5, np.float32))
     err = failed(1, "query", graph_folder, "--vector", wrong)

@@ -389,6 +389,10 @@ def _cmd_hybrid_query(args: argparse.Namespace, graph) -> int:
 def _cmd_query(args: argparse.Namespace) -> int:
     if args.hybrid and args.text is None:
         args.parser.error("--hybrid needs TEXT (and takes --vector FILE.npy for the dense channel)")
+    if args.hybrid and args.exact:
+        args.parser.error("--exact and --hybrid exclude each other: --exact makes the graph-guided search "
+                          "(without --hybrid) find its seeds by a brute-force scan; the channels of --hybrid "
+                          "have no exact mode")
     if not args.hybrid and (args.text is None) == (args.vector is None):
         args.parser.error("give either TEXT or --vector FILE.npy (exactly one; both only with --hybrid)")
     if args.text is not None and not args.text.strip():
@@ -724,7 +728,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(empty) tenant")
     p.add_argument("--direction", choices=("out", "in", "both"), default="both",
                    help="edge direction to walk (default both)")
-    p.add_argument("--exact", action="store_true", help="brute-force seeds instead of the HNSW index")
+    p.add_argument("--exact", action="store_true",
+                   help="brute-force seeds instead of the HNSW index (not with --hybrid)")
     p.add_argument("--embedder", metavar="SPEC", help="embedder for TEXT (default: the one the graph recorded)")
     p.add_argument("--json", action="store_true", help="one JSON array of hits per query, one per line")
     p.add_argument("--hybrid", action="store_true",
