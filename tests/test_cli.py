@@ -384,6 +384,11 @@ class Letters:
 
 class Other(Letters):
     name = "other"
+
+
+class Wide(Letters):
+    name = "wide"
+    dim = 16
 '''
 
 
@@ -482,9 +487,50 @@ def test_ingest_and_query_text_with_an_embedder(tmp_path):
     # The recorded embedder turns the text into the query; the same text finds its own node.
     rows = _table_rows(ok("query", folder, "agent memory", "--exact", path=str(tmp_path)).stdout)
     assert rows[0][1] == "d2" and rows[0][2] == pytest.approx(1.0, abs=0.01)
-    err = failed(1, "query", folder, "agent memory", "--embedder", "letters_embedder:Other", path=str(tmp_path))
+    err = failed(2, "query", folder, "agent memory", "--embedder", "letters_embedder:Other", path=str(tmp_path))
     assert "letters_embedder:Letters" in err and "'other'" in err
     assert "cannot be loaded" in failed(1, "query", folder, "agent memory")  # its module is not importable
+
+
+def test_bad_arguments_exit_2_naming_what_was_expected_and_given(graph_folder, tmp_path):
+    q = _npy(tmp_path, "q.npy", _vectors()[0])
+    err = failed(2, "query", graph_folder, "node 3", "--hybrid", "-k", "100001")
+    assert err.startswith("usage: vecgraph query")
+    assert "error: argument -k: with --hybrid, expected an integer in [1, 100,000], got 100,001" in err
+    assert json.loads(ok("query", graph_folder, "node 3", "--hybrid", "-k", "100000", "--json").stdout)[0]["key"] == "n3"
+    two = _npy(tmp_path, "two.npy", _vectors()[:2])
+    err = failed(2, "query", graph_folder, "node 3", "--hybrid", "--vector", two)
+    assert "error: argument --vector: with --hybrid, expected one query vector" in err
+    assert "two.npy holding 2 rows" in err
+    err = failed(2, "query", graph_folder, "node 3", "--embedder", "nocolon")
+    assert "error: argument --embedder: embedder spec must be 'wordllama' or 'module:attribute'" in err
+    assert "got 'nocolon'" in err
+
+    (tmp_path / "letters_embedder.py").write_text(LETTERS)
+    lib = {"path": str(tmp_path)}
+    err = failed(2, "query", graph_folder, "node 3", "--embedder", "letters_embedder:Wide", **lib)
+    assert "error: argument --embedder: expected an embedder of the graph's dim 8, got 'wide', which makes 16-d" in err
+
+    source = _jsonl(tmp_path / "docs.jsonl", [{"key": "d0", "text": "graph databases"}])
+    before = json.loads(ok("stats", graph_folder, "--json").stdout)
+    for args, message in (
+            (["--dim", "16"], f"argument --dim: expected the dim of the graph at {graph_folder}, 8 (or no --dim), got 16"),
+            (["--metric", "l2"], f"argument --metric: expected the metric of the graph at {graph_folder}, cos "
+                                 "(or no --metric), got l2"),
+            (["--embedder", "letters_embedder:Wide"], "argument --embedder: expected an embedder of the graph's dim 8")):
+        err = failed(2, "ingest", graph_folder, "--nodes", source, *args, **lib)
+        assert err.startswith("usage: vecgraph ingest") and message in err, err
+    after = json.loads(ok("stats", graph_folder, "--json").stdout)
+    assert (after["nodes"], after["edges"], after["embedder"]) == (before["nodes"], before["edges"], None)
+
+    new = tmp_path / "new.vg"
+    err = failed(2, "ingest", new, "--nodes", source, "--embedder", "letters_embedder:Letters", "--dim", "16", **lib)
+    assert "argument --dim: expected the dim of --embedder letters_embedder:Letters, 8 (or no --dim), got 16" in err
+    assert not new.exists()
+    ok("ingest", new, "--nodes", source, "--embedder", "letters_embedder:Letters", **lib)
+    err = failed(2, "ingest", new, "--nodes", source, "--upsert", "--embedder", "letters_embedder:Other", **lib)
+    assert (f"argument --embedder: expected the embedder the graph at {new} was built with, "
+            "'letters_embedder:Letters' (or no --embedder), got 'other'") in err
 
 
 def test_query_loads_the_recorded_spec_of_an_embedder_named_otherwise(tmp_path):

@@ -16,7 +16,9 @@ Subcommands:
   info        version, kernel ISA and the ISAs this CPU can run
 
 Errors go to stderr as ``vecgraph <subcommand>: error: <message>``; the exit code is 1 for a
-failure while running, 2 for a usage error, 130 when interrupted. ``--debug`` shows the traceback.
+failure while running, 2 for a usage error (a bad option value, options that exclude each other,
+or a --dim, --metric or --embedder the graph folder does not match), 130 when interrupted.
+``--debug`` shows the traceback.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import numpy as np
 
 from . import __version__, active_isa, available_isas, storage
 from .errors import Error
+from .graph import _MAX_HYBRID_K
 
 
 class CommandError(Exception):
@@ -135,13 +138,32 @@ def _print_json(value: Any) -> None:
 # ---------------------------------------------------------------- ingest
 
 
-def _load_embedder(spec: str):
+def _load_embedder(spec: str, parser: Optional[argparse.ArgumentParser] = None):
+    """The embedder ``spec`` names; with ``parser`` (a spec from --embedder), a spec of neither
+    form is a usage error."""
     from . import embedders
+    from .errors import InvalidArgumentError
 
     try:
         return embedders.load(spec)
+    except InvalidArgumentError as exc:
+        if parser is None:
+            raise
+        parser.error(f"argument --embedder: {exc}")
     except (ImportError, AttributeError, TypeError) as exc:
         raise CommandError(f"cannot load embedder {spec!r}: {exc}") from exc
+
+
+def _check_embedder_arg(args: argparse.Namespace, embedder, dim: int, recorded: Optional[dict]) -> None:
+    """A usage error when the --embedder given does not fit the graph in args.folder: another
+    dim than its ``dim``, or another embedder than the one it ``recorded``."""
+    if int(embedder.dim) != dim:
+        args.parser.error(f"argument --embedder: expected an embedder of the graph's dim {dim}, got "
+                          f"{embedder.name!r}, which makes {int(embedder.dim)}-d vectors")
+    if recorded is not None and recorded["name"] != embedder.name:
+        args.parser.error(f"argument --embedder: expected the embedder the graph at {args.folder} was built with, "
+                          f"{recorded['name']!r} (or no --embedder), got {embedder.name!r}, whose vectors "
+                          "are not comparable")
 
 
 def _rejects_paths(args: argparse.Namespace, sources: list) -> list:
@@ -244,9 +266,23 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from . import ingest
     from .graph import Graph
 
-    embedder = _load_embedder(args.embedder) if args.embedder else None
+    embedder = _load_embedder(args.embedder, args.parser) if args.embedder else None
     folder = args.folder
     fresh = not _is_graph(folder)  # the command creates the graph: undone if it takes no row
+    if fresh and embedder is not None and args.dim is not None and args.dim != int(embedder.dim):
+        args.parser.error(f"argument --dim: expected the dim of --embedder {args.embedder}, "
+                          f"{int(embedder.dim)} (or no --dim), got {args.dim}")
+    if not fresh:
+        # --dim and --metric set up a new graph; an existing one must agree with them
+        manifest = storage.read_manifest(folder) or {}
+        if args.dim is not None and manifest.get("dim") not in (None, args.dim):
+            args.parser.error(f"argument --dim: expected the dim of the graph at {folder}, {manifest['dim']} "
+                              f"(or no --dim), got {args.dim}")
+        if args.metric is not None and manifest.get("metric") not in (None, args.metric):
+            args.parser.error(f"argument --metric: expected the metric of the graph at {folder}, "
+                              f"{manifest['metric']} (or no --metric), got {args.metric}")
+        if embedder is not None and "dim" in manifest:
+            _check_embedder_arg(args, embedder, manifest["dim"], manifest.get("embedder"))
     before: Optional[set] = None  # entries of an existing folder the graph is created in
     top = os.path.abspath(folder)  # the first folder of the path that does not exist yet
     while not os.path.exists(os.path.dirname(top)) and os.path.dirname(top) != top:
@@ -324,7 +360,8 @@ def _query_vectors(args: argparse.Namespace, graph) -> np.ndarray:
             return np.ascontiguousarray(matrix, dtype=np.float32)
     recorded = graph.embedder
     if args.embedder is not None:
-        embedder = _load_embedder(args.embedder)
+        embedder = _load_embedder(args.embedder, args.parser)
+        _check_embedder_arg(args, embedder, graph.dim, recorded)
     elif recorded is not None:
         spec = recorded.get("spec") or recorded["name"]
         try:
@@ -363,7 +400,8 @@ def _cmd_hybrid_query(args: argparse.Namespace, graph) -> int:
     if args.vector is not None or args.embedder is not None or graph.embedder is not None:
         queries = _query_vectors(args, graph)
         if len(queries) != 1:
-            raise CommandError(f"--hybrid takes one query vector; {args.vector} holds {len(queries)}")
+            args.parser.error(f"argument --vector: with --hybrid, expected one query vector (a (dim,) array or "
+                              f"one row), got {args.vector} holding {len(queries)} rows")
         vector = queries[0]
     res = graph.hybrid_search(args.text, vector=vector, k=args.k, seeds=args.seeds, hops=args.hops,
                               max_visited=args.max_visited, rels=args.rels, labels=args.labels,
@@ -389,6 +427,9 @@ def _cmd_hybrid_query(args: argparse.Namespace, graph) -> int:
 def _cmd_query(args: argparse.Namespace) -> int:
     if args.hybrid and args.text is None:
         args.parser.error("--hybrid needs TEXT (and takes --vector FILE.npy for the dense channel)")
+    if args.hybrid and args.k > _MAX_HYBRID_K:
+        args.parser.error(f"argument -k: with --hybrid, expected an integer in [1, {_MAX_HYBRID_K:,}], "
+                          f"got {args.k:,}")
     if args.hybrid and args.exact:
         args.parser.error("--exact and --hybrid exclude each other: --exact makes the graph-guided search "
                           "(without --hybrid) find its seeds by a brute-force scan; the channels of --hybrid "
@@ -588,7 +629,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_wordnet(args: argparse.Namespace) -> int:
     from . import wordnet_demo
 
-    embedder = _load_embedder(args.embedder) if args.embedder is not None else None
+    embedder = _load_embedder(args.embedder, args.parser) if args.embedder is not None else None
     wordnet_demo.run(args.folder, limit=args.limit, embedder=embedder, synsets=args.synsets,
                      rebuild=args.rebuild, as_json=args.json)
     return 0
@@ -712,7 +753,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text", metavar="TEXT", nargs="?", help="query text (needs an embedder)")
     p.add_argument("--vector", metavar="FILE.npy",
                    help="query vectors instead of TEXT: (dim,) or (n, dim); with --hybrid, beside TEXT: one vector")
-    p.add_argument("-k", type=_int_in(1, 1_000_000), default=10, metavar="K", help="results per query (default 10)")
+    p.add_argument("-k", type=_int_in(1, 1_000_000), default=10, metavar="K",
+                   help=f"results per query (default 10; at most 1,000,000, with --hybrid {_MAX_HYBRID_K:,})")
     p.add_argument("--seeds", type=_int_in(1, 1_000_000), default=8, metavar="N", help="seed nodes (default 8)")
     p.add_argument("--hops", type=_int_in(0, 1_000), default=2, metavar="N", help="levels to walk (default 2)")
     p.add_argument("--max-visited", type=_int_in(1, 2**31 - 1), default=2000, metavar="N",
