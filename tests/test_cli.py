@@ -475,6 +475,27 @@ def test_ingest_unknown_column_and_bad_rows(tmp_path):
     assert "10 rows read, 8 accepted, 2 rejected" in out and f"written to {source}.rejects.jsonl" in out
 
 
+def test_ingest_skip_keeps_a_rejects_file_only_for_inputs_with_bad_rows(tmp_path):
+    nodes, edges = _write_inputs(tmp_path)
+    folder = tmp_path / "g.vg"
+    out = ok("ingest", folder, "--nodes", nodes, "--edges", edges, "--dim", DIM, "--on-error", "skip").stdout
+    assert "40 rows read, 40 accepted, 0 rejected" in out and "80 rows read, 80 accepted, 0 rejected" in out
+    assert "rejected rows written" not in out
+    assert sorted(os.listdir(tmp_path)) == ["edges.csv", "g.vg", "nodes.parquet"]
+    # Several inputs, numbered rejects files: only the input with a bad row keeps one; the one an
+    # earlier run left for the other input is removed.
+    vectors = _vectors()
+    more = _jsonl(tmp_path / "more.jsonl", [{"key": "m0", "vector": vectors[0].tolist()},
+                                            {"key": "m1", "vector": [1.0] * 3}])
+    (tmp_path / "bad.1.jsonl").write_text('{"stale": true}\n')
+    out = ok("ingest", folder, "--nodes", nodes, "--nodes", more, "--upsert", "--on-error", "skip",
+             "--rejects", tmp_path / "bad.jsonl").stdout
+    assert f"rejected rows written to {tmp_path / 'bad.2.jsonl'}" in out and "bad.1.jsonl" not in out
+    assert not (tmp_path / "bad.1.jsonl").exists() and not (tmp_path / "bad.jsonl").exists()
+    records = [json.loads(line) for line in (tmp_path / "bad.2.jsonl").read_text().splitlines()]
+    assert [(r["row"], r["key"], r["column"]) for r in records] == [(1, "m1", "vector")]
+
+
 def test_ingest_and_query_text_with_an_embedder(tmp_path):
     (tmp_path / "letters_embedder.py").write_text(LETTERS)
     texts = ["graph databases", "vector search", "agent memory", "quantized kernels", "zebra crossing"]

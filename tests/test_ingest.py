@@ -816,6 +816,51 @@ def test_jsonl_bad_lines_are_bad_rows(tmp_path):
     assert [(r["row"], r["column"]) for r in _rejects(report.rejects_path)] == [(1, None), (2, None)]
 
 
+def test_skip_without_bad_rows_leaves_no_rejects_file(tmp_path):
+    import networkx as nx  # a test dependency (pyproject.toml)
+
+    d = _data(6)
+    path = tmp_path / "nodes.parquet"
+    pq.write_table(_table(d), path)
+    default = tmp_path / "nodes.parquet.rejects.jsonl"
+    g = vg.Graph(DIM)
+    report = ingest.nodes(g, path, on_error="skip", progress=False)
+    assert (report.rows_accepted, report.rows_rejected, report.rejects_path) == (6, 0, None)
+    assert not default.exists()
+    assert "rejects" not in str(report)
+    # A rejects file an earlier run left at the path does not outlive a run without bad rows.
+    given = tmp_path / "r.jsonl"
+    given.write_text('{"kind": "node", "row": 0, "column": "key", "reason": "old", "key": "n0"}\n')
+    report = ingest.nodes(g, path, on_error="skip", upsert=True, rejects=given, progress=False)
+    assert (report.rows_accepted, report.rows_rejected, report.rejects_path) == (6, 0, None)
+    assert not given.exists()
+    # With a bad row, the file holds it (and nothing of the earlier run).
+    given.write_text('{"stale": true}\n')
+    report = ingest.nodes(g, path, on_error="skip", rejects=given, progress=False)
+    assert (report.rows_accepted, report.rows_rejected, report.rejects_path) == (0, 6, str(given))
+    assert [r["key"] for r in _rejects(given)] == d["key"]
+    # networkx: nodes and edges share the file; each report names it only when it wrote to it.
+    G = nx.DiGraph()
+    G.add_node("a", vector=_V)
+    G.add_node("b", vector=_V)
+    G.add_edge("a", "b")
+    out = tmp_path / "nx.jsonl"
+    node_report, edge_report = ingest.from_networkx(vg.Graph(DIM), G, on_error="skip", rejects=out, progress=False)
+    assert (node_report.rows_rejected, edge_report.rows_rejected) == (0, 0)
+    assert (node_report.rejects_path, edge_report.rejects_path) == (None, None) and not out.exists()
+    G.add_edge("a", "zz")  # zz: a node without a vector, rejected, so the edge to it dangles
+    node_report, edge_report = ingest.from_networkx(vg.Graph(DIM), G, on_error="skip", rejects=out, progress=False)
+    assert (node_report.rows_rejected, edge_report.rows_rejected) == (1, 1)
+    assert (node_report.rejects_path, edge_report.rejects_path) == (str(out), str(out))
+    assert [(r["kind"], r["row"]) for r in _rejects(out)] == [("node", 2), ("edge", 1)]
+    G.nodes["zz"]["vector"] = _V
+    has_zz = vg.Graph(DIM)
+    has_zz.add_nodes(["zz"], np.ones((1, DIM), np.float32))  # node zz is rejected, the edges are good
+    node_report, edge_report = ingest.from_networkx(has_zz, G, on_error="skip", rejects=out, progress=False)
+    assert (node_report.rows_rejected, edge_report.rows_rejected) == (1, 0)
+    assert (node_report.rejects_path, edge_report.rejects_path) == (str(out), None)
+
+
 def test_skip_needs_a_rejects_path_for_non_file_sources():
     with pytest.raises(vg.InvalidArgumentError, match="needs rejects="):
         ingest.nodes(vg.Graph(DIM), _table(_data(3)), on_error="skip")

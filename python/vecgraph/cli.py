@@ -724,10 +724,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rows per batch (default 65,536); memory stays bounded by the batch")
     g.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                    help="raise: stop at the first bad row (earlier batches are kept); "
-                        "skip: skip bad rows (default raise)")
+                        "skip: skip bad rows and list them in FILE.rejects.jsonl beside the input, or "
+                        "--rejects (default raise)")
     g.add_argument("--rejects", metavar="PATH",
                    help="with --on-error skip: write skipped rows here (with several input files, "
-                        "numbered: bad.jsonl -> bad.1.jsonl, bad.2.jsonl, ...)")
+                        "numbered: bad.jsonl -> bad.1.jsonl, bad.2.jsonl, ...). A rejects file is kept "
+                        "only when rows were skipped: an input without bad rows leaves none (and "
+                        "removes one an earlier run left at that path)")
     g.add_argument("--sync", nargs="?", const="always", default="off", choices=("always", "interval", "off"),
                    metavar="POLICY",
                    help="WAL fsync policy while loading: always (--sync alone), interval or off "

@@ -69,7 +69,8 @@ class IngestReport:
             rows of the batch that failed).
         batches: batches read.
         seconds: wall-clock time, in seconds.
-        rejects_path: the rejects file written with ``on_error="skip"``, else None.
+        rejects_path: the rejects file, when this ingestion wrote bad rows to it
+            (``on_error="skip"``), else None.
     """
 
     rows_read: int
@@ -1004,7 +1005,10 @@ def _select(values: Optional[list], keep: np.ndarray, idx: list) -> Optional[lis
 
 class _Rejects:
     """The rejects file (JSON Lines): one object per bad row with kind, row, column, reason and
-    the row's key (nodes) or src/dst (edges)."""
+    the row's key (nodes) or src/dst (edges). It is opened (emptied) when the ingestion starts,
+    so that a path that cannot be written fails before any row is, and removed when it closes
+    with no row written to it: a run without bad rows leaves no rejects file, not an empty one
+    nor one left from an earlier run."""
 
     def __init__(self, path: str, append: bool = False) -> None:
         self.path = os.path.abspath(path)
@@ -1025,10 +1029,11 @@ class _Rejects:
             self.count_written += 1
         self._file.flush()
 
-    def close(self, failed: bool = False) -> None:
-        """Closes the file; after an ingest that failed, an empty one is removed, not left behind."""
+    def close(self) -> None:
+        """Closes the file, and removes it when no row was written to it (whether the ingest
+        succeeded or failed)."""
         self._file.close()
-        if failed and self.count_written == 0:
+        if self.count_written == 0:
             with contextlib.suppress(OSError):
                 os.remove(self.path)
 
@@ -1162,10 +1167,12 @@ def _run(graph: Any, source: _Source, kind: str, prepare: Callable, apply: Calla
         raise InvalidArgumentError(f"vector= array has {array.shape[0]} rows, the source has {source.total}; "
                                    "it must have one row per source row")
     read = accepted = rejected = batches = 0
+    written_before = rejects.count_written if rejects is not None else 0  # from_networkx: the nodes' rows
 
     def report() -> IngestReport:
+        wrote = rejects is not None and rejects.count_written > written_before
         return IngestReport(read, accepted, rejected, batches, time.perf_counter() - start,
-                            rejects.path if rejects else None)
+                            rejects.path if wrote else None)
 
     bar = _progress_bar(options.progress, source.total, desc)
     try:
@@ -1285,8 +1292,10 @@ def nodes(
             is written to the rejects file.
         rejects: the rejects file (JSON Lines: ``{"kind", "row", "column", "reason", "key"}``
             per bad row); default ``<source>.rejects.jsonl`` next to a file source; required with
-            ``on_error="skip"`` for other sources. Written (emptied first) only with "skip".
-            It may not be the source file itself (InvalidArgumentError).
+            ``on_error="skip"`` for other sources. Written only with "skip", and kept only when
+            a row was rejected: a file at that path is emptied when the ingestion starts and
+            removed when it ends without a bad row, so a run without bad rows leaves no rejects
+            file. It may not be the source file itself (InvalidArgumentError).
         progress: show a tqdm progress bar on stderr (rows, rows/s, ETA when the row count is
             known). None: only when stderr is a terminal.
 
@@ -1370,15 +1379,12 @@ def _run_plan(graph: Any, src: _Source, kind: str, plan: Any, options: _Options,
               array: Optional[np.ndarray], columns: dict, start: float) -> IngestReport:
     """_run with the plan's steps, writing bad rows to ``path`` (when set)."""
     writer = _Rejects(path) if path else None
-    failed = True
     try:
-        report = _run(graph, src, kind, plan.prepare, plan.apply, options, writer, array,
-                      [c for c in dict.fromkeys(columns.values()) if c is not None], f"ingest {kind}s", start)
-        failed = False
-        return report
+        return _run(graph, src, kind, plan.prepare, plan.apply, options, writer, array,
+                    [c for c in dict.fromkeys(columns.values()) if c is not None], f"ingest {kind}s", start)
     finally:
         if writer is not None:
-            writer.close(failed)
+            writer.close()
 
 
 def _configure(src: _Source, columns: dict) -> None:
@@ -1726,7 +1732,6 @@ def from_networkx(
     if embedder is not None:
         _check_embedder_fits(graph, embedder)
     writer = _Rejects(options.rejects) if options.on_error == "skip" else None
-    failed = True
     try:
         plan = _NodePlan(graph, columns, None, embedder, bool(upsert))
         with _deferred_indexing(graph):
@@ -1739,8 +1744,7 @@ def from_networkx(
         edge_plan = _EdgePlan(graph, edge_columns_map, None, None)
         edge_report = _run(graph, edge_source, "edge", edge_plan.prepare, edge_plan.apply, options, writer, None,
                            list(edge_columns_map.values()), "ingest edges", time.perf_counter())
-        failed = False
     finally:
         if writer is not None:
-            writer.close(failed)
+            writer.close()
     return node_report, edge_report
