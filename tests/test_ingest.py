@@ -816,6 +816,39 @@ def test_jsonl_bad_lines_are_bad_rows(tmp_path):
     assert [(r["row"], r["column"]) for r in _rejects(report.rejects_path)] == [(1, None), (2, None)]
 
 
+def test_rejects_file_holds_a_bad_key_as_it_came(tmp_path):
+    keys = [1.5, True, 2.0, 2**70, [1], None, "ok"]
+    nodes = tmp_path / "n.jsonl"
+    nodes.write_text("".join(json.dumps({"key": k, "vector": _V}) + "\n" for k in keys))
+    g = vg.Graph(DIM)
+    with pytest.raises(ingest.IngestError, match="node row 0, column 'key': a key must be a str or an int, "
+                                                 "got float 1.5"):
+        ingest.nodes(g, nodes, progress=False)
+    assert len(g) == 0
+    report = ingest.nodes(g, nodes, on_error="skip", progress=False)
+    assert (report.rows_accepted, report.rows_rejected) == (1, 6) and len(g) == 1 and "ok" in g
+    records = _rejects(report.rejects_path)
+    assert [(r["row"], r["key"]) for r in records] == [(0, 1.5), (1, True), (2, 2.0), (3, 2**70), (4, [1]),
+                                                       (5, None)]
+    assert [r["reason"] for r in records] == [
+        "a key must be a str or an int, got float 1.5", "a key must be a str or an int, got bool True",
+        "a key must be a str or an int, got float 2.0", f"key {2**70} is outside the int64 range",
+        "a key must be a str or an int, got list [1]", "missing key (null)"]
+    edges = tmp_path / "e.jsonl"
+    edges.write_text("".join(json.dumps({"src": s, "dst": d}) + "\n" for s, d in
+                             [(0.5, "ok"), ("ok", False), ("ok", "ok")]))
+    report = ingest.edges(g, edges, on_error="skip", progress=False)
+    assert (report.rows_accepted, report.rows_rejected) == (1, 2)
+    assert [(r["row"], r["column"], r["src"], r["dst"]) for r in _rejects(report.rejects_path)] == [
+        (0, "src", 0.5, "ok"), (1, "dst", "ok", False)]
+    # CSV with key_type="int": the text that is not an integer, as written
+    csv_path = tmp_path / "n.csv"
+    csv_path.write_text("key,vector\n7,\"%s\"\nx7,\"%s\"\n" % (_V, _V))
+    report = ingest.nodes(g, csv_path, key_type="int", on_error="skip", progress=False)
+    assert (report.rows_accepted, report.rows_rejected) == (1, 1) and 7 in g
+    assert [(r["row"], r["key"]) for r in _rejects(report.rejects_path)] == [(1, "x7")]
+
+
 def test_skip_without_bad_rows_leaves_no_rejects_file(tmp_path):
     import networkx as nx  # a test dependency (pyproject.toml)
 

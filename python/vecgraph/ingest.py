@@ -610,7 +610,12 @@ def _key_column(col: Any, column: str, problems: _Problems) -> list:
     keys = list(col)
     for row, key in enumerate(keys):
         t = type(key)
-        if t is str or t is int:
+        if t is str:
+            continue
+        if t is int:
+            if not -_INT64_MAX - 1 <= key <= _INT64_MAX:
+                problems.add(row, column, f"key {key} is outside the int64 range")
+                keys[row] = None
             continue
         if _is_missing(key):
             problems.add(row, column, "missing key (null)")
@@ -623,7 +628,7 @@ def _key_column(col: Any, column: str, problems: _Problems) -> list:
         elif isinstance(key, str):
             keys[row] = str(key)
         else:
-            problems.add(row, column, f"a key must be a str or an int, got {type(key).__name__}")
+            problems.add(row, column, f"a key must be a str or an int, got {type(key).__name__} {_short(key)}")
             keys[row] = None
     return keys
 
@@ -994,6 +999,33 @@ def _embed_rows(embedder: Any, texts: Optional[list], rows: np.ndarray, dim: int
     return matrix
 
 
+def _as_json(value: Any) -> Any:
+    """``value`` as it came, for a JSON record: a str, a number, a bool, a list or a dict that
+    JSON can hold stays itself; a missing value (None, NaN, pandas NA) is null; anything else
+    is its repr."""
+    if _is_missing(value):
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+    if type(value) in (str, int, bool):
+        return value
+    if type(value) is float:
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (list, dict)):
+        try:
+            json.dumps(value, allow_nan=False)
+            return value
+        except (TypeError, ValueError):
+            pass
+    return repr(value)
+
+
+def _short(value: Any, width: int = 40) -> str:
+    """repr(value), cut to ``width`` characters."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _select(values: Optional[list], keep: np.ndarray, idx: list) -> Optional[list]:
     if values is None:
         return None
@@ -1019,13 +1051,18 @@ class _Rejects:
             raise InvalidArgumentError(f"cannot write the rejects file {self.path}: {e}") from None
 
     def write(self, kind: str, offset: int, problems: _Problems, ids: dict) -> None:
+        """One record per bad row; ``ids`` maps "key" (or "src" and "dst") to (the keys as
+        read, None where bad; the source column), so that a key that could not be read is
+        written as it came."""
         for row in sorted(problems.where):
             column, reason = problems.where[row]
             record = {"kind": kind, "row": offset + row, "column": column, "reason": reason}
-            for name, values in ids.items():
-                value = values[row] if values is not None else None
-                record[name] = value if value is None or type(value) in (str, int) else repr(value)
-            self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            for name, (values, source) in ids.items():
+                value = values[row]
+                if value is None:
+                    value = source[row].as_py() if isinstance(source, pa.Array) else source[row]
+                record[name] = _as_json(value)
+            self._file.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
             self.count_written += 1
         self._file.flush()
 
@@ -1433,7 +1470,7 @@ class _NodePlan:
             column = c["vector"]
         _check_vectors(vectors, rows & ~problems.bad, self.metric, column, problems)
         payload = {"keys": keys, "vectors": vectors, "labels": labels, "tenants": tenants, "texts": texts,
-                   "ts": ts, "props": props, "ids": {"key": keys}}
+                   "ts": ts, "props": props, "ids": {"key": (keys, cols[c["key"]])}}
         return problems, payload
 
     def apply(self, p: dict, problems: _Problems) -> None:
@@ -1618,7 +1655,8 @@ class _EdgePlan:
         if vectors is not None:
             _check_vectors(vectors, has & ~problems.bad, self.metric, column, problems)
         payload = {"src": src, "dst": dst, "rels": rels, "weights": weights, "ts": ts, "texts": texts,
-                   "props": props, "vectors": vectors, "has": has, "ids": {"src": src, "dst": dst}}
+                   "props": props, "vectors": vectors, "has": has,
+                   "ids": {"src": (src, cols[c["src"]]), "dst": (dst, cols[c["dst"]])}}
         return problems, payload
 
     def apply(self, p: dict, problems: _Problems) -> None:
