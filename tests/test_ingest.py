@@ -849,6 +849,36 @@ def test_rejects_file_holds_a_bad_key_as_it_came(tmp_path):
     assert [(r["row"], r["key"]) for r in _rejects(report.rejects_path)] == [(1, "x7")]
 
 
+def test_bad_props_say_what_was_expected_and_what_came(tmp_path):
+    expected = "props must be a JSON object (a dict, or a str holding one), got "
+    cases = [
+        ('{"a": 1}', None),
+        ("[1, 2]", expected + "a str holding a JSON array, not an object: '[1, 2]'"),
+        ("null", expected + "a str holding a JSON null, not an object: 'null'"),
+        ('"text"', expected + "a str holding a JSON string, not an object: '\"text\"'"),
+        ("hello", expected + "a str that is not valid JSON (Expecting value at character 0): 'hello'"),
+        ('{"a": 1} x', expected + "a str that is not valid JSON (Extra data at character 9): '{\"a\": 1} x'"),
+        ("x" * 100, expected + "a str that is not valid JSON (Expecting value at character 0): '" + "x" * 36 + "..."),
+        ([1, 2], "props must be a JSON object (a dict, or a str holding one) or null, got list: [1, 2]"),
+        (7, "props must be a JSON object (a dict, or a str holding one) or null, got int: 7"),
+        ('{"a": NaN}', "props must hold only JSON values (no NaN, inf or other objects), got a str that does not "
+                       "(Out of range float values are not JSON compliant): '{\"a\": NaN}'"),
+    ]
+    path = tmp_path / "n.jsonl"
+    path.write_text("".join(json.dumps({"key": f"k{i}", "vector": _V, "props": props}) + "\n"
+                            for i, (props, _) in enumerate(cases)))
+    g = vg.Graph(DIM)
+    with pytest.raises(ingest.IngestError) as info:
+        ingest.nodes(g, path, progress=False)
+    assert (info.value.row, info.value.column, info.value.reason) == (1, "props", cases[1][1])
+    assert len(g) == 0
+    report = ingest.nodes(g, path, on_error="skip", progress=False)
+    assert (report.rows_accepted, report.rows_rejected) == (1, len(cases) - 1)
+    assert g.get_node("k0")["props"] == {"a": 1}
+    assert [(r["row"], r["reason"]) for r in _rejects(report.rejects_path)] == [
+        (row, reason) for row, (_, reason) in enumerate(cases) if reason is not None]
+
+
 def test_skip_without_bad_rows_leaves_no_rejects_file(tmp_path):
     import networkx as nx  # a test dependency (pyproject.toml)
 

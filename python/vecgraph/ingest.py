@@ -854,36 +854,60 @@ def _props_column(col: Any, column: str, problems: _Problems) -> Optional[list]:
             raise _structural(column, f"props must be a struct, a map or JSON strings, got Arrow type {t}")
     else:
         values = list(col)
+    expected = "props must be a JSON object (a dict, or a str holding one)"
     for row, value in enumerate(values):
         if value is None:
             continue
+        given = value
         if isinstance(value, (str, bytes)):
             if not value:
                 values[row] = None
                 continue
+            kind = "a str" if isinstance(value, str) else "a bytes value"
             try:
                 value = values[row] = json.loads(value)
             except ValueError as e:
-                problems.add(row, column, f"props are not valid JSON: {e}")
+                problems.add(row, column, f"{expected}, got {kind} that is not valid JSON "
+                                          f"({_json_error(e)}): {_short(given)}")
                 values[row] = None
                 continue
             if not isinstance(value, dict):
-                problems.add(row, column, f"props must be a JSON object, got a JSON {type(value).__name__}")
+                problems.add(row, column, f"{expected}, got {kind} holding a JSON {_json_type(value)}, "
+                                          f"not an object: {_short(given)}")
                 values[row] = None
                 continue
         elif not isinstance(value, dict):
             if _is_missing(value):
                 values[row] = None
                 continue
-            problems.add(row, column, f"props must be a dict, a JSON string or null, got {type(value).__name__}")
+            problems.add(row, column, f"{expected} or null, got {type(value).__name__}: {_short(value)}")
             values[row] = None
             continue
         try:
             json.dumps(value, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as e:
-            problems.add(row, column, f"props are not JSON-serializable: {e}")
+            problems.add(row, column, f"props must hold only JSON values (no NaN, inf or other objects), "
+                                      f"got a {type(given).__name__} that does not ({e}): {_short(given)}")
             values[row] = None
     return values if any(v is not None for v in values) else None
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of what json.loads returned: object, array, string, number, boolean, null."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {dict: "object", list: "array", str: "string"}.get(type(value), type(value).__name__)
+
+
+def _json_error(e: ValueError) -> str:
+    """What json.loads found wrong, and where (without repeating the text)."""
+    if isinstance(e, json.JSONDecodeError):
+        return f"{e.msg} at character {e.pos}"
+    return str(e)
 
 
 def _list_vectors(values: list, dim: int, column: str, problems: _Problems, optional: bool) -> np.ndarray:
