@@ -261,6 +261,14 @@ def test_query_exact_and_hybrid_exclude_each_other(graph_folder, tmp_path):
     assert hits[0]["key"] == "n3"
 
 
+def test_query_embedder_and_vector_exclude_each_other(graph_folder, tmp_path):
+    q = _npy(tmp_path, "q.npy", _vectors()[0])
+    for args in (["--vector", q], ["node 3", "--hybrid", "--vector", q]):
+        err = failed(2, "query", graph_folder, *args, "--embedder", "no_such_module_xyz:E")
+        assert err.startswith("usage: vecgraph query"), err
+        assert "vecgraph query: error: --embedder and --vector exclude each other" in err
+
+
 def test_query_errors(graph_folder, tmp_path):
     wrong = _npy(tmp_path, "q5.npy", np.ones(5, np.float32))
     err = failed(1, "query", graph_folder, "--vector", wrong)

@@ -430,6 +430,9 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if args.hybrid and args.k > _MAX_HYBRID_K:
         args.parser.error(f"argument -k: with --hybrid, expected an integer in [1, {_MAX_HYBRID_K:,}], "
                           f"got {args.k:,}")
+    if args.vector is not None and args.embedder is not None:
+        args.parser.error("--embedder and --vector exclude each other: --embedder turns TEXT into the query "
+                          "vector, --vector gives the query vector itself")
     if args.hybrid and args.exact:
         args.parser.error("--exact and --hybrid exclude each other: --exact makes the graph-guided search "
                           "(without --hybrid) find its seeds by a brute-force scan; the channels of --hybrid "
@@ -775,7 +778,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="edge direction to walk (default both)")
     p.add_argument("--exact", action="store_true",
                    help="brute-force seeds instead of the HNSW index (not with --hybrid)")
-    p.add_argument("--embedder", metavar="SPEC", help="embedder for TEXT (default: the one the graph recorded)")
+    p.add_argument("--embedder", metavar="SPEC",
+                   help="embedder for TEXT (default: the one the graph recorded; not with --vector)")
     p.add_argument("--json", action="store_true", help="one JSON array of hits per query, one per line")
     p.add_argument("--hybrid", action="store_true",
                    help="TEXT through every channel of hybrid_search (dense, BM25, graph, entity; "
