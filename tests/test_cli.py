@@ -526,7 +526,8 @@ def test_bad_arguments_exit_2_naming_what_was_expected_and_given(graph_folder, t
     err = failed(2, "query", graph_folder, "node 3", "--hybrid", "-k", "100001")
     assert err.startswith("usage: vecgraph query")
     assert "error: argument -k: with --hybrid, expected an integer in [1, 100,000], got 100,001" in err
-    assert json.loads(ok("query", graph_folder, "node 3", "--hybrid", "-k", "100000", "--json").stdout)[0]["key"] == "n3"
+    hits = json.loads(ok("query", graph_folder, "node 3", "--hybrid", "-k", "100000", "--json").stdout)
+    assert hits[0]["key"] == "n3"
     two = _npy(tmp_path, "two.npy", _vectors()[:2])
     err = failed(2, "query", graph_folder, "node 3", "--hybrid", "--vector", two)
     assert "error: argument --vector: with --hybrid, expected one query vector" in err
@@ -543,10 +544,12 @@ def test_bad_arguments_exit_2_naming_what_was_expected_and_given(graph_folder, t
     source = _jsonl(tmp_path / "docs.jsonl", [{"key": "d0", "text": "graph databases"}])
     before = json.loads(ok("stats", graph_folder, "--json").stdout)
     for args, message in (
-            (["--dim", "16"], f"argument --dim: expected the dim of the graph at {graph_folder}, 8 (or no --dim), got 16"),
+            (["--dim", "16"],
+             f"argument --dim: expected the dim of the graph at {graph_folder}, 8 (or no --dim), got 16"),
             (["--metric", "l2"], f"argument --metric: expected the metric of the graph at {graph_folder}, cos "
                                  "(or no --metric), got l2"),
-            (["--embedder", "letters_embedder:Wide"], "argument --embedder: expected an embedder of the graph's dim 8")):
+            (["--embedder", "letters_embedder:Wide"],
+             "argument --embedder: expected an embedder of the graph's dim 8")):
         err = failed(2, "ingest", graph_folder, "--nodes", source, *args, **lib)
         assert err.startswith("usage: vecgraph ingest") and message in err, err
     after = json.loads(ok("stats", graph_folder, "--json").stdout)

@@ -161,9 +161,9 @@ def _check_embedder_arg(args: argparse.Namespace, embedder, dim: int, recorded: 
         args.parser.error(f"argument --embedder: expected an embedder of the graph's dim {dim}, got "
                           f"{embedder.name!r}, which makes {int(embedder.dim)}-d vectors")
     if recorded is not None and recorded["name"] != embedder.name:
-        args.parser.error(f"argument --embedder: expected the embedder the graph at {args.folder} was built with, "
-                          f"{recorded['name']!r} (or no --embedder), got {embedder.name!r}, whose vectors "
-                          "are not comparable")
+        args.parser.error(f"argument --embedder: expected the embedder the graph at {args.folder} was built "
+                          f"with, {recorded['name']!r} (or no --embedder), got {embedder.name!r}, whose "
+                          "vectors are not comparable")
 
 
 def _rejects_paths(args: argparse.Namespace, sources: list) -> list:
@@ -400,8 +400,8 @@ def _cmd_hybrid_query(args: argparse.Namespace, graph) -> int:
     if args.vector is not None or args.embedder is not None or graph.embedder is not None:
         queries = _query_vectors(args, graph)
         if len(queries) != 1:
-            args.parser.error(f"argument --vector: with --hybrid, expected one query vector (a (dim,) array or "
-                              f"one row), got {args.vector} holding {len(queries)} rows")
+            args.parser.error(f"argument --vector: with --hybrid, expected one query vector (a (dim,) array "
+                              f"or one row), got {args.vector} holding {len(queries)} rows")
         vector = queries[0]
     res = graph.hybrid_search(args.text, vector=vector, k=args.k, seeds=args.seeds, hops=args.hops,
                               max_visited=args.max_visited, rels=args.rels, labels=args.labels,
@@ -718,8 +718,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how CSV key, src and dst fields are read: str keeps them as written (007 stays "
                         "'007'), int parses them as integers (default str; Parquet, Arrow and JSONL keys "
                         "keep their own types)")
-    g.add_argument("--dim", type=_int_in(1, 65_536), help="vector dimension of a new graph (default: the embedder's)")
-    g.add_argument("--metric", choices=("cos", "ip", "l2"), help="metric of a new graph (default cos)")
+    g.add_argument("--dim", type=_int_in(1, 65_536),
+                   help="vector dimension of a new graph (default: the embedder's); for an existing graph, "
+                        "if given, its own")
+    g.add_argument("--metric", choices=("cos", "ip", "l2"),
+                   help="metric of a new graph (default cos); for an existing graph, if given, its own")
     g.add_argument("--embedder", metavar="SPEC",
                    help="embed texts into vectors: a known name (e.g. wordllama) or module:attr; "
                         "recorded in the graph, which then refuses any other")
@@ -765,13 +768,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hops", type=_int_in(0, 1_000), default=2, metavar="N", help="levels to walk (default 2)")
     p.add_argument("--max-visited", type=_int_in(1, 2**31 - 1), default=2000, metavar="N",
                    help="cap on nodes visited (default 2,000)")
-    p.add_argument("--rels", type=_name_list("--rels", "relation type"), action="extend", metavar="REL[,REL...]",
+    p.add_argument("--rels", type=_name_list("--rels", "relation type"), action="extend",
+                   metavar="REL[,REL...]",
                    help="relation types to follow (default: all); --rels '' is the default (empty) "
                         "relation type, of edges added without one")
     p.add_argument("--labels", type=_name_list("--labels", "label"), action="extend", metavar="LABEL[,...]",
                    help="admit only nodes with these labels (default: all); --labels '' is the default "
                         "(empty) label, of nodes added without one")
-    p.add_argument("--tenants", type=_name_list("--tenants", "tenant"), action="extend", metavar="TENANT[,...]",
+    p.add_argument("--tenants", type=_name_list("--tenants", "tenant"), action="extend",
+                   metavar="TENANT[,...]",
                    help="admit only nodes of these tenants (default: all); --tenants '' is the default "
                         "(empty) tenant")
     p.add_argument("--direction", choices=("out", "in", "both"), default="both",

@@ -628,7 +628,8 @@ def _key_column(col: Any, column: str, problems: _Problems) -> list:
         elif isinstance(key, str):
             keys[row] = str(key)
         else:
-            problems.add(row, column, f"a key must be a str or an int, got {type(key).__name__} {_short(key)}")
+            problems.add(row, column,
+                         f"a key must be a str or an int, got {type(key).__name__} {_short(key)}")
             keys[row] = None
     return keys
 
