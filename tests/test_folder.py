@@ -161,6 +161,41 @@ def test_a_closed_graph_refuses_every_write(tmp_path, on_disk):
     assert sorted(g.search(np.ones(4), k=5, exact=True).keys) == ["a", "b"]  # reads still work
 
 
+@pytest.mark.parametrize("on_disk", [True, False])
+def test_a_closed_graph_refuses_maintenance_and_keeps_reads(tmp_path, on_disk):
+    """compact, sync and checkpoint on a closed graph raise ReadOnlyError as writes do, and
+    change nothing; reads (search, stats, verify, get_node, neighbors) keep working."""
+    where = f" at {tmp_path / 'g'}" if on_disk else ""
+    g = vg.Graph.open(tmp_path / "g", dim=4, auto_compact_edges=0) if on_disk else vg.Graph(4, auto_compact_edges=0)
+    g.add_nodes(["a", "b", "c"], np.eye(3, 4))
+    g.add_edges(["a", "b"], ["b", "c"], rels="next")
+    assert g.stats()["delta_edges"] == 2
+    g.close()
+    for name, call in (("compact", g.compact), ("sync", g.sync)):
+        with pytest.raises(vg.ReadOnlyError) as raised:
+            call()
+        assert str(raised.value) == f"the graph{where} is closed; {name} needs an open graph"
+    with pytest.raises(vg.ReadOnlyError if on_disk else vg.InvalidArgumentError) as raised:
+        g.checkpoint()
+    expected = (f"the graph{where} is closed; checkpoint needs an open graph" if on_disk
+                else "checkpoint needs a graph on disk; use vecgraph.Graph.open(path, ...)")
+    assert str(raised.value) == expected
+    with pytest.raises(vg.ReadOnlyError) as raised:
+        g.add_nodes(["d"], np.ones((1, 4)))
+    assert str(raised.value) == f"the graph{where} is closed; writes need an open graph"
+    stats = g.stats()
+    assert stats["delta_edges"] == 2 and stats["nodes"] == 3 and stats["edges"] == 2  # compact did not run
+    assert g.verify() == []
+    assert g.get_node("b")["key"] == "b"
+    assert [(e.src, e.rel, e.dst) for e in g.neighbors("b", direction="both")] == [("a", "next", "b"), ("b", "next", "c")]
+    found = g.search(np.array([1.0, 0, 0, 0]), k=3, seeds=1, hops=2)
+    assert found.keys == ["a", "b", "c"] and found.hops.tolist() == [0, 1, 2]
+    if on_disk:
+        reopened = vg.Graph.open(tmp_path / "g")
+        assert len(reopened) == 3 and reopened.count_edges == 2
+        reopened.close()
+
+
 def test_the_default_tenant_needs_an_explicit_flag(tmp_path):
     g = vg.Graph(4)
     g.add_nodes(["a", "b"], np.eye(2, 4))

@@ -1043,6 +1043,9 @@ class Graph:
         raises as :meth:`wait_for_indexing` does when that pass failed. When the insert at the
         end of the block runs out of memory, leaving it raises MemoryError; the nodes stay
         found by an exact scan, and the next :meth:`wait_for_indexing` inserts them.
+
+        Raises:
+            ReadOnlyError: the graph is closed.
         """
         self._check_open()
         if self._engine.indexing_deferred():
@@ -1070,18 +1073,35 @@ class Graph:
         return list(self._engine.verify(_count_at_least(limit, "limit", 0)))
 
     def sync(self) -> None:
-        """Make every write so far durable (fsync), whatever the sync policy."""
+        """Make every write so far durable (fsync), whatever the sync policy (an in-memory
+        graph has nothing to sync).
+
+        Raises:
+            ReadOnlyError: the graph is closed (:meth:`close` synced it).
+            StorageError: the fsync failed; the graph turns read-only (see :meth:`open`).
+        """
+        self._check_open("sync needs")
         self._engine.sync()
 
     def compact(self) -> None:
         """Fold the delta (edges added or deleted since the last compaction) into a new CSR,
         built beside the live one and swapped in; searches keep running meanwhile. It changes
-        no data, only the in-memory layout, so it also runs on a closed graph."""
+        no data, only the in-memory layout.
+
+        Raises:
+            ReadOnlyError: the graph is closed.
+        """
+        self._check_open("compact needs")
         self._engine.compact()
 
     def close(self) -> None:
-        """Sync and close the WAL and release the folder's LOCK. Later writes raise
-        ReadOnlyError; searches keep working on the in-memory state. Idempotent."""
+        """Sync and close the WAL and release the folder's LOCK. Idempotent.
+
+        After it, whatever would change the graph or its files raises ReadOnlyError: writes,
+        :meth:`add_aliases`, recording an embedder (:meth:`use_embedder`), :meth:`checkpoint`,
+        :meth:`sync`, :meth:`compact` and :meth:`deferred_indexing`. Reads keep working on the
+        in-memory state: searches, :meth:`get_node`, :meth:`neighbors`, :meth:`stats`,
+        :meth:`verify`, ``len`` and ``in``."""
         with self._checkpoint_lock:  # a checkpoint in another thread finishes first
             if self._closed:
                 return
@@ -1115,16 +1135,16 @@ class Graph:
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
-    def _check_open(self) -> None:
+    def _check_open(self, needs: str = "writes need") -> None:
+        """ReadOnlyError on a closed graph, naming what ``needs`` an open graph."""
         if self._closed:
             where = f" at {self._path}" if self._path else ""
-            raise ReadOnlyError(f"the graph{where} is closed; writes need an open graph")
+            raise ReadOnlyError(f"the graph{where} is closed; {needs} an open graph")
 
     def _require_folder(self, what: str) -> None:
         if self._path is None:
             raise InvalidArgumentError(f"{what} needs a graph on disk; use vecgraph.Graph.open(path, ...)")
-        if self._closed:
-            raise ReadOnlyError(f"the graph at {self._path} is closed")
+        self._check_open(f"{what} needs")
 
     # ---------------------------------------------------------------- properties
 
