@@ -1,6 +1,7 @@
 """Filterable properties: typed columns read from each node's props, ``where`` evaluated inside
 the seed search and the traversal, checked against a plain-Python reference on random props
-(including escapes, Unicode, nesting and values of the wrong type)."""
+(including escapes, Unicode and nesting; a batch giving a declared property a value of the
+wrong type is refused whole)."""
 
 from __future__ import annotations
 
@@ -17,19 +18,28 @@ import vecgraph as vg
 DECLARED = {"status": "str", "year": "int64", "price": "float64", "at": "timestamp"}
 
 
+def reference_typed(kind: str, value) -> bool:
+    """Whether ``value`` is of a filterable property's declared type, written plainly."""
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "float64":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and value.is_integer())
+
+
+def reference_accepts(props) -> bool:
+    """A write takes props whose declared properties are missing, None or of their type."""
+    return not props or all(props.get(name) is None or reference_typed(kind, props.get(name))
+                            for name, kind in DECLARED.items())
+
+
 def reference_passes(props: dict, where: dict) -> bool:
     """The documented semantics, written plainly."""
     for name, condition in where.items():
         kind = DECLARED[name]
         value = props.get(name) if props else None
-        if kind == "str":
-            ok_type = isinstance(value, str)
-        elif kind == "float64":
-            ok_type = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        else:
-            ok_type = (isinstance(value, int) and not isinstance(value, bool)) or (
-                isinstance(value, float) and value.is_integer())
-        if not ok_type:
+        if not reference_typed(kind, value):
             return False
         if not isinstance(condition, dict):
             condition = {"in": condition} if isinstance(condition, list) else {"==": condition}
@@ -80,6 +90,15 @@ def test_where_matches_the_reference_on_random_props(props, where, seed):
     rng = np.random.default_rng(seed)
     n = len(props)
     g = vg.Graph(dim=4, filterable=DECLARED)
+    if not all(reference_accepts(p) for p in props):
+        first = next(row for row, p in enumerate(props) if not reference_accepts(p))
+        with pytest.raises(vg.InvalidArgumentError, match=rf"^props row {first} \(key {first}\): filterable property"):
+            g.add_nodes(list(range(n)), rng.normal(size=(n, 4)), props=props)
+        assert len(g) == 0
+        # The same rows with the mistyped values left out.
+        props = [p if reference_accepts(p) else {name: value for name, value in p.items()
+                                                  if name not in DECLARED or reference_typed(DECLARED[name], value)}
+                 for p in props]
     g.add_nodes(list(range(n)), rng.normal(size=(n, 4)), props=props)
     expected = {i for i, p in enumerate(props) if reference_passes(p, where)}
     for exact in (True, False):
@@ -169,7 +188,7 @@ def test_timestamps_and_time_windows():
     g = vg.Graph(dim=2, filterable={"published": datetime.datetime})
     day = datetime.datetime(2024, 5, 1, tzinfo=datetime.timezone.utc)
     g.add_nodes(["old", "new", "none"], [[1, 0], [1, 0.1], [1, 0.2]],
-                props=[{"published": day - datetime.timedelta(days=30)}, {"published": day}, {"published": "soon"}],
+                props=[{"published": day - datetime.timedelta(days=30)}, {"published": day}, {"published": None}],
                 ts=[1_000_000, 2_000_000, 3_000_000])
     assert g.get_node("new")["props"]["published"] == 1_714_521_600_000_000  # stored as microseconds
     assert g.search([1, 0], k=3, where={"published": {">=": day - datetime.timedelta(days=1)}}).keys == ["new"]
@@ -262,3 +281,85 @@ def test_admitted_keys_lists_what_admits_admits_in_node_order():
         if expected:
             assert g._engine.admitted_keys(labels, tenants, ts_min, ts_max, conditions, len(expected) - 1) is None
     assert len(g._engine.admitted_keys(None, None, lo, hi, None, n)) == len(g)
+
+
+def _wal_bytes(folder) -> dict:
+    wal = folder / "wal"
+    return {p.name: p.read_bytes() for p in sorted(wal.iterdir())}
+
+
+@pytest.mark.parametrize("write", ["add_nodes", "upsert_nodes"])
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_a_value_of_the_wrong_type_for_a_filterable_property_refuses_the_whole_batch(tmp_path, on_disk, write):
+    declared = {"year": int, "price": float, "at": "timestamp", "status": str}
+    folder = tmp_path / "g"
+    g = vg.Graph.open(folder, dim=2, filterable=declared) if on_disk else vg.Graph(2, filterable=declared)
+    g.add_nodes(["a", "b"], [[1, 0], [0, 1]],
+                props=[{"year": 2020, "price": 1.5, "at": 10, "status": "x"}, {"year": 2021, "status": "y"}])
+    before = {"len": len(g), "a": g.get_node("a")["props"],
+              "hits": g.search([1, 0], k=5, where={"year": {">=": 0}}).keys}
+    wal = _wal_bytes(folder) if on_disk else None
+    keys = ["c", "a"] if write == "upsert_nodes" else ["c", "d"]  # an upsert would replace a
+    with pytest.raises(vg.InvalidArgumentError) as raised:
+        getattr(g, write)(keys, [[1, 1], [1, 0.5]], props=[{"year": 2022}, {"year": "2023", "status": "z"}])
+    assert str(raised.value) == (
+        f"props row 1 (key {keys[1]!r}): filterable property 'year' is declared int64, got str '2023'; "
+        "a filterable property takes a value of its declared type, or None for no value")
+    assert len(g) == before["len"] and "c" not in g
+    assert g.get_node("a")["props"] == before["a"]
+    assert g.search([1, 0], k=5, where={"year": {">=": 0}}).keys == before["hits"] == ["a", "b"]
+    if on_disk:
+        assert _wal_bytes(folder) == wal
+        g.add_nodes(["e"], [[0.5, 0.5]], props=[{"year": 2024}])  # the graph stays writable
+        g.close()
+        g = vg.Graph.open(folder)
+        assert len(g) == 3 and "c" not in g and "d" not in g and "e" in g
+        assert g.get_node("a")["props"] == before["a"]
+        assert sorted(g.search([1, 0], k=5, where={"year": {">=": 0}}).keys) == ["a", "b", "e"]
+        g.close()
+
+
+@pytest.mark.parametrize("props, message", [
+    ({"status": 5}, "filterable property 'status' is declared str, got int 5"),
+    ({"status": ["x"]}, "filterable property 'status' is declared str, got list ['x']"),
+    ({"year": "2021"}, "filterable property 'year' is declared int64, got str '2021'"),
+    ({"year": True}, "filterable property 'year' is declared int64, got bool True"),
+    ({"year": 1.5}, "filterable property 'year' is declared int64, got float 1.5, which is not an integer "
+                    "within ±9.2e18"),
+    ({"year": 2**63}, f"filterable property 'year' is declared int64, got int {2**63} outside the int64 range"),
+    ({"year": {"v": 1}}, "filterable property 'year' is declared int64, got dict {'v': 1}"),
+    ({"price": "1.5"}, "filterable property 'price' is declared float64, got str '1.5'"),
+    ({"price": np.bool_(False)}, "filterable property 'price' is declared float64, got bool False"),
+    ({"price": 10**400}, "filterable property 'price' is declared float64, got int " + "1" + "0" * 56 + "..., which is not finite in float64"),
+    ({"at": "2024-05-01"}, "filterable property 'at' is declared timestamp, got str '2024-05-01'"),
+    ({"at": 2.5}, "filterable property 'at' is declared timestamp, got float 2.5, which is not an integer"),
+])
+def test_each_declared_type_refuses_values_of_another_type(props, message):
+    g = vg.Graph(2, filterable=DECLARED)
+    with pytest.raises(vg.InvalidArgumentError) as raised:
+        g.add_nodes(["k"], [[1, 0]], props=[props])
+    assert str(raised.value).startswith(f"props row 0 (key 'k'): {message}")
+    assert len(g) == 0
+
+
+def test_values_of_the_declared_type_none_and_missing_are_taken():
+    g = vg.Graph(2, filterable=DECLARED)
+    day = datetime.datetime(2024, 5, 1, tzinfo=datetime.timezone.utc)
+    g.add_nodes(["typed", "integral", "numpy", "none", "missing", "no-props"], np.ones((6, 2)),
+                props=[{"status": "x", "year": 2020, "price": 3, "at": day},
+                       {"year": 2021.0, "price": 1.5, "at": datetime.date(2024, 5, 1)},
+                       {"status": np.str_("x"), "year": np.int64(2022), "price": np.float32(2.5), "at": np.int64(7)},
+                       {"status": None, "year": None, "price": None, "at": None},
+                       {"other": "anything", "nested": {"year": "not declared at the top"}},
+                       None])
+    assert len(g) == 6
+    assert g.get_node("none")["props"] == {"status": None, "year": None, "price": None, "at": None}
+
+    def found(where):
+        return sorted(g.search([1, 1], k=10, seeds=10, exact=True, where=where).keys)
+
+    assert found({"year": {">=": 0}}) == ["integral", "numpy", "typed"]
+    assert found({"year": 2021}) == ["integral"]
+    assert found({"price": {">": 2}}) == ["numpy", "typed"]
+    assert found({"status": "x"}) == ["numpy", "typed"]
+    assert found({"at": {">=": day}}) == ["integral", "typed"]

@@ -342,6 +342,30 @@ def test_upsert_keeps_the_last_good_row_of_a_key_whatever_the_batches(tmp_path, 
     assert (reject["row"], reject["key"]) == (3, "b")
 
 
+def test_props_of_the_wrong_type_for_a_filterable_property_are_bad_rows(tmp_path):
+    """A value of another type than a filterable property's declared one is a bad row of the
+    props column: "raise" rejects its batch, naming row, property and types; "skip" writes the
+    other rows and lists it in the rejects file."""
+    path = tmp_path / "typed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"key": "a", "vector": [1, 0, 0], "props": {"year": 2020}},
+        {"key": "b", "vector": [0, 1, 0], "props": {"year": "2021"}},
+        {"key": "c", "vector": [0, 0, 1], "props": {"year": None}},
+        {"key": "d", "vector": [1, 1, 0], "props": {"other": "x"}})))
+    g = vg.Graph(dim=3, filterable={"year": int})
+    with pytest.raises(ingest.IngestError) as raised:
+        ingest.nodes(g, str(path), progress=False)
+    assert (raised.value.row, raised.value.column) == (1, "props")
+    assert raised.value.reason == "filterable property 'year' is declared int64, got str '2021'"
+    assert len(g) == 0 and g.stats()["last_lsn"] == 0
+    report = ingest.nodes(g, str(path), on_error="skip", rejects=str(tmp_path / "r.jsonl"), progress=False)
+    assert (report.rows_accepted, report.rows_rejected) == (3, 1)
+    assert sorted(g.search([1, 1, 1], k=5, exact=True).keys) == ["a", "c", "d"]
+    assert g.search([1, 1, 1], k=5, exact=True, where={"year": {">=": 0}}).keys == ["a"]
+    assert [(r["row"], r["key"], r["column"], r["reason"]) for r in _rejects(tmp_path / "r.jsonl")] == [
+        (1, "b", "props", "filterable property 'year' is declared int64, got str '2021'")]
+
+
 def test_csv_weight_and_ts_cells_are_parsed_row_by_row(tmp_path):
     """A CSV weight or ts cell that does not parse is one bad row, wherever it is in the file;
     ts takes integers and ISO 8601 dates and timestamps (UTC unless it names an offset)."""

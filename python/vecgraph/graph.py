@@ -280,7 +280,51 @@ def _timestamps(values: Any, name: str, count: int) -> Optional[np.ndarray]:
     return _int64s(values, name, count)
 
 
-def _props(values: Any, count: int) -> Optional[list]:
+_INTEGRAL_REAL_MAX = 9.2e18  # the largest |float| the core takes as an int64 / timestamp value
+
+
+def _filterable_mismatch(name: str, kind: str, value: Any) -> Optional[str]:
+    """Why ``value`` in props cannot be the value of filterable property ``name`` of type
+    ``kind`` (the core would keep it in props but never let it pass a filter), or None when it
+    can: None (no value); for "str" a str; for "int64" and "timestamp" an int in the int64
+    range or a float with an integral value within ±9.2e18, and for "timestamp" also a
+    datetime or date; for "float64" a finite int or float. bool is no number."""
+    if value is None:
+        return None
+    if isinstance(value, np.generic):  # stored as its Python value (see _json_default)
+        value = value.item()
+    if kind == "str":
+        problem = None if isinstance(value, str) else ""
+    elif isinstance(value, bool):
+        problem = ""
+    elif kind in ("int64", "timestamp") and isinstance(value, numbers.Integral):
+        problem = None if _INT64_MIN <= int(value) <= _INT64_MAX else " outside the int64 range"
+    elif kind in ("int64", "timestamp") and isinstance(value, float):
+        integral = math.isfinite(value) and value.is_integer() and abs(value) <= _INTEGRAL_REAL_MAX
+        problem = None if integral else ", which is not an integer within ±9.2e18"
+    elif kind == "timestamp":
+        problem = None if isinstance(value, (datetime.datetime, datetime.date)) else ""
+    elif kind == "float64" and isinstance(value, (numbers.Integral, float)):
+        try:
+            finite = math.isfinite(float(value))
+        except OverflowError:  # an int beyond float
+            finite = False
+        problem = None if finite else ", which is not finite in float64"
+    else:
+        problem = ""
+    if problem is None:
+        return None
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"filterable property {name!r} is declared {kind}, got {type(value).__name__} {shown}{problem}"
+
+
+def _props(values: Any, count: int, filterable: Optional[dict] = None,
+           keys: Optional[Sequence] = None) -> Optional[list]:
+    """props as the core takes them: one JSON text per row ("" for None). With ``filterable``
+    ({name: type}), a row whose value for a declared property is of another type is refused
+    (InvalidArgumentError naming the row, its key from ``keys``, the property and both types)."""
     if values is None:
         return None
     if isinstance(values, (dict, str, bytes)) or not isinstance(values, Iterable):
@@ -295,6 +339,14 @@ def _props(values: Any, count: int) -> Optional[list]:
             continue
         if not isinstance(value, dict):
             raise TypeError(f"props row {row} must be a dict or None, got {type(value).__name__}")
+        if filterable:
+            for name, kind in filterable.items():
+                problem = _filterable_mismatch(name, kind, value.get(name))
+                if problem is not None:
+                    key = f" (key {keys[row]!r})" if keys is not None else ""
+                    raise InvalidArgumentError(
+                        f"props row {row}{key}: {problem}; a filterable property takes a value of its declared "
+                        "type, or None for no value")
         try:
             out.append(json.dumps(value, ensure_ascii=False, allow_nan=False, default=_json_default))
         except (TypeError, ValueError) as exc:
@@ -622,8 +674,12 @@ class Graph:
         filterable: node properties to keep in typed columns for ``where`` filters,
             ``{name: type}`` with type "str", "int64", "float64" or "timestamp" (or str, int,
             float, datetime). Each node's value is read from its ``props`` dict (a timestamp as
-            microseconds since the epoch; datetimes in props are stored that way); a missing
-            value or one of another type never passes a filter.
+            microseconds since the epoch; datetimes in props are stored that way). A value
+            must be of the declared type: for "str" a str; for "int64" an int in the int64
+            range (or a float with an integral value); for "float64" a finite int or float;
+            for "timestamp" an int, a datetime or a date. A write giving a value of another
+            type (a str for an int64, a bool for a number) is refused. A missing value or
+            None is allowed and never passes a filter.
         full_scan_max_nodes: while the graph holds at most this many nodes (deleted ones
             count until their rows are reclaimed: when the graph is reopened from a checkpoint
             taken after the deletes), searches find their seeds by an exact scan
@@ -1312,8 +1368,11 @@ class Graph:
             DimensionMismatchError: vectors of the wrong length.
             DuplicateKeyError: a key already in the graph or repeated in the batch.
             InvalidArgumentError: NaN or inf in a vector, an all-zero vector under "cos",
-                props that are not JSON; on a folder graph, a batch whose WAL record would
-                pass 1 GiB (split it: nothing is written and the graph stays writable).
+                props that are not JSON, props giving a filterable property (see
+                :class:`Graph`) a value of another type than the one declared (the message
+                names the row, its key, the property and both types); on a folder graph, a
+                batch whose WAL record would pass 1 GiB (split it: nothing is written and the
+                graph stays writable).
             ReadOnlyError: the graph is closed, or read-only after a failed WAL write or fsync
                 (nothing was written).
             StorageError: on a folder graph, the WAL write or fsync failed: the graph turns
@@ -1331,7 +1390,7 @@ class Graph:
         if matrix.shape[0] != n:
             raise ValueError(f"vectors has {matrix.shape[0]} rows, keys has {n}")
         labels, tenants, ts = _strings(labels, "labels", n), _strings(tenants, "tenants", n), _timestamps(ts, "ts", n)
-        texts, props = _strings(texts, "texts", n, one_for_all=False), _props(props, n)
+        texts, props = _strings(texts, "texts", n, one_for_all=False), _props(props, n, self._filterable, keys)
         upsert = write == self._engine.upsert_nodes
         if not upsert and not (texts and any(texts)) and self._entities is None:
             write(keys, matrix, labels, tenants, ts, texts, props)  # nothing for the text index
@@ -1797,7 +1856,7 @@ class Graph:
                 (ranges; operators ``==``, ``in``, ``>``, ``>=``, ``<``, ``<=``). Evaluated inside
                 the seed search and the traversal, like labels and tenants, so a filter that
                 admits few nodes still returns up to ``k`` of them. A node without the property
-                (or with a value of another type) never passes.
+                (or with None for it) never passes.
             hop_decay: score multiplier per hop (> 0; 1.0: none).
             exact: brute-force seeds instead of HNSW.
             ef: HNSW expansion at search (None or 0: the graph's expansion_search).

@@ -838,8 +838,12 @@ def _weight_column(col: Any, column: str, problems: _Problems) -> Optional[np.nd
     return weights
 
 
-def _props_column(col: Any, column: str, problems: _Problems) -> Optional[list]:
-    """A list of dict / None, or None when no row has props."""
+def _props_column(col: Any, column: str, problems: _Problems,
+                  filterable: Optional[dict] = None) -> Optional[list]:
+    """A list of dict / None, or None when no row has props. With ``filterable`` ({name: type},
+    the graph's), a row whose value for a declared property is of another type is a bad row."""
+    from .graph import _filterable_mismatch
+
     if isinstance(col, pa.Array):
         col = _decode(col)
         t = col.type
@@ -882,6 +886,12 @@ def _props_column(col: Any, column: str, problems: _Problems) -> Optional[list]:
                 values[row] = None
                 continue
             problems.add(row, column, f"{expected} or null, got {type(value).__name__}: {_short(value)}")
+            values[row] = None
+            continue
+        mismatches = (_filterable_mismatch(name, kind, value.get(name)) for name, kind in (filterable or {}).items())
+        mismatch = next((problem for problem in mismatches if problem is not None), None)
+        if mismatch is not None:
+            problems.add(row, column, mismatch)
             values[row] = None
             continue
         try:
@@ -1366,7 +1376,8 @@ def nodes(
     row of a key wins, in one batch as across batches); its vector is missing, has a length other than the
     graph's dim, holds NaN or inf, or is all zeros under metric "cos"; its text is empty while
     an embedder computes the vectors; its ts, label, tenant or props have the wrong type or are
-    not JSON.
+    not JSON; its props give a filterable property of the graph (see :class:`Graph`) a value
+    of another type than the one declared (a str for an int64, say; null is no value).
 
     The nodes are added inside :meth:`Graph.deferred_indexing`: they are logged and applied
     batch by batch, and enter the HNSW seed index in one parallel pass when this call ends
@@ -1482,7 +1493,7 @@ class _NodePlan:
         tenants = _string_column(cols[c["tenant"]], c["tenant"], problems) if c["tenant"] else None
         texts = _string_column(cols[c["text"]], c["text"], problems) if c["text"] else None
         ts = _ts_column(cols[c["ts"]], c["ts"], problems) if c["ts"] else None
-        props = _props_column(cols[c["props"]], c["props"], problems) if c["props"] else None
+        props = _props_column(cols[c["props"]], c["props"], problems, self.graph.filterable) if c["props"] else None
         rows = np.ones(n, dtype=bool)
         if self.embedder is not None:
             vectors = _embed_rows(self.embedder, texts, ~problems.bad, self.dim, c["text"], problems)
