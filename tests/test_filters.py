@@ -363,3 +363,20 @@ def test_values_of_the_declared_type_none_and_missing_are_taken():
     assert found({"price": {">": 2}}) == ["numpy", "typed"]
     assert found({"status": "x"}) == ["numpy", "typed"]
     assert found({"at": {">=": day}}) == ["integral", "typed"]
+
+
+def test_numpy_datetime64_props_are_microseconds_whatever_their_unit():
+    """A datetime64 props value is stored as microseconds since the epoch like a datetime, for
+    ns, us, s and D units (.item() of an ns value is an int of nanoseconds); NaT is no value."""
+    g = vg.Graph(dim=2, filterable={"at": "timestamp"})
+    stamps = [np.datetime64("2024-01-02T03:04:05.123456789", "ns"), np.datetime64("2024-01-02T03:04:05.123456", "us"),
+              np.datetime64("2024-01-02T03:04:05", "s"), np.datetime64("2024-01-02", "D"), np.datetime64("NaT")]
+    g.add_nodes(list("abcde"), np.ones((5, 2)), props=[{"at": s} for s in stamps])
+    base = 1_704_153_600_000_000  # 2024-01-02T00:00:00Z in microseconds
+    expected = [base + 11_045_123_456, base + 11_045_123_456, base + 11_045_000_000, base, None]
+    assert [g.get_node(key)["props"]["at"] for key in "abcde"] == expected
+    found = g.search(np.ones(2), k=5, where={"at": {">=": datetime.datetime(2024, 1, 2, 3, 4, 5)}}, exact=True).keys
+    assert sorted(found) == ["a", "b", "c"]
+    with pytest.raises(vg.InvalidArgumentError, match=r"declared int64, got datetime64 (np|numpy)\.datetime64\(.2024-01-02.\)"):
+        vg.Graph(dim=2, filterable={"year": "int64"}).add_nodes(["x"], np.ones((1, 2)),
+                                                                props=[{"year": np.datetime64("2024-01-02")}])

@@ -289,10 +289,13 @@ def _filterable_mismatch(name: str, kind: str, value: Any) -> Optional[str]:
     can: None (no value); for "str" a str; for "int64" and "timestamp" an int in the int64
     range or a float with an integral value within ±9.2e18, and for "timestamp" also a
     datetime or date; for "float64" a finite int or float. bool is no number."""
-    if value is None:
+    if value is None or (isinstance(value, np.datetime64) and np.isnat(value)):
         return None
-    if isinstance(value, np.generic):  # stored as its Python value (see _json_default)
-        value = value.item()
+    given = value
+    if isinstance(value, np.datetime64):  # stored as microseconds, like a datetime (see _json_default)
+        value = datetime.datetime(1970, 1, 1)
+    elif isinstance(value, np.generic):  # stored as its Python value (see _json_default)
+        value = given = value.item()
     if kind == "str":
         problem = None if isinstance(value, str) else ""
     elif isinstance(value, bool):
@@ -314,10 +317,10 @@ def _filterable_mismatch(name: str, kind: str, value: Any) -> Optional[str]:
         problem = ""
     if problem is None:
         return None
-    shown = repr(value)
+    shown = repr(given)
     if len(shown) > 60:
         shown = shown[:57] + "..."
-    return f"filterable property {name!r} is declared {kind}, got {type(value).__name__} {shown}{problem}"
+    return f"filterable property {name!r} is declared {kind}, got {type(given).__name__} {shown}{problem}"
 
 
 def _props(values: Any, count: int, filterable: Optional[dict] = None,
@@ -371,10 +374,13 @@ def _timestamp_us(value: Any, name: str) -> int:
 
 
 def _json_default(value: Any) -> Any:
-    """props values JSON has no type for: datetimes and dates become microseconds since the
-    epoch (UTC); NumPy scalars their Python value."""
+    """props values JSON has no type for: datetimes, dates and NumPy datetime64 values become
+    microseconds since the epoch (UTC; NaT becomes null); other NumPy scalars their Python value."""
     if isinstance(value, (datetime.datetime, datetime.date)):
         return _timestamp_us(value, "a props value")
+    if isinstance(value, np.datetime64):
+        # .item() gives an int of the value's own unit for ns (and a datetime for us): microseconds always
+        return None if np.isnat(value) else int(value.astype("datetime64[us]").astype(np.int64))
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
