@@ -350,7 +350,8 @@ def test_the_command_runs_hybrid_queries(tmp_path):
     np.save(tmp_path / "two.npy", np.ones((2, 4), np.float32))
     two = subprocess.run([sys.executable, "-m", "vecgraph", "query", str(tmp_path / "g"), "A7-Pro", "--hybrid",
                           "--vector", str(tmp_path / "two.npy")], capture_output=True, text=True, env=env)
-    assert two.returncode == 1 and "--hybrid takes one query vector" in two.stderr and "holds 2" in two.stderr
+    assert two.returncode == 2 and "with --hybrid, expected one query vector" in two.stderr \
+        and "holding 2 rows" in two.stderr
 
 
 def test_deleted_names_and_strict_inputs():
