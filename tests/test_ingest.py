@@ -1111,3 +1111,22 @@ def test_graph_argument_must_be_a_graph(tmp_path):
             ingest.from_networkx(bad, _nx_graph())
     with pytest.raises(TypeError, match="graph must be a vecgraph.Graph, got networkx.classes.graph.Graph"):
         ingest.from_networkx(_nx_graph(), vg.Graph(DIM))
+
+
+def test_a_device_given_as_rejects_path_is_not_removed(tmp_path, monkeypatch):
+    """--rejects /dev/null (or another non-regular file) with no bad row: the rejects file is
+    not removed, as a regular one would be (os.remove is recorded here, not run)."""
+    import os
+
+    if not os.path.exists(os.devnull) or os.path.isfile(os.devnull):
+        pytest.skip("no null device")
+    removed = []
+    monkeypatch.setattr(os, "remove", lambda path, *a, **kw: removed.append(path))
+    g = vg.Graph(DIM)
+    table = pa.table({"key": ["a", "b"], "vector": [[1.0] + [0.0] * (DIM - 1)] * 2})
+    report = ingest.nodes(g, table, on_error="skip", rejects=os.devnull, progress=False)
+    assert report.rows_accepted == 2 and report.rejects_path is None
+    assert removed == []
+    regular = tmp_path / "r.jsonl"
+    ingest.nodes(g, table, on_error="skip", rejects=regular, upsert=True, progress=False)
+    assert removed == [str(regular)]  # a regular file without bad rows is still removed

@@ -34,6 +34,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -1103,11 +1104,13 @@ class _Rejects:
 
     def close(self) -> None:
         """Closes the file, and removes it when no row was written to it (whether the ingest
-        succeeded or failed)."""
+        succeeded or failed) and it is a regular file: a device such as /dev/null, or a pipe,
+        given as the rejects path is left in place."""
         self._file.close()
         if self.count_written == 0:
             with contextlib.suppress(OSError):
-                os.remove(self.path)
+                if stat.S_ISREG(os.stat(self.path).st_mode):
+                    os.remove(self.path)
 
 
 def _progress_bar(progress: Optional[bool], total: Optional[int], desc: str):
