@@ -616,6 +616,23 @@ def test_ingest_rejects_may_not_overwrite_an_input(tmp_path):
     assert _contents(*before) == before
 
 
+def test_ingest_rejects_may_not_be_inside_the_graph_folder(tmp_path):
+    """--rejects naming a file of the graph folder (its MANIFEST) is a usage error that changes
+    nothing: opened for writing and removed when no row was rejected, it would lose the graph."""
+    nodes, edges = _write_inputs(tmp_path)
+    folder = tmp_path / "g.vg"
+    ok("ingest", folder, "--nodes", nodes, "--dim", DIM)
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "LOCK")
+    before = _contents(*files)
+    respelled = tmp_path / "x" / ".." / "g.vg" / "r.jsonl"
+    for reject in (folder / "MANIFEST", folder / "wal" / "x.jsonl", respelled):
+        err = failed(2, "ingest", folder, "--nodes", nodes, "--upsert", "--on-error", "skip",
+                     "--rejects", reject)
+        assert f"vecgraph ingest: error: --rejects {reject} is inside the graph folder {folder}" in err
+    assert _contents(*files) == before
+    assert ok("stats", folder).stdout.split()[:2] == ["nodes", "40"]
+
+
 def test_ingest_csv_keys_are_strings_unless_key_type_int(tmp_path):
     vector = '"' + json.dumps([1.0] * DIM) + '"'
     nodes = tmp_path / "nodes.csv"

@@ -1130,3 +1130,25 @@ def test_a_device_given_as_rejects_path_is_not_removed(tmp_path, monkeypatch):
     regular = tmp_path / "r.jsonl"
     ingest.nodes(g, table, on_error="skip", rejects=regular, upsert=True, progress=False)
     assert removed == [str(regular)]  # a regular file without bad rows is still removed
+
+
+def test_rejects_path_inside_the_graph_folder_is_refused(tmp_path):
+    """A rejects file inside the graph's folder would empty (and, with no bad row, remove) a
+    file of the graph such as its MANIFEST: refused before anything is read or written."""
+    folder = tmp_path / "g.vg"
+    table = pa.table({"key": ["a", "b"], "vector": [[1.0] + [0.0] * (DIM - 1)] * 2})
+    with vg.Graph.open(str(folder), dim=DIM) as g:
+        ingest.nodes(g, table, progress=False)
+        g.checkpoint()
+        manifest = (folder / "MANIFEST").read_bytes()
+        respelled = tmp_path / "x" / ".." / "g.vg" / "MANIFEST"
+        for rejects in (folder / "MANIFEST", folder / "new.jsonl", respelled):
+            with pytest.raises(vg.InvalidArgumentError, match="is inside the graph folder"):
+                ingest.nodes(g, table, on_error="skip", rejects=rejects, upsert=True, progress=False)
+            with pytest.raises(vg.InvalidArgumentError, match="is inside the graph folder"):
+                ingest.edges(g, pa.table({"src": ["a"], "dst": ["b"]}), on_error="skip", rejects=rejects,
+                             progress=False)
+        assert (folder / "MANIFEST").read_bytes() == manifest and not (folder / "new.jsonl").exists()
+        assert g.count_edges == 0
+    with vg.Graph.open(str(folder)) as g:
+        assert len(g) == 2

@@ -178,13 +178,19 @@ def _rejects_paths(args: argparse.Namespace, sources: list) -> list:
 
 def _check_rejects_paths(args: argparse.Namespace, sources: list, rejects: list) -> None:
     """A usage error when a rejects file (given, numbered, or the default one beside an input)
-    would be written over an input file: opening it for writing would destroy that input."""
-    from .ingest import _same_file
+    would be written over an input file, or inside the graph folder: opening it for writing
+    would destroy that input or the graph's files."""
+    from .ingest import _inside_folder, _same_file
 
     if args.on_error != "skip":
         return
     written = [r if r is not None else s + ".rejects.jsonl" for s, r in zip(sources, rejects)]
     for reject in written:
+        if _inside_folder(reject, args.folder):
+            flag = "--rejects" if args.rejects is not None else "the default rejects file"
+            args.parser.error(f"{flag} {reject} is inside the graph folder {args.folder}: writing the "
+                              "rejects there would destroy the graph's files; name a --rejects file "
+                              "elsewhere")
         for source in sources:
             if _same_file(reject, source):
                 flag = "--rejects" if args.rejects is not None else "the default rejects file"

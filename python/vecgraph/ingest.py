@@ -1176,10 +1176,24 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _check_rejects_path(rejects: Optional[str], source: Source) -> None:
+def _inside_folder(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it, once symbolic links and ``..`` are resolved."""
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _check_rejects_path(rejects: Optional[str], source: Source, graph: Any = None) -> None:
     """Refuses a rejects file that is the source file itself: opening it for writing would
-    empty the input (or, for JSONL, make the source read its own rejects)."""
-    if rejects is None or not isinstance(source, (str, os.PathLike)):
+    empty the input (or, for JSONL, make the source read its own rejects); and one inside the
+    graph's folder, whose files (MANIFEST, WAL segments) it would empty and then remove."""
+    if rejects is None:
+        return
+    folder = getattr(graph, "path", None)
+    if isinstance(folder, str) and _inside_folder(rejects, folder):
+        raise InvalidArgumentError(f"the rejects file {rejects} is inside the graph folder {folder}: writing "
+                                   "the rejects there would destroy the graph's files; name a rejects file "
+                                   "elsewhere")
+    if not isinstance(source, (str, os.PathLike)):
         return
     path = os.fspath(source)
     if isinstance(path, str) and _same_file(rejects, path):
@@ -1369,8 +1383,9 @@ def nodes(
             per bad row); default ``<source>.rejects.jsonl`` next to a file source; required with
             ``on_error="skip"`` for other sources. Written only with "skip", and kept only when
             a row was rejected: a file at that path is emptied when the ingestion starts and
-            removed when it ends without a bad row, so a run without bad rows leaves no rejects
-            file. It may not be the source file itself (InvalidArgumentError).
+            removed when it ends without a bad row (a regular file only: not /dev/null), so a
+            run without bad rows leaves no rejects file. It may not be the source file itself,
+            nor inside the graph's folder (InvalidArgumentError).
         progress: show a tqdm progress bar on stderr (rows, rows/s, ETA when the row count is
             known). None: only when stderr is a terminal.
 
@@ -1426,7 +1441,7 @@ def nodes(
         if embedder is not None:
             _check_embedder_fits(graph, embedder)
         path = _rejects_path(options, src)
-        _check_rejects_path(path, source)
+        _check_rejects_path(path, source, graph)
     except BaseException:
         src.close()
         raise
@@ -1447,7 +1462,7 @@ def _check_args(graph: Any, source: Source, vector: Any, embedder: Any, key_type
         embedder = check_embedder(embedder)
         if vector is not None:
             raise TypeError("pass vector= or embedder=, not both: the embedder computes the vectors from the text")
-    _check_rejects_path(options.rejects, source)
+    _check_rejects_path(options.rejects, source, graph)
     return options, key_type, vector_column, array, embedder
 
 
@@ -1644,7 +1659,7 @@ def edges(
         if embedder is not None:
             _check_embedder_fits(graph, embedder)
         path = _rejects_path(options, src_source)
-        _check_rejects_path(path, source)
+        _check_rejects_path(path, source, graph)
     except BaseException:
         src_source.close()
         raise
@@ -1808,6 +1823,8 @@ def from_networkx(
                "tenant": "tenant", "ts": "ts", "text": "text", "props": "props"}
     if embedder is not None:
         _check_embedder_fits(graph, embedder)
+    if options.on_error == "skip":
+        _check_rejects_path(options.rejects, G, graph)
     writer = _Rejects(options.rejects) if options.on_error == "skip" else None
     try:
         plan = _NodePlan(graph, columns, None, embedder, bool(upsert))
