@@ -782,5 +782,15 @@ def test_keys_filter_is_the_ranking_restricted(big):
     assert big.search("widget", 10, keys=["nobody", 17]) == []
     with pytest.raises(TypeError, match="keys must be an iterable of str or int keys, got str"):
         big.search("widget", 10, keys="d17")
-    with pytest.raises(TypeError, match=r"keys\[\] is a float"):
+    with pytest.raises(TypeError, match=r"keys\[0\] is a float"):
         big.search("widget", 10, keys=[1.5])
+
+
+def test_keys_filter_refuses_bytes_like_and_names_the_bad_item(big):
+    """A bytearray or memoryview is refused like bytes (iterated, it would give ints: the keys
+    of its byte values); a bad item is named by its position."""
+    for keys in (b"d1", bytearray(b"d1"), memoryview(b"d1")):
+        with pytest.raises(TypeError, match=f"an iterable of str or int keys, got {type(keys).__name__}$"):
+            big.search("widget", 10, keys=keys)
+    with pytest.raises(TypeError, match=r"keys\[2\] is a NoneType"):
+        big.search("widget", 10, keys=("d1", 17, None))

@@ -745,9 +745,11 @@ class TextIndex:
 
         key_terms = None
         if keys is not None:
-            if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
+            # bytes-like values iterate as ints: b"17" would read as the keys 49 and 55
+            if isinstance(keys, (str, bytes, bytearray, memoryview)) or not isinstance(keys, Iterable):
                 raise TypeError(f"keys must be an iterable of str or int keys, got {type(keys).__name__}")
-            key_terms = list(dict.fromkeys(_term(_doc_key(kind, _encode_key(key, "keys[]"))) for key in keys))
+            key_terms = list(dict.fromkeys(_term(_doc_key(kind, _encode_key(key, f"keys[{i}]")))
+                                           for i, key in enumerate(keys)))
 
         terms = list(dict.fromkeys(tokenize(text)))
         if not terms or tenant_list == [] or label_list == [] or key_terms == []:
