@@ -261,6 +261,22 @@ def test_query_exact_and_hybrid_exclude_each_other(graph_folder, tmp_path):
     assert hits[0]["key"] == "n3"
 
 
+def test_query_text_may_follow_options(graph_folder, tmp_path):
+    """TEXT after an option (query FOLDER --hybrid TEXT) is read as TEXT, as it is before the
+    options, instead of being an unrecognized argument; a second TEXT is still one."""
+    q = _npy(tmp_path, "q.npy", _vectors()[0])
+    expected = ok("query", graph_folder, "node 3", "--hybrid", "-k", "3", "--json").stdout
+    for args in (["--hybrid", "node 3", "-k", "3"], ["-k", "3", "--hybrid", "node 3"],
+                 ["--json", "-k", "3", "--hybrid", "node 3"]):
+        assert ok("query", graph_folder, *args, "--json").stdout == expected
+    assert ok("--debug", "query", graph_folder, "--json", "node 3", "--hybrid", "-k", "3").stdout == expected
+    with_vector = ok("query", graph_folder, "node 3", "--hybrid", "--vector", q, "--json").stdout
+    assert ok("query", graph_folder, "--vector", q, "node 3", "--hybrid", "--json").stdout == with_vector
+    assert "unrecognized arguments: more" in failed(2, "query", graph_folder, "--hybrid", "node 3", "more")
+    err = failed(2, "query", graph_folder, "--vector", q, "node 3")  # both without --hybrid
+    assert "give either TEXT or --vector FILE.npy" in err
+
+
 def test_query_embedder_and_vector_exclude_each_other(graph_folder, tmp_path):
     q = _npy(tmp_path, "q.npy", _vectors()[0])
     for args in (["--vector", q], ["node 3", "--hybrid", "--vector", q]):

@@ -905,6 +905,14 @@ def _message(exc: BaseException) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)  # usage errors exit here with code 2
+    if unknown:
+        # An option between two positionals ("query FOLDER --hybrid TEXT") makes argparse match
+        # FOLDER and the optional TEXT together, leaving TEXT over: parse the subcommand's
+        # arguments again with options and positionals intermixed.
+        rest = list(sys.argv[1:] if argv is None else argv)
+        at = next(i for i, arg in enumerate(rest) if not arg.startswith("-"))  # the subcommand
+        again, unknown = args.parser.parse_known_intermixed_args(rest[at + 1:])
+        vars(args).update(vars(again))  # --debug before the subcommand stays
     if unknown:  # reported with the subcommand's usage, not the top-level one
         args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     prefix = f"vecgraph {args.command}"
