@@ -1152,3 +1152,19 @@ def test_rejects_path_inside_the_graph_folder_is_refused(tmp_path):
         assert g.count_edges == 0
     with vg.Graph.open(str(folder)) as g:
         assert len(g) == 2
+
+
+def test_a_rejects_file_that_cannot_be_written_is_named(tmp_path):
+    """A write to the rejects file that fails (a full disk: /dev/full) raises StorageError
+    naming the file and saying which rows were written, not a bare OSError."""
+    import os
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    g = vg.Graph(DIM)
+    table = pa.table({"key": ["a", None, "b"], "vector": [[1.0] + [0.0] * (DIM - 1)] * 3})
+    with pytest.raises(vg.errors.StorageError, match=r"cannot write the rejects file /dev/full: .*No space "
+                       r"left on device.*The 2 good rows of batch 1 \(rows 0-2\) were written, "
+                       r"its 1 bad rows"):
+        ingest.nodes(g, table, on_error="skip", rejects="/dev/full", progress=False)
+    assert sorted(g.get_node(k)["key"] for k in ("a", "b")) == ["a", "b"]

@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .embedders import check_embedder, check_output
-from .errors import DimensionMismatchError, InvalidArgumentError
+from .errors import DimensionMismatchError, InvalidArgumentError, StorageError
 
 __all__ = ["nodes", "edges", "from_networkx", "IngestReport", "IngestError"]
 
@@ -1081,6 +1081,7 @@ class _Rejects:
     def __init__(self, path: str, append: bool = False) -> None:
         self.path = os.path.abspath(path)
         self.count_written = 0
+        self._broken = False  # a write failed: what it left buffered cannot be written at close either
         try:
             self._file = open(self.path, "a" if append else "w", encoding="utf-8")
         except OSError as e:
@@ -1098,15 +1099,27 @@ class _Rejects:
                 if value is None:
                     value = source[row].as_py() if isinstance(source, pa.Array) else source[row]
                 record[name] = _as_json(value)
-            self._file.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+            try:
+                self._file.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+            except OSError:
+                self._broken = True
+                raise
             self.count_written += 1
-        self._file.flush()
+        try:
+            self._file.flush()
+        except OSError:
+            self._broken = True
+            raise
 
     def close(self) -> None:
         """Closes the file, and removes it when no row was written to it (whether the ingest
         succeeded or failed) and it is a regular file: a device such as /dev/null, or a pipe,
         given as the rejects path is left in place."""
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError:
+            if not self._broken:
+                raise
         if self.count_written == 0:
             with contextlib.suppress(OSError):
                 if stat.S_ISREG(os.stat(self.path).st_mode):
@@ -1302,7 +1315,14 @@ def _run(graph: Any, source: _Source, kind: str, prepare: Callable, apply: Calla
             accepted += count
             rejected += len(problems.where)
             if problems and rejects is not None:
-                rejects.write(kind, batch.offset, problems, payload["ids"])
+                try:
+                    rejects.write(kind, batch.offset, problems, payload["ids"])
+                except OSError as e:
+                    raise StorageError(
+                        f"cannot write the rejects file {rejects.path}: {e}. The {count:,} good rows of "
+                        f"batch {batches} (rows {batch.offset}-{batch.offset + batch.n - 1}) were written, "
+                        f"its {len(problems.where):,} bad rows are not listed; {accepted:,} rows were "
+                        "ingested in all") from e
             if bar is not None:
                 bar.update(batch.n)
             del batch, payload, problems  # not kept while the next batch is read
