@@ -291,11 +291,8 @@ def _filterable_mismatch(name: str, kind: str, value: Any) -> Optional[str]:
     datetime or date; for "float64" a finite int or float. bool is no number."""
     if value is None or (isinstance(value, np.datetime64) and np.isnat(value)):
         return None
-    given = value
-    if isinstance(value, np.datetime64):  # stored as microseconds, like a datetime (see _json_default)
-        value = datetime.datetime(1970, 1, 1)
-    elif isinstance(value, np.generic):  # stored as its Python value (see _json_default)
-        value = given = value.item()
+    if isinstance(value, np.generic) and not isinstance(value, np.datetime64):
+        value = value.item()  # stored as its Python value; a datetime64 as microseconds (see _json_default)
     if kind == "str":
         problem = None if isinstance(value, str) else ""
     elif isinstance(value, bool):
@@ -306,7 +303,7 @@ def _filterable_mismatch(name: str, kind: str, value: Any) -> Optional[str]:
         integral = math.isfinite(value) and value.is_integer() and abs(value) <= _INTEGRAL_REAL_MAX
         problem = None if integral else ", which is not an integer within ±9.2e18"
     elif kind == "timestamp":
-        problem = None if isinstance(value, (datetime.datetime, datetime.date)) else ""
+        problem = None if isinstance(value, (datetime.datetime, datetime.date, np.datetime64)) else ""
     elif kind == "float64" and isinstance(value, (numbers.Integral, float)):
         try:
             finite = math.isfinite(float(value))
@@ -317,10 +314,13 @@ def _filterable_mismatch(name: str, kind: str, value: Any) -> Optional[str]:
         problem = ""
     if problem is None:
         return None
-    shown = repr(given)
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return f"filterable property {name!r} is declared {kind}, got {type(given).__name__} {shown}{problem}"
+    return f"filterable property {name!r} is declared {kind}, got {type(value).__name__} {_short(value, 60)}{problem}"
+
+
+def _short(value: Any, width: int = 40) -> str:
+    """repr(value), cut to ``width`` characters."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _props(values: Any, count: int, filterable: Optional[dict] = None,

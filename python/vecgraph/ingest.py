@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 
 from .embedders import check_embedder, check_output
 from .errors import DimensionMismatchError, InvalidArgumentError, StorageError
+from .graph import _filterable_mismatch, _short
 
 __all__ = ["nodes", "edges", "from_networkx", "IngestReport", "IngestError"]
 
@@ -843,8 +844,6 @@ def _props_column(col: Any, column: str, problems: _Problems,
                   filterable: Optional[dict] = None) -> Optional[list]:
     """A list of dict / None, or None when no row has props. With ``filterable`` ({name: type},
     the graph's), a row whose value for a declared property is of another type is a bad row."""
-    from .graph import _filterable_mismatch
-
     if isinstance(col, pa.Array):
         col = _decode(col)
         t = col.type
@@ -889,12 +888,13 @@ def _props_column(col: Any, column: str, problems: _Problems,
             problems.add(row, column, f"{expected} or null, got {type(value).__name__}: {_short(value)}")
             values[row] = None
             continue
-        mismatches = (_filterable_mismatch(name, kind, value.get(name)) for name, kind in (filterable or {}).items())
-        mismatch = next((problem for problem in mismatches if problem is not None), None)
-        if mismatch is not None:
-            problems.add(row, column, mismatch)
-            values[row] = None
-            continue
+        if filterable:
+            mismatches = (_filterable_mismatch(name, kind, value.get(name)) for name, kind in filterable.items())
+            mismatch = next((problem for problem in mismatches if problem is not None), None)
+            if mismatch is not None:
+                problems.add(row, column, mismatch)
+                values[row] = None
+                continue
         try:
             json.dumps(value, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as e:
@@ -1054,12 +1054,6 @@ def _as_json(value: Any) -> Any:
         except (TypeError, ValueError):
             pass
     return repr(value)
-
-
-def _short(value: Any, width: int = 40) -> str:
-    """repr(value), cut to ``width`` characters."""
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _select(values: Optional[list], keep: np.ndarray, idx: list) -> Optional[list]:

@@ -804,7 +804,7 @@ class TextIndex:
         block_size = 1 if exclude_many is None else max(k, 64)
         # The first page holds the first block and max(k, 32) more rows (a page yields only the
         # rows scored above its last one, and a second page fetches four times as many).
-        first_page = (1 if exclude_many is None else block_size) + k - 1 + max(k, _FIRST_PAGE_MIN)
+        first_page = block_size - 1 + k + max(k, _FIRST_PAGE_MIN)
         rows = _ranked_pages(page, min(first_page, most), most)
         if drops is None:
             return list(itertools.islice(rows, k))
