@@ -475,7 +475,7 @@ Result<Engine::PreparedNodes> Engine::prepare_nodes(const NodeBatch& batch, bool
         std::count(prepared.existing.begin(), prepared.existing.end(), invalid_id));
     if (prepared.count_new > max_count_nodes - keys_.count_ids())
         return Status::invalid_argument("a graph holds at most " + std::to_string(max_count_nodes) + " nodes");
-    std::size_t stride = node_vectors_.stride_bytes();
+    std::size_t stride = node_vectors_.row_bytes();
     if (batch.vectors) {
         VG_RETURN_IF_ERROR(node_vectors_.validate(batch.vectors, batch.count, "vectors"));
         prepared.rows.resize(batch.count * stride);
@@ -533,7 +533,7 @@ Result<Engine::PreparedNodes> Engine::prepare_nodes(const NodeBatch& batch, bool
 }
 
 Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
-    const std::size_t stride = node_vectors_.stride_bytes();
+    const std::size_t stride = node_vectors_.row_bytes();
     const std::size_t first = keys_.count_ids();
     std::vector<node_id_t> replaced;
     const std::size_t total = first + prepared.count_new;
@@ -543,8 +543,8 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     Regrow dead(node_dead_, total);
     Regrow delta_slots(delta_.slot, total);
     Regrow texts(node_texts_, total), props(node_props_, total), aliases(node_aliases_, total);
-    detail::huge_vector<std::int8_t> rows = node_vectors_.grown_buffer(prepared.count_new);
-    const bool rows_grown = rows.capacity() != 0;
+    VectorStore::Buffers rows = node_vectors_.grown_buffers(prepared.count_new);
+    const bool rows_grown = rows.grown();
     // A batch of new keys only (no upsert) writes its rows into the grown copies now, so that
     // their page faults and copies happen before the lock; columns with room append them in
     // place at commit().
@@ -560,7 +560,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         texts.append({batch.texts, batch.count, {}});
         props.append({batch.props, batch.count, {}});
         aliases.append({nullptr, batch.count, {}});
-        if (rows_grown) rows.insert(rows.end(), prepared.rows.begin(), prepared.rows.begin() + batch.count * stride);
+        if (rows_grown) node_vectors_.append_rows_to(rows, prepared.rows.data(), batch.count);
     }
     std::vector<Regrow<std::vector<std::uint32_t>>> prop_str;
     std::vector<Regrow<std::vector<std::int64_t>>> prop_int;
@@ -600,7 +600,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         texts.commit();
         props.commit();
         aliases.commit();
-        node_vectors_.adopt_buffer(rows);  // with the new rows of an all-new batch when it grew
+        node_vectors_.adopt_buffers(rows);  // with the new rows of an all-new batch when it grew
         if (all_new && !rows_grown) node_vectors_.append_rows(prepared.rows.data(), batch.count);
         keys_.commit(staged_keys);  // ids first, first + 1, ... for the new rows, in order
         // Node `node` takes the property values of batch row `row` (a missing value clears it).
@@ -746,7 +746,7 @@ Status Engine::write_nodes(const NodeBatch& batch, bool upsert) {
     auto prepared = prepare_nodes(batch, upsert);
     if (!prepared.ok()) return prepared.status();
     auto lsn = log(upsert ? record::upsert_nodes : record::add_nodes, [&](wal::PayloadWriter& out) {
-        encode_nodes(batch, prepared.value().rows, config_.dim, node_vectors_.stride_bytes(), out);
+        encode_nodes(batch, prepared.value().rows, config_.dim, node_vectors_.row_bytes(), out);
     });
     if (!lsn.ok()) return lsn.status();
     VG_RETURN_IF_ERROR(apply_logged([&] { return apply_nodes(batch, prepared.value()); }));
@@ -826,7 +826,7 @@ Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) cons
         prepared.rel_names.ids_of_rows(batch.count, [&](std::size_t i) -> const std::string& { return rel_of(batch, i); },
                                        prepared.rels.data());
     }
-    std::size_t stride = edge_vectors_.stride_bytes();
+    std::size_t stride = edge_vectors_.row_bytes();
     if (batch.vectors) {
         VG_RETURN_IF_ERROR(edge_vectors_.validate(batch.vectors, batch.count, "edge vectors"));
         prepared.rows.resize(batch.count * stride);
@@ -846,7 +846,7 @@ Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) cons
 Status Engine::apply_edges(const EdgeBatch& batch, PreparedEdges& prepared) {
     const std::size_t first = edge_src_.size();
     const std::size_t total = first + batch.count;
-    const std::size_t stride = edge_vectors_.stride_bytes();
+    const std::size_t stride = edge_vectors_.row_bytes();
     // A batch this large is folded into a new base CSR at once rather than into the delta.
     const bool bulk = config_.auto_compact_edges && batch.count >= config_.auto_compact_edges;
     Regrow src(edge_src_, total), dst(edge_dst_, total);
@@ -901,7 +901,7 @@ Status Engine::add_edges(const EdgeBatch& batch) {
     if (!prepared.ok()) return prepared.status();
     const bool by_id = batch.src_ids && batch.dst_ids;
     auto lsn = log(record::add_edges, [&](wal::PayloadWriter& out) {
-        const std::size_t stride = edge_vectors_.stride_bytes();
+        const std::size_t stride = edge_vectors_.row_bytes();
         const PreparedEdges& p = prepared.value();
         out.u32(static_cast<std::uint32_t>(batch.count));
         out.u32(static_cast<std::uint32_t>(config_.dim));
@@ -1691,7 +1691,7 @@ Status Engine::replay_record(std::uint8_t type, std::uint64_t lsn, std::string_v
         case record::add_nodes:
         case record::upsert_nodes: {
             std::uint32_t count = in.u32(), dim = in.u32(), stride = in.u32();
-            if (in.failed() || dim != config_.dim || stride != node_vectors_.stride_bytes())
+            if (in.failed() || dim != config_.dim || stride != node_vectors_.row_bytes())
                 return bad("its vectors have dim " + std::to_string(dim) + ", the graph has dim " + std::to_string(config_.dim));
             if (count > in.remaining() / stride) return bad("its node count exceeds its size");
             std::vector<std::string> keys(count), labels(count), tenants(count), texts(count), props(count);
@@ -1725,7 +1725,7 @@ Status Engine::replay_record(std::uint8_t type, std::uint64_t lsn, std::string_v
         case record::add_edges: {
             std::uint32_t count = in.u32(), dim = in.u32(), stride = in.u32();
             std::uint8_t has_vectors = in.u8();
-            if (in.failed() || dim != config_.dim || stride != edge_vectors_.stride_bytes())
+            if (in.failed() || dim != config_.dim || stride != edge_vectors_.row_bytes())
                 return bad("its vectors have dim " + std::to_string(dim) + ", the graph has dim " + std::to_string(config_.dim));
             if (count > in.remaining() / 30) return bad("its edge count exceeds its size");
             std::vector<std::string> src(count), dst(count), rels(count), texts(count), props(count);
@@ -2201,7 +2201,7 @@ constexpr std::size_t scan_block_rows = 4096;
 void Engine::offer_rows(const QuantizedVector& query, const node_id_t* rows, std::size_t count, std::size_t wanted,
                         TraversalScratch& scratch) const {
     scratch.dots.resize(std::max(gather_block_rows, scan_block_rows));
-    const std::size_t stride = node_vectors_.stride_bytes();
+    const std::size_t stride = node_vectors_.code_stride();
     for (std::size_t begin = 0; begin < count; begin += gather_block_rows) {
         const std::size_t end = std::min(count, begin + gather_block_rows);
         simd::active().dot_rows_i8(query.codes.data(), node_vectors_.codes_data(), stride, rows + begin, end - begin,
@@ -2209,7 +2209,7 @@ void Engine::offer_rows(const QuantizedVector& query, const node_id_t* rows, std
         // The kernel asks for rows ahead only within a call: the next block's first rows are
         // asked for here, so that their misses overlap this block's scales.
         for (std::size_t j = end; j < std::min(count, end + 8); ++j)
-            detail::prefetch_bytes_l2(node_vectors_.row_data(rows[j]), stride);
+            node_vectors_.prefetch_row_l2(rows[j]);
         for (std::size_t i = begin; i < end; ++i)
             offer_best(scratch.seeds, wanted,
                        {rows[i], score_from_dot(config_.metric, scratch.dots[i - begin], query.scale, query.sq_norm,
@@ -2235,7 +2235,7 @@ void Engine::exact_seeds(const QuantizedVector& query, std::size_t wanted, const
             offer_rows(query, admitted.data(), admitted.size(), wanted, scratch);
             continue;
         }
-        simd::active().scan_i8(query.codes.data(), node_vectors_.codes(begin), node_vectors_.stride_bytes(), end - begin,
+        simd::active().scan_i8(query.codes.data(), node_vectors_.codes(begin), node_vectors_.code_stride(), end - begin,
                                config_.dim, scratch.dots.data());
         for (std::size_t i = 0; i < end - begin; ++i) {
             const auto node = static_cast<node_id_t>(begin + i);
@@ -2315,7 +2315,7 @@ void Engine::unindexed_seeds(const QuantizedVector& query, std::size_t wanted, c
             node_id_t node = pending[i];
             if (filter ? filter->admits(columns, node) : !node_dead_[node]) rows.push_back(node);
         }
-        simd::active().dot_rows_i8(query.codes.data(), node_vectors_.codes_data(), node_vectors_.stride_bytes(),
+        simd::active().dot_rows_i8(query.codes.data(), node_vectors_.codes_data(), node_vectors_.code_stride(),
                                    rows.data(), rows.size(), config_.dim, scratch.dots.data());
         for (std::size_t i = 0; i < rows.size(); ++i) {
             ScoredNode candidate{rows[i], score_from_dot(config_.metric, scratch.dots[i], query.scale, query.sq_norm,

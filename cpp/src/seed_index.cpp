@@ -161,13 +161,12 @@ struct prefetch_rows_t {
 
     template <typename member_iterator_at>
     void operator()(member_iterator_at begin, member_iterator_at end) const noexcept {
-        const std::size_t stride = store->stride_bytes();
         const std::size_t identity = identity_slots->load(std::memory_order_relaxed);
         for (; begin != end; ++begin) {
             const std::size_t slot = static_cast<std::size_t>(get_slot(begin));
             node_id_t node = node_at(*slot_to_node, identity, slot);
             if (node == invalid_id) continue;  // a slot another thread is still adding
-            detail::prefetch_bytes_l2(store->row_data(node), stride);
+            store->prefetch_row_l2(node);
             tapes->prefetch_base_l2(static_cast<std::uint32_t>(slot));
         }
     }
@@ -279,7 +278,7 @@ class Walk {
           entry_(static_cast<std::uint32_t>(index.*member_of(entry_member{}))),
           size_(read_size_after_entry(index)),
           identity_slots_(identity_slots),
-          dot_rows_(simd::active().dot_rows_i8) {}
+          dot_rows_(simd::active().dot_rows_i8_prefetched) {}
 
     // The `ef` members nearest the query (all admitted by `admits(node)`) into scratch.top, in
     // no order. With `scan_nodes` (the node rows an exact scan would read; 0: never), gives up
@@ -405,13 +404,12 @@ class Walk {
         // Each vector checked on its own: a resize that ran out of memory may have grown one.
         if (s.batch_slots.size() < n + count) s.batch_slots.resize(n + count);
         if (s.batch_rows.size() < n + count) s.batch_rows.resize(n + count);
-        const std::size_t stride = store_.stride_bytes();
         for (std::uint32_t i = 0; i < count; ++i) {
             const std::uint32_t slot = Tapes::slot_at(list, i);
             if (slot >= size_ || (visit && !s.visit(slot))) continue;
             const node_id_t node = node_of(slot);
             if (node == invalid_id) continue;  // a member another thread is still adding
-            detail::prefetch_bytes_l2(store_.row_data(node), stride);
+            store_.prefetch_row_l2(node);
             s.batch_slots[n] = slot;
             s.batch_rows[n] = node;
             ++n;
@@ -427,7 +425,7 @@ class Walk {
         if (s.batch_dots.size() < n) s.batch_dots.resize(n);
         if (s.batch_distances.size() < n) s.batch_distances.resize(n);
         if (n == 0) return 0;
-        dot_rows_(query_.codes, store_.codes_data(), store_.stride_bytes(), s.batch_rows.data(), n, store_.dim(),
+        dot_rows_(query_.codes, store_.codes_data(), store_.code_stride(), s.batch_rows.data(), n, store_.dim(),
                   s.batch_dots.data());
         for (std::size_t i = 0; i < n; ++i) s.batch_distances[i] = distance(s.batch_rows[i], s.batch_dots[i]);
         return n;
@@ -453,7 +451,7 @@ class Walk {
         if (!at || entry_node == invalid_id) return {0.0f, WalkScratch::empty};
         std::uint32_t entry_row = entry_node;
         std::int32_t dot;
-        dot_rows_(query_.codes, store_.codes_data(), store_.stride_bytes(), &entry_row, 1, store_.dim(), &dot);
+        dot_rows_(query_.codes, store_.codes_data(), store_.code_stride(), &entry_row, 1, store_.dim(), &dot);
         best.distance = distance(entry_node, dot);
         // An insert links a new member's upper levels before its lower ones: a descent that
         // steps into it can find its lists below still empty. It then goes back to the member

@@ -39,7 +39,7 @@ struct Visitor {
         if (filter && !filter->admits(columns, neighbor)) return true;
         scratch.visit(neighbor);
         scratch.push_visited(neighbor, hop, parent, edge);
-        detail::prefetch_bytes_l2(store.row_data(neighbor), store.stride_bytes());
+        store.prefetch_row_l2(neighbor);
         return scratch.visited.size() < max_visited;
     }
 };
@@ -149,18 +149,14 @@ void traverse_and_score(const GraphView& graph, const VectorStore& store, const 
         for (std::size_t h = 0; h <= deepest; ++h)
             scratch.decay_pow[h] = static_cast<float>(std::pow(params.hop_decay, static_cast<double>(h)));
     }
-    // Scored in blocks, each block's scales read while its rows are still in L1 (a row's
-    // scale and squared norm share its first cache line).
+    // Scored in blocks of 64 rows, each block's scales and squared norms read right after its dots.
     constexpr std::size_t block_rows = 64;
-    const simd::dot_rows_i8_fn dot_rows = simd::active().dot_rows_i8;
+    // The visitor asked for every row as it reached it.
+    const simd::dot_rows_i8_fn dot_rows = simd::active().dot_rows_i8_prefetched;
     for (std::size_t begin = 0; begin < count; begin += block_rows) {
         const std::size_t end = std::min(count, begin + block_rows);
-        dot_rows(q.codes.data(), store.codes_data(), store.stride_bytes(), scratch.visited.data() + begin, end - begin,
+        dot_rows(q.codes.data(), store.codes_data(), store.code_stride(), scratch.visited.data() + begin, end - begin,
                  store.dim(), scratch.dots.data() + begin);
-        // The kernel asks for rows ahead only within a call: the next block's first rows are
-        // asked for here, so that their misses overlap this block's scales.
-        for (std::size_t j = end; j < std::min(count, end + 8); ++j)
-            detail::prefetch_bytes_l2(store.row_data(scratch.visited[j]), store.stride_bytes());
         for (std::size_t i = begin; i < end; ++i) {
             node_id_t node = scratch.visited[i];
             float score = score_from_dot(metric, scratch.dots[i], q.scale, q.sq_norm, store.scale(node), store.sq_norm(node));

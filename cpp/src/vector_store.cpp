@@ -106,24 +106,57 @@ Status VectorStore::validate(const float* rows, std::size_t count, const char* w
     return Status::OK();
 }
 
-void VectorStore::reserve(std::size_t count) { rows_.reserve(count * stride_); }
+void VectorStore::reserve(std::size_t count) {
+    codes_.reserve(count * code_stride_);
+    norms_.reserve(count * 2);
+}
 
-detail::huge_vector<std::int8_t> VectorStore::grown_buffer(std::size_t extra_rows) const {
-    detail::huge_vector<std::int8_t> grown;
-    std::size_t needed = (count_ + extra_rows) * stride_;
-    if (needed <= rows_.capacity()) return grown;
-    grown.reserve(std::max(needed, (count_ + count_ / 2) * stride_));
-    grown.assign(rows_.begin(), rows_.end());
+VectorStore::Buffers VectorStore::grown_buffers(std::size_t extra_rows) const {
+    Buffers grown;
+    const std::size_t needed = count_ + extra_rows;
+    if (needed <= capacity_rows()) return grown;
+    const std::size_t rows = std::max(needed, count_ + count_ / 2);
+    grown.codes.reserve(rows * code_stride_);
+    grown.norms.reserve(rows * 2);
+    grown.codes.assign(codes_.begin(), codes_.end());
+    grown.norms.assign(norms_.begin(), norms_.end());
     return grown;
+}
+
+void VectorStore::append_rows_to(Buffers& buffers, const std::int8_t* rows, std::size_t count) const {
+    append_rows_to(buffers.codes, buffers.norms, rows, count);
+}
+
+void VectorStore::append_rows_to(detail::huge_vector<std::int8_t>& codes, detail::huge_vector<float>& norms,
+                                 const std::int8_t* rows, std::size_t count) const {
+    const std::size_t first = norms.size() / 2;
+    codes.resize((first + count) * code_stride_, 0);
+    norms.resize((first + count) * 2);
+    for (std::size_t r = 0; r < count; ++r) {
+        const std::int8_t* row = rows + r * row_bytes_;
+        std::memcpy(norms.data() + 2 * (first + r), row, header_bytes);
+        std::memcpy(codes.data() + (first + r) * code_stride_, row + header_bytes, dim_);
+    }
+}
+
+void VectorStore::set_row(std::size_t row, const std::int8_t* data) noexcept {
+    std::memcpy(norms_.data() + 2 * row, data, header_bytes);
+    std::memcpy(codes_.data() + row * code_stride_, data + header_bytes, dim_);
+}
+
+void VectorStore::copy_row(std::size_t row, std::int8_t* out) const noexcept {
+    std::memset(out, 0, row_bytes_);
+    std::memcpy(out, norms_.data() + 2 * row, header_bytes);
+    std::memcpy(out + header_bytes, codes(row), dim_);
 }
 
 void VectorStore::quantize_rows(const float* rows, std::size_t count, std::size_t threads, std::int8_t* out) const {
     const std::size_t parts = std::max<std::size_t>(1, std::min(threads, count / 4096));
     detail::for_each_range(count, parts, [&](std::size_t, std::size_t begin, std::size_t end) {
         for (std::size_t r = begin; r < end; ++r) {
-            std::int8_t* row = out + r * stride_;
+            std::int8_t* row = out + r * row_bytes_;
             float head[2];
-            std::memset(row, 0, stride_);
+            std::memset(row, 0, row_bytes_);
             quantize_vector(rows + r * dim_, dim_, metric_, row + header_bytes, &head[0], &head[1]);
             std::memcpy(row, head, sizeof(head));
         }
@@ -131,29 +164,35 @@ void VectorStore::quantize_rows(const float* rows, std::size_t count, std::size_
 }
 
 void VectorStore::append(const float* rows, std::size_t count, std::size_t threads) {
-    std::size_t first = count_;
-    if (rows_.capacity() < (first + count) * stride_) reserve(std::max(first + count, first + first / 2));
-    rows_.resize((first + count) * stride_, 0);
+    const std::size_t first = count_;
+    if (capacity_rows() < first + count) reserve(std::max(first + count, first + first / 2));
+    codes_.resize((first + count) * code_stride_, 0);
+    norms_.resize((first + count) * 2);
+    const std::size_t parts = std::max<std::size_t>(1, std::min(threads, count / 4096));
+    detail::for_each_range(count, parts, [&](std::size_t, std::size_t begin, std::size_t end) {
+        for (std::size_t r = begin; r < end; ++r)
+            quantize_vector(rows + r * dim_, dim_, metric_, codes_.data() + (first + r) * code_stride_,
+                            &norms_[2 * (first + r)], &norms_[2 * (first + r) + 1]);
+    });
     count_ = first + count;
-    quantize_rows(rows, count, threads, rows_.data() + first * stride_);
 }
 
 void VectorStore::append_rows(const std::int8_t* rows, std::size_t count) {
-    std::size_t first = count_;
-    if (rows_.capacity() < (first + count) * stride_) reserve(std::max(first + count, first + first / 2));
-    rows_.insert(rows_.end(), rows, rows + count * stride_);
+    const std::size_t first = count_;
+    if (capacity_rows() < first + count) reserve(std::max(first + count, first + first / 2));
+    append_rows_to(codes_, norms_, rows, count);
     count_ = first + count;
 }
 
 Status VectorStore::validate_rows(const std::int8_t* rows, std::size_t count, const char* what) const {
     for (std::size_t r = 0; r < count; ++r) {
-        const std::int8_t* row = rows + r * stride_;
+        const std::int8_t* row = rows + r * row_bytes_;
         float head[2];
         std::memcpy(head, row, sizeof(head));
         if (!std::isfinite(head[0]) || head[0] < 0.f || !std::isfinite(head[1]) || head[1] < 0.f)
             return Status::invalid_argument(std::string(what) + " row " + std::to_string(r) +
                                             " has a scale or squared norm that is negative or not finite");
-        for (std::size_t i = header_bytes + dim_; i < stride_; ++i)
+        for (std::size_t i = header_bytes + dim_; i < row_bytes_; ++i)
             if (row[i] != 0)
                 return Status::invalid_argument(std::string(what) + " row " + std::to_string(r) + " has non-zero padding");
     }

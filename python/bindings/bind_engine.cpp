@@ -643,7 +643,7 @@ class PyEngine {
     void export_locked(const ExportedState& state, py::dict& d) const {
         const VectorStore& nodes = engine_->node_store();
         const VectorStore& edge_store = engine_->edge_store();
-        std::size_t stride = nodes.stride_bytes();
+        std::size_t stride = nodes.row_bytes();
         std::size_t n = state.nodes.size(), m = state.edges.size();
         StringsOut keys, texts, props, aliases;
         InternedOut labels, tenants;
@@ -658,7 +658,7 @@ class PyEngine {
             props.add(r.props);
             aliases.add(r.aliases);
             ts.mutable_data()[i] = r.ts;
-            std::memcpy(rows.mutable_data() + i * stride, nodes.row_data(state.nodes[i]), stride);
+            nodes.copy_row(state.nodes[i], rows.mutable_data() + i * stride);
         }
         StringsOut edge_texts, edge_props;
         InternedOut rels;
@@ -682,7 +682,7 @@ class PyEngine {
         }
         py::array_t<std::int8_t> edge_rows({static_cast<py::ssize_t>(vector_rows.size()), static_cast<py::ssize_t>(stride)});
         for (std::size_t j = 0; j < vector_rows.size(); ++j)
-            std::memcpy(edge_rows.mutable_data() + j * stride, edge_store.row_data(vector_rows[j]), stride);
+            edge_store.copy_row(vector_rows[j], edge_rows.mutable_data() + j * stride);
         d["lsn"] = state.lsn;
         d["text_lsn"] = engine_->last_text_lsn();
         d["keys"] = keys.release();
@@ -709,7 +709,7 @@ class PyEngine {
                     const py::array& ts, const py::object& texts, const py::object& props) {
         std::size_t n = static_cast<std::size_t>(rows.ndim() == 2 ? rows.shape(0) : 0);
         std::vector<std::string> encoded = column_strings(keys, "keys", n);
-        std::size_t stride = engine_->node_store().stride_bytes();
+        std::size_t stride = engine_->node_store().row_bytes();
         auto r = py::array_t<std::int8_t, py::array::c_style | py::array::forcecast>::ensure(rows);
         if (!r || r.ndim() != 2 || static_cast<std::size_t>(r.shape(0)) != n || static_cast<std::size_t>(r.shape(1)) != stride)
             throw py::value_error("rows must be an int8 array of shape (" + std::to_string(n) + ", " + std::to_string(stride) + ")");
@@ -736,7 +736,7 @@ class PyEngine {
         std::size_t n = static_cast<std::size_t>(src.ndim() == 1 ? src.shape(0) : 0);
         auto src_ids = check_1d<std::uint32_t>(src, "src", "uint32", n);
         auto dst_ids = check_1d<std::uint32_t>(dst, "dst", "uint32", n);
-        std::size_t stride = engine_->edge_store().stride_bytes();
+        std::size_t stride = engine_->edge_store().row_bytes();
         auto has = check_1d<std::uint8_t>(has_vector, "has_vector", "uint8", n);
         bool any_vector = false;
         for (std::size_t i = 0; i < n; ++i) any_vector = any_vector || has.data()[i];

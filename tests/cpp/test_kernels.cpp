@@ -117,7 +117,8 @@ void check_same(bool same, const std::string& what, int line) {
     if (!same) vecgraph_test::report(__FILE__, line, what);
 }
 
-// Runs dot_rows_i8 of `table` on `rows` and compares with the serial table; checks nothing past out[count].
+// Runs dot_rows_i8 and dot_rows_i8_prefetched of `table` on `rows` and compares each with the
+// serial table; checks nothing past out[count].
 void check_dot_rows(const simd::kernel_table_t& table, const std::int8_t* query, const std::int8_t* base,
                     std::size_t stride, const std::vector<std::uint32_t>& rows, std::size_t dim,
                     const std::string& where) {
@@ -128,6 +129,10 @@ void check_dot_rows(const simd::kernel_table_t& table, const std::int8_t* query,
     simd::serial_table()->dot_rows_i8(query, base, stride, row_ids, count, dim, want.data());
     table.dot_rows_i8(query, base, stride, row_ids, count, dim, got.data());
     check_same(got == want, context(table, "dot_rows_i8", dim, where + " count=" + std::to_string(count)), __LINE__);
+    std::vector<std::int32_t> got_prefetched(count + 4, out_sentinel);
+    table.dot_rows_i8_prefetched(query, base, stride, row_ids, count, dim, got_prefetched.data());
+    check_same(got_prefetched == want,
+               context(table, "dot_rows_i8_prefetched", dim, where + " count=" + std::to_string(count)), __LINE__);
     for (std::size_t i = 0; i < count; ++i) {
         std::int32_t ref = reference_dot(query, base + std::size_t(rows[i]) * stride, dim);
         check_same(want[i] == ref, "serial dot_rows_i8 vs reference dim=" + std::to_string(dim), __LINE__);
@@ -176,6 +181,7 @@ TEST_CASE("available_isas lists serial first, each once, each with a matching ta
         CHECK_EQ(std::string(table->isa_name), isas[i]);
         CHECK(table->dot_i8 != nullptr);
         CHECK(table->dot_rows_i8 != nullptr);
+        CHECK(table->dot_rows_i8_prefetched != nullptr);
         CHECK(table->scan_i8 != nullptr);
     }
     for (const char* name : {"serial", "avx2", "avx512", "avx512_vnni", "neon"}) {
@@ -279,6 +285,10 @@ TEST_CASE("extreme values give the exact sums on every ISA and entry point") {
                 std::vector<std::int32_t> out(rows.size(), 0);
                 table->dot_rows_i8(a.data(), table_bytes.data(), stride, rows.data(), rows.size(), dim, out.data());
                 for (std::int32_t value : out) CHECK_EQ(value, expected);
+                std::vector<std::int32_t> out_prefetched(rows.size(), 0);
+                table->dot_rows_i8_prefetched(a.data(), table_bytes.data(), stride, rows.data(), rows.size(), dim,
+                                              out_prefetched.data());
+                for (std::int32_t value : out_prefetched) CHECK_EQ(value, expected);
 
                 std::vector<std::int32_t> scanned(rows_in_table, 0);
                 table->scan_i8(a.data(), table_bytes.data(), stride, rows_in_table, dim, scanned.data());
@@ -292,7 +302,7 @@ TEST_CASE("extreme values give the exact sums on every ISA and entry point") {
     }
 }
 
-TEST_CASE("dot_rows_i8 of every ISA equals serial on gathered rows") {
+TEST_CASE("dot_rows_i8 and dot_rows_i8_prefetched of every ISA equal serial on gathered rows") {
     std::mt19937 rng(23);
     constexpr std::size_t rows_in_table = 41;
     for (const simd::kernel_table_t* table : available_tables()) {

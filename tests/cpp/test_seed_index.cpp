@@ -233,7 +233,7 @@ TEST_CASE("relink finds a member linked for another row (a derailed insert) and 
     SeedIndex index(store, HnswParams{8, 48, 48}, 4);
     std::vector<float> rows = clustered(count, dim, 24, rng);
     store.append(rows.data(), count, 1);
-    const std::size_t stride = store.stride_bytes();
+    const std::size_t row_bytes = store.row_bytes();
     const std::vector<node_id_t> derailed{100, 1200, 2500};
     std::vector<std::vector<std::int8_t>> own;
     for (node_id_t node : derailed) {
@@ -245,8 +245,11 @@ TEST_CASE("relink finds a member linked for another row (a derailed insert) and 
             const float score = store.score(query, other);
             if (score < lowest) lowest = score, far = other;
         }
-        own.emplace_back(store.row_data(node), store.row_data(node) + stride);
-        store.set_row(node, store.row_data(far));
+        own.emplace_back(row_bytes);
+        store.copy_row(node, own.back().data());
+        std::vector<std::int8_t> far_row(row_bytes);
+        store.copy_row(far, far_row.data());
+        store.set_row(node, far_row.data());
     }
     std::vector<node_id_t> nodes(count);
     for (std::size_t i = 0; i < count; ++i) nodes[i] = static_cast<node_id_t>(i);

@@ -1,6 +1,7 @@
 // Quantization: saturation, symmetric scale, cosine normalisation, validation, scores.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <vector>
@@ -86,6 +87,69 @@ TEST_CASE("parallel append equals serial append") {
         for (std::size_t i = 0; i < dim; ++i) same = same && serial.codes(r)[i] == parallel.codes(r)[i];
     }
     CHECK(same);
+}
+
+TEST_CASE("code stride: rows start on a cache line from dim 64 up, and pack below it") {
+    CHECK_EQ(VectorStore::code_stride_for(1), std::size_t(4));
+    CHECK_EQ(VectorStore::code_stride_for(3), std::size_t(4));
+    CHECK_EQ(VectorStore::code_stride_for(5), std::size_t(8));
+    CHECK_EQ(VectorStore::code_stride_for(17), std::size_t(32));
+    CHECK_EQ(VectorStore::code_stride_for(64), std::size_t(64));
+    CHECK_EQ(VectorStore::code_stride_for(65), std::size_t(128));
+    CHECK_EQ(VectorStore::code_stride_for(97), std::size_t(128));
+    CHECK_EQ(VectorStore::code_stride_for(384), std::size_t(384));
+    CHECK_EQ(VectorStore::code_stride_for(1000), std::size_t(1024));
+    for (std::size_t dim : {1u, 3u, 17u, 63u, 64u, 97u, 384u})  // a stride that is a power of two below 64 divides 64
+        CHECK(VectorStore::code_stride_for(dim) >= 64 ? VectorStore::code_stride_for(dim) % 64 == 0
+                                                      : 64 % VectorStore::code_stride_for(dim) == 0);
+    VectorStore store(384, Metric::cos);
+    std::vector<float> x(384 * 3, 0.5f);
+    store.append(x.data(), 3, 1);
+    CHECK_EQ(reinterpret_cast<std::uintptr_t>(store.codes(2)) - reinterpret_cast<std::uintptr_t>(store.codes(0)),
+             std::uintptr_t(768));
+    CHECK_EQ(store.row_bytes(), std::size_t(8 + 384));
+}
+
+TEST_CASE("rows in the row layout round-trip through append_rows, copy_row, set_row and grown buffers") {
+    std::mt19937 rng(9);
+    std::normal_distribution<float> normal;
+    for (std::size_t dim : {1u, 3u, 17u, 97u, 384u}) {
+        for (Metric metric : {Metric::cos, Metric::ip, Metric::l2}) {
+            const std::size_t n = 50;
+            std::vector<float> x(dim * n);
+            for (auto& v : x) v = normal(rng);
+            VectorStore floats(dim, metric), rows(dim, metric);
+            floats.append(x.data(), n, 1);
+            std::vector<std::int8_t> layout(n * floats.row_bytes());
+            floats.quantize_rows(x.data(), n, 2, layout.data());
+            REQUIRE(floats.validate_rows(layout.data(), n, "rows").ok());
+            rows.append_rows(layout.data(), 20);
+            VectorStore::Buffers grown = rows.grown_buffers(1000);
+            REQUIRE(grown.grown());
+            rows.append_rows_to(grown, layout.data() + 20 * rows.row_bytes(), n - 20);
+            rows.adopt_buffers(grown);
+            CHECK_EQ(rows.size(), n);
+            CHECK(!rows.grown_buffers(10).grown());  // room for 1000 more: nothing to copy
+            std::vector<std::int8_t> copied(rows.row_bytes(), 99);
+            bool same = true;
+            for (std::size_t r = 0; r < n; ++r) {
+                // The store built from floats and the one built from rows hold the same values,
+                // and copy_row gives back the row layout byte for byte (zero padding included).
+                same = same && floats.scale(r) == rows.scale(r) && floats.sq_norm(r) == rows.sq_norm(r) &&
+                       std::equal(floats.codes(r), floats.codes(r) + dim, rows.codes(r));
+                rows.copy_row(r, copied.data());
+                same = same && std::equal(copied.begin(), copied.end(), layout.begin() + r * rows.row_bytes());
+            }
+            CHECK(same);
+            // set_row replaces codes, scale and squared norm of one row and nothing else.
+            rows.set_row(3, layout.data() + 7 * rows.row_bytes());
+            CHECK_EQ(rows.scale(3), floats.scale(7));
+            CHECK_EQ(rows.sq_norm(3), floats.sq_norm(7));
+            CHECK(std::equal(rows.codes(3), rows.codes(3) + dim, floats.codes(7)));
+            CHECK(std::equal(rows.codes(4), rows.codes(4) + dim, floats.codes(4)));
+            CHECK_EQ(rows.scale(4), floats.scale(4));
+        }
+    }
 }
 
 TEST_MAIN()

@@ -1,4 +1,5 @@
-// int8 vector store: one row of `dim` int8 codes and one float32 scale per vector.
+// int8 vector store: one row of `dim` int8 codes, a float32 scale and the float32 squared norm
+// of the dequantized vector per vector.
 //
 // Quantization (symmetric, per vector):
 //   cos: x is first divided by its L2 norm (computed in double);
@@ -14,6 +15,7 @@
 // (under cos, the cosine of the dequantized vectors).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cmath>
 #include <cstdint>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "vecgraph/detail/huge_pages.hpp"
+#include "vecgraph/detail/prefetch.hpp"
 #include "vecgraph/status.hpp"
 #include "vecgraph/types.hpp"
 
@@ -54,42 +57,62 @@ inline float score_from_dot(Metric metric, std::int32_t dot, float scale_q, floa
 
 class VectorStore {
   public:
-    // Row layout: [scale f32][sq_norm f32][dim int8 codes][pad to 4 bytes]. The scale sits in the
-    // same cache line as the first codes, so scoring a random row costs one memory miss, not three.
+    /// The row layout of batches, logs and snapshots: [scale f32][sq_norm f32][dim int8 codes]
+    /// [zero pad to 4 bytes].
     static constexpr std::size_t header_bytes = 2 * sizeof(float);
 
+    /// In memory the store holds the codes and the (scale, sq_norm) pairs apart. The codes of a
+    /// row start on a cache line and span the fewest lines (dim rounded up to 64 bytes; below 64,
+    /// to a power of two): a random 384-d row's codes take 6 lines, where header and codes side
+    /// by side took 7. The pairs sit in an array of 8 bytes per row, 8 rows to a line.
+    static std::size_t code_stride_for(std::size_t dim) noexcept {
+        constexpr std::size_t line = detail::cache_line_bytes;
+        if (dim >= line) return (dim + line - 1) / line * line;
+        std::size_t stride = 4;
+        while (stride < dim) stride *= 2;
+        return stride;
+    }
+
     VectorStore(std::size_t dim, Metric metric)
-        : dim_(dim), metric_(metric), stride_(header_bytes + (dim + 3) / 4 * 4) {}
+        : dim_(dim),
+          metric_(metric),
+          row_bytes_(header_bytes + (dim + 3) / 4 * 4),
+          code_stride_(code_stride_for(dim)) {}
 
     std::size_t dim() const noexcept { return dim_; }
     Metric metric() const noexcept { return metric_; }
     std::size_t size() const noexcept { return count_; }
-    /// Distance in bytes between the codes of consecutive rows.
-    std::size_t stride_bytes() const noexcept { return stride_; }
+    /// Bytes of one row in the row layout (batches, logs, snapshots).
+    std::size_t row_bytes() const noexcept { return row_bytes_; }
+    /// Distance in bytes between the codes of consecutive rows in memory.
+    std::size_t code_stride() const noexcept { return code_stride_; }
 
-    /// Codes of row 0; row r's codes start at codes_data() + r * stride_bytes().
-    const std::int8_t* codes_data() const noexcept { return rows_.data() + header_bytes; }
-    const std::int8_t* codes(std::size_t row) const noexcept { return rows_.data() + row * stride_ + header_bytes; }
-    float scale(std::size_t row) const noexcept { return header_float(row, 0); }
-    float sq_norm(std::size_t row) const noexcept { return header_float(row, 1); }
+    /// Codes of row 0; row r's codes start at codes_data() + r * code_stride().
+    const std::int8_t* codes_data() const noexcept { return codes_.data(); }
+    const std::int8_t* codes(std::size_t row) const noexcept { return codes_.data() + row * code_stride_; }
+    float scale(std::size_t row) const noexcept { return norms_[2 * row]; }
+    float sq_norm(std::size_t row) const noexcept { return norms_[2 * row + 1]; }
+    /// Asks for the codes and the (scale, sq_norm) pair of `row` into L2 (see prefetch.hpp).
+    void prefetch_row_l2(std::size_t row) const noexcept {
+        detail::prefetch_bytes_l2(codes(row), dim_);
+        detail::prefetch_bytes_l2(norms_.data() + 2 * row, 2 * sizeof(float));
+    }
 
     /// Validates every row of a row-major (count, dim) float32 batch; changes nothing.
     Status validate(const float* rows, std::size_t count, const char* what) const;
 
     /// Appends a validated batch, quantizing it with up to `threads` threads.
     void append(const float* rows, std::size_t count, std::size_t threads);
-    /// Quantizes a validated batch into `out` as `count` rows of stride_bytes() each (the
-    /// store's row layout), with up to `threads` threads.
+    /// Quantizes a validated batch into `out` as `count` rows of row_bytes() each (the row
+    /// layout), with up to `threads` threads.
     void quantize_rows(const float* rows, std::size_t count, std::size_t threads, std::int8_t* out) const;
-    /// Appends `count` rows already in the store's layout (from quantize_rows, a log or a snapshot).
+    /// Appends `count` rows in the row layout (from quantize_rows, a log or a snapshot).
     void append_rows(const std::int8_t* rows, std::size_t count);
-    /// Replaces one row with a row in the store's layout.
-    void set_row(std::size_t row, const std::int8_t* data) noexcept {
-        std::memcpy(rows_.data() + row * stride_, data, stride_);
-    }
-    /// Row `row` in the store's layout (stride_bytes() bytes).
-    const std::int8_t* row_data(std::size_t row) const noexcept { return rows_.data() + row * stride_; }
-    /// Checks rows in the store's layout (from a log or a snapshot): finite scale and squared
+    /// Replaces one row with a row in the row layout.
+    void set_row(std::size_t row, const std::int8_t* data) noexcept;
+    /// Writes row `row` in the row layout (row_bytes() bytes) to `out`.
+    void copy_row(std::size_t row, std::int8_t* out) const noexcept;
+    /// Checks rows in the row layout (from a log or a snapshot): finite scale and squared
     /// norm, zero padding; `what` names them in messages.
     Status validate_rows(const std::int8_t* rows, std::size_t count, const char* what) const;
 
@@ -106,32 +129,45 @@ class VectorStore {
     float score(const QuantizedVector& query, std::size_t row) const noexcept;
 
     void reserve(std::size_t count);
-    /// A copy of the row buffer with room for `extra_rows` more rows (grown geometrically), or
-    /// an empty buffer when the current one has room. Lets a writer copy outside a lock that
-    /// readers wait for, then adopt_buffer() under it.
-    detail::huge_vector<std::int8_t> grown_buffer(std::size_t extra_rows) const;
-    /// Takes a buffer from grown_buffer() (nothing to do for an empty one), with any whole rows
-    /// appended to it since; `buffer` receives the old one.
-    void adopt_buffer(detail::huge_vector<std::int8_t>& buffer) noexcept {
-        if (!buffer.capacity()) return;
-        rows_.swap(buffer);
-        count_ = rows_.size() / stride_;
+
+    /// The store's memory: codes and (scale, sq_norm) pairs.
+    struct Buffers {
+        detail::huge_vector<std::int8_t> codes;
+        detail::huge_vector<float> norms;
+        /// False for the empty Buffers grown_buffers() gives when the store has room.
+        bool grown() const noexcept { return codes.capacity() != 0; }
+    };
+    /// A copy of the store's buffers with room for `extra_rows` more rows (grown geometrically),
+    /// or empty buffers when the current ones have room. Lets a writer copy outside a lock that
+    /// readers wait for, then adopt_buffers() under it.
+    Buffers grown_buffers(std::size_t extra_rows) const;
+    /// Appends `count` rows in the row layout to buffers from grown_buffers().
+    void append_rows_to(Buffers& buffers, const std::int8_t* rows, std::size_t count) const;
+    /// Takes buffers from grown_buffers() (nothing to do for empty ones), with any whole rows
+    /// appended to them since; `buffers` receives the old ones.
+    void adopt_buffers(Buffers& buffers) noexcept {
+        if (!buffers.grown()) return;
+        codes_.swap(buffers.codes);
+        norms_.swap(buffers.norms);
+        count_ = norms_.size() / 2;
     }
-    std::size_t memory_bytes() const noexcept { return rows_.capacity(); }
+    std::size_t memory_bytes() const noexcept { return codes_.capacity() + norms_.capacity() * sizeof(float); }
 
   private:
-    // memcpy, not a float* cast: the buffer holds int8 objects (compiles to one load).
-    float header_float(std::size_t row, std::size_t index) const noexcept {
-        float value;
-        std::memcpy(&value, rows_.data() + row * stride_ + index * sizeof(float), sizeof(float));
-        return value;
+    // Rows the buffers hold room for.
+    std::size_t capacity_rows() const noexcept {
+        return std::min(codes_.capacity() / code_stride_, norms_.capacity() / 2);
     }
+    void append_rows_to(detail::huge_vector<std::int8_t>& codes, detail::huge_vector<float>& norms,
+                        const std::int8_t* rows, std::size_t count) const;
 
     std::size_t dim_;
     Metric metric_;
-    std::size_t stride_;
+    std::size_t row_bytes_;
+    std::size_t code_stride_;
     std::size_t count_ = 0;
-    detail::huge_vector<std::int8_t> rows_;  // on huge pages: searches read rows at random
+    detail::huge_vector<std::int8_t> codes_;  // on huge pages: searches read rows at random
+    detail::huge_vector<float> norms_;        // scale, sq_norm per row
 };
 
 }  // namespace vecgraph

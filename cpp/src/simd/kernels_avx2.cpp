@@ -104,19 +104,36 @@ inline void dot4_i8_avx2(const std::int8_t* query, const std::int8_t* r0, const 
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), sums);
 }
 
-void dot_rows_i8_avx2(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
-                      const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
-                      std::int32_t* out) noexcept {
+// With `ask_ahead`, asks for the gathered rows prefetch_rows_ahead_avx2 rows ahead of the one it computes (for
+// callers that have not asked for them).
+template <bool ask_ahead>
+void dot_rows_i8_avx2_impl(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
+                           const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
+                           std::int32_t* out) noexcept {
     auto row = [&](std::size_t j) noexcept { return base + std::size_t(rows[j]) * stride_bytes; };
-    std::size_t lead = count_rows < prefetch_rows_ahead_avx2 ? count_rows : prefetch_rows_ahead_avx2;
-    for (std::size_t j = 0; j < lead; ++j) prefetch_row_avx2(row(j), dim);
+    if constexpr (ask_ahead) {
+        std::size_t lead = count_rows < prefetch_rows_ahead_avx2 ? count_rows : prefetch_rows_ahead_avx2;
+        for (std::size_t j = 0; j < lead; ++j) prefetch_row_avx2(row(j), dim);
+    }
     std::size_t i = 0;
     for (; i + 4 <= count_rows; i += 4) {
-        for (std::size_t j = i + prefetch_rows_ahead_avx2; j < i + prefetch_rows_ahead_avx2 + 4 && j < count_rows; ++j)
-            prefetch_row_avx2(row(j), dim);
+        if constexpr (ask_ahead)
+            for (std::size_t j = i + prefetch_rows_ahead_avx2; j < i + prefetch_rows_ahead_avx2 + 4 && j < count_rows; ++j)
+                prefetch_row_avx2(row(j), dim);
         dot4_i8_avx2(query, row(i), row(i + 1), row(i + 2), row(i + 3), dim, out + i);
     }
     for (; i < count_rows; ++i) out[i] = dot_i8_avx2(query, row(i), dim);
+}
+
+void dot_rows_i8_avx2(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
+                      const std::uint32_t* rows, std::size_t count_rows, std::size_t dim, std::int32_t* out) noexcept {
+    dot_rows_i8_avx2_impl<true>(query, base, stride_bytes, rows, count_rows, dim, out);
+}
+
+void dot_rows_i8_prefetched_avx2(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
+                                 const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
+                                 std::int32_t* out) noexcept {
+    dot_rows_i8_avx2_impl<false>(query, base, stride_bytes, rows, count_rows, dim, out);
 }
 
 void scan_i8_avx2(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
@@ -129,7 +146,9 @@ void scan_i8_avx2(const std::int8_t* query, const std::int8_t* base, std::size_t
     for (; i < count_rows; ++i) out[i] = dot_i8_avx2(query, base + i * stride_bytes, dim);
 }
 
-constexpr kernel_table_t avx2_kernels{"avx2", &dot_i8_avx2, &dot_rows_i8_avx2, &scan_i8_avx2};
+constexpr kernel_table_t avx2_kernels{"avx2", &dot_i8_avx2,
+                                      &dot_rows_i8_avx2, &dot_rows_i8_prefetched_avx2,
+                                      &scan_i8_avx2};
 
 }  // namespace
 

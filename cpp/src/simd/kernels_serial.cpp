@@ -24,7 +24,9 @@ void scan_i8_serial(const std::int8_t* query, const std::int8_t* base, std::size
     for (std::size_t i = 0; i < count_rows; ++i) out[i] = dot_i8_serial(query, base + i * stride_bytes, dim);
 }
 
-constexpr kernel_table_t serial_kernels{"serial", &dot_i8_serial, &dot_rows_i8_serial, &scan_i8_serial};
+// Serial rows are not prefetched: both gathered-row entries are the same function.
+constexpr kernel_table_t serial_kernels{"serial", &dot_i8_serial, &dot_rows_i8_serial, &dot_rows_i8_serial,
+                                        &scan_i8_serial};
 
 }  // namespace
 

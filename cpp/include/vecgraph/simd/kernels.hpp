@@ -33,7 +33,14 @@ using scan_i8_fn = void (*)(const std::int8_t* query, const std::int8_t* base, s
 struct kernel_table_t {
     const char* isa_name;
     dot_i8_fn dot_i8;
+    /// Asks for the rows a few rows ahead of the one it computes (prefetch into L2).
     dot_rows_i8_fn dot_rows_i8;
+    /// The same results for rows the caller has already asked for (the HNSW walk and the
+    /// traversal ask for a row's lines when they reach it): asking again costs one of the
+    /// core's few L1 miss buffers per line while the request goes to L2, and with a burst of
+    /// rows in flight those buffers are what a search waits on (100,000 nodes, 384-d: a search
+    /// took 0.94x the time without the second request).
+    dot_rows_i8_fn dot_rows_i8_prefetched;
     scan_i8_fn scan_i8;
 };
 
