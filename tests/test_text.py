@@ -383,6 +383,12 @@ def test_exclude_many_drops_what_exclude_drops_in_blocks(big):
         big.search("widget", 5, exclude_many=lambda keys: [])
     with pytest.raises(TypeError, match="exclude_many must be callable"):
         big.search("widget", 5, exclude_many=3)
+    for exclude in (None, lambda key: False):  # alone, and beside exclude
+        with pytest.raises(TypeError, match="exclude_many must return a sequence of bools, one per key; "
+                                            "it returned NoneType for 64 keys"):
+            big.search("widget", 5, exclude_many=lambda keys: None, exclude=exclude)
+        with pytest.raises(ValueError, match="returned 63 flags for 64 keys"):
+            big.search("widget", 5, exclude_many=lambda keys: [False] * (len(keys) - 1), exclude=exclude)
 
 
 def test_many_filter_values(big):

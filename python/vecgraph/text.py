@@ -798,9 +798,9 @@ class TextIndex:
         if exclude_many is None:
             drops = None if exclude is None else (lambda keys: [exclude(keys[0])])
         elif exclude is None:
-            drops = exclude_many
+            drops = lambda keys: _many_flags(exclude_many, keys)  # noqa: E731
         else:
-            drops = lambda keys: [d or exclude(key) for key, d in zip(keys, exclude_many(keys))]  # noqa: E731
+            drops = lambda keys: [d or exclude(key) for key, d in zip(keys, _many_flags(exclude_many, keys))]  # noqa: E731
         block_size = 1 if exclude_many is None else max(k, 64)
         # The first page holds the first block and max(k, 32) more rows (a page yields only the
         # rows scored above its last one, and a second page fetches four times as many).
@@ -1059,12 +1059,24 @@ def _key_order(key: Key) -> tuple:
     return (0, key, "") if type(key) is int else (1, 0, key)
 
 
+def _many_flags(exclude_many: Callable[[list], Sequence[bool]], keys: list) -> list:
+    """``exclude_many(keys)`` as a list of one flag per key; TypeError when it returns no
+    sequence (None, say), ValueError when it returns another number of flags."""
+    flags = exclude_many(keys)
+    try:
+        flags = list(flags)
+    except TypeError:
+        raise TypeError(f"exclude_many must return a sequence of bools, one per key; "
+                        f"it returned {type(flags).__name__} for {len(keys)} keys") from None
+    if len(flags) != len(keys):
+        raise ValueError(f"exclude_many returned {len(flags)} flags for {len(keys)} keys")
+    return flags
+
+
 def _admit_block(block: list, drops: Callable[[list], Sequence[bool]], out: list, k: int) -> bool:
     """Moves the (key, score) rows of ``block`` that ``drops`` keeps to ``out``, up to ``k``
     there; True once ``out`` holds ``k``."""
-    flags = list(drops([key for key, _ in block]))
-    if len(flags) != len(block):
-        raise ValueError(f"exclude_many returned {len(flags)} flags for {len(block)} keys")
+    flags = drops([key for key, _ in block])
     for row, drop in zip(block, flags):
         if not drop:
             out.append(row)
