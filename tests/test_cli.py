@@ -148,6 +148,14 @@ def test_usage_errors_exit_2(graph_folder, tmp_path, capsys):
     assert "-k: expected an integer in [1," in failed(2, "query", graph_folder, "--vector", q, "-k", "0")
     assert "--direction: invalid choice" in failed(2, "query", graph_folder, "--vector", q, "--direction", "up")
     assert "nothing to ingest" in failed(2, "ingest", tmp_path / "new.vg", "--dim", "8")
+    # Flags of the kind of file not given change nothing: refused before the folder is made.
+    edges = tmp_path / "e.csv"
+    edges.write_text("src,dst\na,b\n")
+    err = failed(2, "ingest", tmp_path / "new.vg", "--dim", "8", "--edges", edges, "--upsert", "--key-column", "id")
+    assert "--key-column, --upsert apply to --nodes files; give --nodes FILE or drop them" in err
+    err = failed(2, "ingest", tmp_path / "new.vg", "--dim", "8", "--nodes", edges, "--rel-column", "kind")
+    assert "--rel-column applies to --edges files; give --edges FILE or drop it" in err
+    assert not (tmp_path / "new.vg").exists()
     assert "--rejects needs --on-error skip" in failed(2, "ingest", tmp_path / "new.vg", "--nodes", "x.csv",
                                                        "--rejects", "r.jsonl")
     assert "invalid choice" in failed(2, "frobnicate")

@@ -263,6 +263,13 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         args.parser.error("nothing to ingest: give --nodes FILE and/or --edges FILE")
     if args.rejects is not None and args.on_error != "skip":
         args.parser.error("--rejects needs --on-error skip")
+    # Column flags of a kind of file that is not given would be ignored: a usage error instead.
+    for given, kind, flags in ((args.nodes, "--nodes", dict(_NODE_FLAGS, upsert="upsert")),
+                               (args.edges, "--edges", _EDGE_FLAGS)):
+        stray = [f"--{attr.replace('_', '-')}" for attr in flags.values() if getattr(args, attr)]
+        if not given and stray:
+            args.parser.error(f"{', '.join(stray)} {'applies' if len(stray) == 1 else 'apply'} to {kind} "
+                              f"files; give {kind} FILE or drop {'it' if len(stray) == 1 else 'them'}")
     if args.embedder and args.vector_column:
         args.parser.error("--vector-column and --embedder exclude each other: "
                           "the embedder computes node vectors from the text column")
