@@ -61,7 +61,7 @@ VECTOR_MODES = ["grid", "floats", "normal"]
 
 
 @st.composite
-def graph_specs(draw, max_nodes: int = 60, dims=(1, 3, 8, 17), metrics=("cos", "ip", "l2"), modes=VECTOR_MODES):
+def graph_specs(draw, max_nodes: int = 60, dims=(1, 3, 8, 17, 97), metrics=("cos", "ip", "l2"), modes=VECTOR_MODES):
     dim = draw(st.sampled_from(dims))
     metric = draw(st.sampled_from(metrics))
     n = draw(st.integers(min_value=0, max_value=max_nodes))
