@@ -72,12 +72,13 @@ inline void dot4_i8_avx512bw(const std::int8_t* query, const std::int8_t* r0, co
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), reduce4_i32x16_avx512(acc0, acc1, acc2, acc3));
 }
 
-// With `ask_ahead`, asks for the gathered rows prefetch_rows_ahead_avx512 rows ahead of the one it computes (for
-// callers that have not asked for them).
+// Dot products of gathered rows. With `ask_ahead`, asks for the rows prefetch_rows_ahead_avx512 rows
+// ahead of the one it computes (the dot_rows_i8 entry); without, leaves that to the caller
+// (dot_rows_i8_prefetched).
 template <bool ask_ahead>
-void dot_rows_i8_avx512bw_impl(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
-                               const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
-                               std::int32_t* out) noexcept {
+void dot_rows_i8_avx512bw(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
+                          const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
+                          std::int32_t* out) noexcept {
     auto row = [&](std::size_t j) noexcept { return base + std::size_t(rows[j]) * stride_bytes; };
     if constexpr (ask_ahead) {
         std::size_t lead = count_rows < prefetch_rows_ahead_avx512 ? count_rows : prefetch_rows_ahead_avx512;
@@ -94,18 +95,6 @@ void dot_rows_i8_avx512bw_impl(const std::int8_t* query, const std::int8_t* base
     for (; i < count_rows; ++i) out[i] = dot_i8_avx512bw(query, row(i), dim);
 }
 
-void dot_rows_i8_avx512bw(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
-                          const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
-                          std::int32_t* out) noexcept {
-    dot_rows_i8_avx512bw_impl<true>(query, base, stride_bytes, rows, count_rows, dim, out);
-}
-
-void dot_rows_i8_prefetched_avx512bw(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
-                                     const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
-                                     std::int32_t* out) noexcept {
-    dot_rows_i8_avx512bw_impl<false>(query, base, stride_bytes, rows, count_rows, dim, out);
-}
-
 void scan_i8_avx512bw(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
                       std::size_t count_rows, std::size_t dim, std::int32_t* out) noexcept {
     std::size_t i = 0;
@@ -117,7 +106,7 @@ void scan_i8_avx512bw(const std::int8_t* query, const std::int8_t* base, std::si
 }
 
 constexpr kernel_table_t avx512_kernels{"avx512", &dot_i8_avx512bw,
-                                        &dot_rows_i8_avx512bw, &dot_rows_i8_prefetched_avx512bw,
+                                        &dot_rows_i8_avx512bw<true>, &dot_rows_i8_avx512bw<false>,
                                         &scan_i8_avx512bw};
 
 }  // namespace

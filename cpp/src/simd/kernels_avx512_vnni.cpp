@@ -99,12 +99,13 @@ inline void dot4_i8_avx512vnni(const std::int8_t* query, const std::int8_t* r0, 
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_sub_epi32(sums, _mm_set1_epi32(std::int32_t(bias))));
 }
 
-// With `ask_ahead`, asks for the gathered rows prefetch_rows_ahead_avx512 rows ahead of the one it computes (for
-// callers that have not asked for them).
+// Dot products of gathered rows. With `ask_ahead`, asks for the rows prefetch_rows_ahead_avx512 rows
+// ahead of the one it computes (the dot_rows_i8 entry); without, leaves that to the caller
+// (dot_rows_i8_prefetched).
 template <bool ask_ahead>
-void dot_rows_i8_avx512vnni_impl(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
-                                 const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
-                                 std::int32_t* out) noexcept {
+void dot_rows_i8_avx512vnni(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
+                            const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
+                            std::int32_t* out) noexcept {
     auto row = [&](std::size_t j) noexcept { return base + std::size_t(rows[j]) * stride_bytes; };
     if constexpr (ask_ahead) {
         std::size_t lead = count_rows < prefetch_rows_ahead_avx512 ? count_rows : prefetch_rows_ahead_avx512;
@@ -122,18 +123,6 @@ void dot_rows_i8_avx512vnni_impl(const std::int8_t* query, const std::int8_t* ba
     for (; i < count_rows; ++i) out[i] = dot1_i8_avx512vnni(query, row(i), dim, bias);
 }
 
-void dot_rows_i8_avx512vnni(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
-                            const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
-                            std::int32_t* out) noexcept {
-    dot_rows_i8_avx512vnni_impl<true>(query, base, stride_bytes, rows, count_rows, dim, out);
-}
-
-void dot_rows_i8_prefetched_avx512vnni(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
-                                       const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
-                                       std::int32_t* out) noexcept {
-    dot_rows_i8_avx512vnni_impl<false>(query, base, stride_bytes, rows, count_rows, dim, out);
-}
-
 void scan_i8_avx512vnni(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
                         std::size_t count_rows, std::size_t dim, std::int32_t* out) noexcept {
     std::uint32_t bias = query_bias_avx512vnni(query, dim);
@@ -147,7 +136,7 @@ void scan_i8_avx512vnni(const std::int8_t* query, const std::int8_t* base, std::
 }
 
 constexpr kernel_table_t avx512_vnni_kernels{"avx512_vnni", &dot_i8_avx512vnni,
-                                             &dot_rows_i8_avx512vnni, &dot_rows_i8_prefetched_avx512vnni,
+                                             &dot_rows_i8_avx512vnni<true>, &dot_rows_i8_avx512vnni<false>,
                                              &scan_i8_avx512vnni};
 
 }  // namespace

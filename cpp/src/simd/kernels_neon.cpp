@@ -74,12 +74,13 @@ inline void dot4_i8_neon(const std::int8_t* query, const std::int8_t* r0, const 
     vst1q_s32(out, sums);
 }
 
-// With `ask_ahead`, asks for the gathered rows prefetch_rows_ahead_neon rows ahead of the one it computes (for
-// callers that have not asked for them).
+// Dot products of gathered rows. With `ask_ahead`, asks for the rows prefetch_rows_ahead_neon rows
+// ahead of the one it computes (the dot_rows_i8 entry); without, leaves that to the caller
+// (dot_rows_i8_prefetched).
 template <bool ask_ahead>
-void dot_rows_i8_neon_impl(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
-                           const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
-                           std::int32_t* out) noexcept {
+void dot_rows_i8_neon(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
+                      const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
+                      std::int32_t* out) noexcept {
     auto row = [&](std::size_t j) noexcept { return base + std::size_t(rows[j]) * stride_bytes; };
     if constexpr (ask_ahead) {
         std::size_t lead = count_rows < prefetch_rows_ahead_neon ? count_rows : prefetch_rows_ahead_neon;
@@ -95,17 +96,6 @@ void dot_rows_i8_neon_impl(const std::int8_t* query, const std::int8_t* base, st
     for (; i < count_rows; ++i) out[i] = dot_i8_neon(query, row(i), dim);
 }
 
-void dot_rows_i8_neon(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
-                      const std::uint32_t* rows, std::size_t count_rows, std::size_t dim, std::int32_t* out) noexcept {
-    dot_rows_i8_neon_impl<true>(query, base, stride_bytes, rows, count_rows, dim, out);
-}
-
-void dot_rows_i8_prefetched_neon(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
-                                 const std::uint32_t* rows, std::size_t count_rows, std::size_t dim,
-                                 std::int32_t* out) noexcept {
-    dot_rows_i8_neon_impl<false>(query, base, stride_bytes, rows, count_rows, dim, out);
-}
-
 void scan_i8_neon(const std::int8_t* query, const std::int8_t* base, std::size_t stride_bytes,
                   std::size_t count_rows, std::size_t dim, std::int32_t* out) noexcept {
     std::size_t i = 0;
@@ -117,7 +107,7 @@ void scan_i8_neon(const std::int8_t* query, const std::int8_t* base, std::size_t
 }
 
 constexpr kernel_table_t neon_kernels{"neon", &dot_i8_neon,
-                                      &dot_rows_i8_neon, &dot_rows_i8_prefetched_neon,
+                                      &dot_rows_i8_neon<true>, &dot_rows_i8_neon<false>,
                                       &scan_i8_neon};
 
 }  // namespace
