@@ -9,10 +9,12 @@ import json
 import math
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
 
+import numpy as np
 import pytest
 import vecgraph.text as vgtext
 from vecgraph.errors import (
@@ -389,6 +391,29 @@ def test_exclude_many_drops_what_exclude_drops_in_blocks(big):
             big.search("widget", 5, exclude_many=lambda keys: None, exclude=exclude)
         with pytest.raises(ValueError, match="returned 63 flags for 64 keys"):
             big.search("widget", 5, exclude_many=lambda keys: [False] * (len(keys) - 1), exclude=exclude)
+        # Truthy values that are not bools would be read as flags: refused, naming what came.
+        for returned, what in ((lambda keys: "x" * len(keys), "it returned str for 64 keys"),
+                               (lambda keys: {key: False for key in keys}, "it returned dict for 64 keys"),
+                               (lambda keys: ["False"] * len(keys), "item 0 is str 'False'"),
+                               (lambda keys: [None] * len(keys), "item 0 is NoneType None"),
+                               (lambda keys: np.zeros((len(keys), 2), dtype=bool), "item 0 is ndarray")):
+            with pytest.raises(TypeError, match=re.escape(what)):
+                big.search("widget", 5, exclude_many=returned, exclude=exclude)
+        emptied = []
+
+        def clears(keys):  # empties the list it is given: the count is the one it was given
+            emptied.append(len(keys))
+            keys.clear()
+            return []
+
+        with pytest.raises(ValueError, match="returned 0 flags for 64 keys"):
+            big.search("widget", 5, exclude_many=clears, exclude=exclude)
+    # numpy bools and generators of bools are flags.
+    assert big.search("widget", 5, exclude_many=lambda keys: np.zeros(len(keys), dtype=bool)) == big.search("widget", 5)
+    assert big.search("widget", 5, exclude_many=lambda keys: (False for _ in keys)) == big.search("widget", 5)
+    with pytest.raises(TypeError, match="exclude must return a bool; it returned str 'yes' for key"):
+        big.search("widget", 5, exclude=lambda key: "yes")
+    assert big.search("widget", 5, exclude=lambda key: np.bool_(False)) == big.search("widget", 5)
 
 
 def test_many_filter_values(big):

@@ -52,3 +52,9 @@ class StorageError(Error, OSError):
 
 class ReadOnlyError(Error):
     """A write to a graph that cannot take writes."""
+
+
+def _short(value: object, width: int = 40) -> str:
+    """repr(value), cut to ``width`` characters: how error messages quote what came."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -22,6 +22,7 @@ from . import _core
 from . import hybrid, storage
 from .fusion import rrf_with_ranks
 from .errors import CorruptionError, DimensionMismatchError, Error, InvalidArgumentError, ReadOnlyError
+from .errors import _short
 
 Key = Union[str, int]
 
@@ -315,12 +316,6 @@ def _filterable_mismatch(name: str, kind: str, value: Any) -> Optional[str]:
     if problem is None:
         return None
     return f"filterable property {name!r} is declared {kind}, got {type(value).__name__} {_short(value, 60)}{problem}"
-
-
-def _short(value: Any, width: int = 40) -> str:
-    """repr(value), cut to ``width`` characters."""
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _props(values: Any, count: int, filterable: Optional[dict] = None,

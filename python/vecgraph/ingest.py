@@ -45,8 +45,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .embedders import check_embedder, check_output
-from .errors import DimensionMismatchError, InvalidArgumentError, StorageError
-from .graph import _filterable_mismatch, _short
+from .errors import DimensionMismatchError, InvalidArgumentError, StorageError, _short
+from .graph import _filterable_mismatch
 
 __all__ = ["nodes", "edges", "from_networkx", "IngestReport", "IngestError"]
 

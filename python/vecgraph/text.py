@@ -34,6 +34,8 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Callable, Optional, Union
 
+import numpy as np
+
 from .errors import (
     CorruptionError,
     DuplicateKeyError,
@@ -41,6 +43,7 @@ from .errors import (
     InvalidArgumentError,
     ReadOnlyError,
     StorageError,
+    _short,
 )
 
 __all__ = ["tokenize", "TextIndex", "STOPWORDS", "TOKENIZER_VERSION", "SCHEMA_VERSION"]
@@ -723,8 +726,11 @@ class TextIndex:
             in the index's order).
 
         Raises:
-            TypeError: arguments of the wrong type. InvalidArgumentError: ``k < 1``, an
-            unknown kind, a ts bound outside int64. Error: the index is closed.
+            TypeError: arguments of the wrong type; ``exclude`` returning anything but a bool
+            (``numpy.bool_`` counts as one), ``exclude_many`` returning anything but a sequence
+            of them. ValueError: ``exclude_many`` returning another number of flags than keys.
+            InvalidArgumentError: ``k < 1``, an unknown kind, a ts bound outside int64.
+            Error: the index is closed.
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
@@ -796,11 +802,12 @@ class TextIndex:
         # Candidates are checked in blocks: one at a time with ``exclude`` alone (it is called
         # on no candidate past the k-th admitted), growing blocks with ``exclude_many``.
         if exclude_many is None:
-            drops = None if exclude is None else (lambda keys: [exclude(keys[0])])
+            drops = None if exclude is None else (lambda keys: [_one_flag(exclude, keys[0])])
         elif exclude is None:
             drops = lambda keys: _many_flags(exclude_many, keys)  # noqa: E731
         else:
-            drops = lambda keys: [d or exclude(key) for key, d in zip(keys, _many_flags(exclude_many, keys))]  # noqa: E731
+            drops = lambda keys: [d or _one_flag(exclude, key)  # noqa: E731
+                                  for key, d in zip(keys, _many_flags(exclude_many, keys))]
         block_size = 1 if exclude_many is None else max(k, 64)
         # The first page holds the first block and max(k, 32) more rows (a page yields only the
         # rows scored above its last one, and a second page fetches four times as many).
@@ -1059,17 +1066,39 @@ def _key_order(key: Key) -> tuple:
     return (0, key, "") if type(key) is int else (1, 0, key)
 
 
+def _is_flag(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _one_flag(exclude: Callable[[Key], bool], key: Key) -> bool:
+    """``exclude(key)``; TypeError naming what came when that is not a bool."""
+    flag = exclude(key)
+    if not _is_flag(flag):
+        raise TypeError(f"exclude must return a bool; it returned {type(flag).__name__} "
+                        f"{_short(flag)} for key {_short(key)}")
+    return bool(flag)
+
+
 def _many_flags(exclude_many: Callable[[list], Sequence[bool]], keys: list) -> list:
-    """``exclude_many(keys)`` as a list of one flag per key; TypeError when it returns no
-    sequence (None, say), ValueError when it returns another number of flags."""
+    """``exclude_many(keys)`` as a list of one bool per key; TypeError when it returns no
+    sequence (None, say), a str, bytes or dict, or an item that is not a bool (numpy.bool_
+    counts as one); ValueError when it returns another number of flags."""
+    count = len(keys)  # before the call: the callable may change the list it is given
     flags = exclude_many(keys)
+    if isinstance(flags, (str, bytes, bytearray, dict)):
+        raise TypeError(f"exclude_many must return a sequence of bools, one per key; "
+                        f"it returned {type(flags).__name__} for {count} keys")
     try:
         flags = list(flags)
     except TypeError:
         raise TypeError(f"exclude_many must return a sequence of bools, one per key; "
-                        f"it returned {type(flags).__name__} for {len(keys)} keys") from None
-    if len(flags) != len(keys):
-        raise ValueError(f"exclude_many returned {len(flags)} flags for {len(keys)} keys")
+                        f"it returned {type(flags).__name__} for {count} keys") from None
+    if len(flags) != count:
+        raise ValueError(f"exclude_many returned {len(flags)} flags for {count} keys")
+    for i, flag in enumerate(flags):
+        if not _is_flag(flag):
+            raise TypeError(f"exclude_many must return a sequence of bools, one per key; "
+                            f"item {i} is {type(flag).__name__} {_short(flag)}")
     return flags
 
 
