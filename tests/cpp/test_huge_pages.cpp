@@ -19,7 +19,7 @@ bool aligned_to(const void* address, std::size_t alignment) {
 }
 }  // namespace
 
-TEST_CASE("blocks of at least 2 MiB start on a huge-page boundary, smaller ones come from the heap") {
+TEST_CASE("blocks of at least 2 MiB start on a huge-page boundary, smaller ones on a cache line from the heap") {
     HugePageAllocator<std::uint32_t> allocator;
     const std::size_t huge_count = huge_page_bytes / sizeof(std::uint32_t);
     CHECK(!HugePageAllocator<std::uint32_t>::is_huge(huge_count - 1));
@@ -33,6 +33,7 @@ TEST_CASE("blocks of at least 2 MiB start on a huge-page boundary, smaller ones 
         allocator.deallocate(block, count);
     }
     std::uint32_t* small = allocator.allocate(16);
+    CHECK(aligned_to(small, 64));
     for (std::uint32_t i = 0; i < 16; ++i) small[i] = i;
     CHECK_EQ(std::accumulate(small, small + 16, 0u), 120u);
     allocator.deallocate(small, 16);

@@ -107,6 +107,7 @@ TEST_CASE("code stride: rows start on a cache line from dim 64 up, and pack belo
     store.append(x.data(), 3, 1);
     CHECK_EQ(reinterpret_cast<std::uintptr_t>(store.codes(2)) - reinterpret_cast<std::uintptr_t>(store.codes(0)),
              std::uintptr_t(768));
+    CHECK_EQ(reinterpret_cast<std::uintptr_t>(store.codes(0)) % 64, std::uintptr_t(0));  // a small buffer too
     CHECK_EQ(store.row_bytes(), std::size_t(8 + 384));
 }
 

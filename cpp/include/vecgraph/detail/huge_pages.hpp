@@ -96,6 +96,9 @@ struct HugePageAllocator {
     HugePageAllocator(const HugePageAllocator<U>&) noexcept {}
 
     static bool is_huge(std::size_t count) noexcept { return count >= huge_page_bytes / sizeof(T); }
+    /// Blocks below a huge page come from the heap on a cache-line boundary (so the first of
+    /// a VectorStore's rows, and with it every row, starts on a line in small graphs too).
+    static constexpr std::size_t small_alignment_bytes = 64;
 
     T* allocate(std::size_t count) {
         if (!allocations_return_null) return allocate_or_throw(count);
@@ -110,7 +113,7 @@ struct HugePageAllocator {
         if (is_huge(count))
             unmap_huge_pages(address, count * sizeof(T));
         else
-            std::allocator<T>().deallocate(address, count);
+            ::operator delete(address, std::align_val_t(small_alignment_bytes));
     }
 
     template <typename U>
@@ -122,7 +125,7 @@ struct HugePageAllocator {
     static T* allocate_or_throw(std::size_t count) {
         if (count > std::size_t(-1) / sizeof(T)) throw std::bad_alloc();
         if (is_huge(count)) return static_cast<T*>(map_huge_pages(count * sizeof(T)));
-        return std::allocator<T>().allocate(count);
+        return static_cast<T*>(::operator new(count * sizeof(T), std::align_val_t(small_alignment_bytes)));
     }
 };
 
