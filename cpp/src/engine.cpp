@@ -2190,8 +2190,9 @@ Status Engine::expand_and_score(const SearchRequest& request, TraversalScratch& 
 namespace {
 // Rows scored per kernel call by the exact seed scans. Gathered rows (member lists, a filter's
 // admitted rows): few enough that a block's rows are still in L1/L2 when their scales are read
-// right after (a row's scale and squared norm share its first cache line); with 4,096-row blocks
-// each row was fetched from memory twice, and list scans of 10,000-30,000 rows of a 1,000,000-node
+// right after (measured when a row's scale and squared norm shared its first cache line; they
+// now sit in an array of their own, asked for with the row); with 4,096-row blocks each row was
+// fetched from memory twice, and list scans of 10,000-30,000 rows of a 1,000,000-node
 // graph took 1.18-1.23x as long. Consecutive rows: the hardware streams them, and 256-row blocks
 // were 2-5% slower than 4,096.
 constexpr std::size_t gather_block_rows = 64;

@@ -148,8 +148,8 @@ struct metric_t {
     }
 };
 
-// Called by USearch with the neighbours an insert is about to measure. Their rows (header and
-// codes) are requested from memory together, so the misses overlap instead of queueing one
+// Called by USearch with the neighbours an insert is about to measure. Their rows (codes, scale
+// and squared norm) are requested from memory together, so the misses overlap instead of queueing one
 // distance at a time; so are the heads and base-level lists of their tapes, so that the list
 // of the candidate the insert's search expands next is already on its way (that miss was the
 // largest single cost of an insert: inserts ran 10-20% faster with it, 100k nodes).
