@@ -301,7 +301,13 @@ def test_query_errors(graph_folder, tmp_path):
     cube = _npy(tmp_path, "cube.npy", np.ones((2, 2, 8), np.float32))
     assert "(dim,) or (n, dim)" in failed(1, "query", graph_folder, "--vector", cube)
     (tmp_path / "text.npy").write_text("not numpy")
-    assert "text.npy" in failed(1, "query", graph_folder, "--vector", tmp_path / "text.npy")
+    err = failed(1, "query", graph_folder, "--vector", tmp_path / "text.npy")
+    assert "text.npy is not a NumPy .npy file (it does not start with the .npy magic bytes" in err
+    assert "pickle" not in err  # what np.load says of any file that is not .npy
+    truncated = _npy(tmp_path, "cut.npy", np.ones(DIM, np.float32))
+    with open(truncated, "r+b") as f:
+        f.truncate(100)
+    assert "cut.npy is not a NumPy .npy file of numbers" in failed(1, "query", graph_folder, "--vector", truncated)
     (tmp_path / "empty.npy").write_bytes(b"")
     err = failed(1, "query", graph_folder, "--vector", tmp_path / "empty.npy")
     assert "empty.npy is not a NumPy .npy file" in err and "Traceback" not in err

@@ -357,8 +357,15 @@ def _query_vectors(args: argparse.Namespace, graph) -> np.ndarray:
     """The (n, dim) float32 queries: rows of the --vector file, or the embedded TEXT."""
     if args.vector is not None:
         try:
+            with open(args.vector, "rb") as f:
+                magic = f.read(6)
+            if magic != b"\x93NUMPY":  # np.load would call any other file pickled data
+                raise CommandError(f"{args.vector} is not a NumPy .npy file (it does not start with the .npy "
+                                   f"magic bytes; write one with numpy.save)")
             array = np.load(args.vector, allow_pickle=False)
-        except (ValueError, EOFError) as exc:  # EOFError: an empty file
+        except OSError as exc:
+            raise CommandError(f"cannot read --vector {args.vector}: {exc.strerror or exc}") from None
+        except (ValueError, EOFError) as exc:  # EOFError: a truncated file
             raise CommandError(f"{args.vector} is not a NumPy .npy file of numbers: {exc}") from None
         if not isinstance(array, np.ndarray) or array.ndim not in (1, 2) or array.size == 0:
             shape = getattr(array, "shape", None)
