@@ -840,6 +840,24 @@ def test_jsonl_bad_lines_are_bad_rows(tmp_path):
     assert [(r["row"], r["column"]) for r in _rejects(report.rejects_path)] == [(1, None), (2, None)]
 
 
+def test_nan_keys_are_reported_as_missing_naming_nan(tmp_path):
+    """pandas turns an int key column with gaps into floats: NaN there is a missing key, and
+    the reason names NaN (a JSON null stays "null")."""
+    vectors = _fsl(np.ones((3, DIM), np.float32))
+    g = vg.Graph(DIM)
+    report = ingest.nodes(g, pa.table({"key": [1.0, float("nan"), 3.0], "vector": vectors}), on_error="skip",
+                          rejects=tmp_path / "r.jsonl", progress=False)
+    assert (report.rows_accepted, report.rows_rejected) == (2, 1)
+    assert sorted(g.search(np.ones(DIM), k=3, exact=True).keys) == [1, 3]
+    assert [r["reason"] for r in _rejects(report.rejects_path)] == ["missing key (null or NaN)"]
+    nodes = tmp_path / "n.jsonl"  # JSON lines as Python's json module writes NaN
+    nodes.write_text("".join(json.dumps({"key": k, "vector": _V}) + "\n" for k in ["a", float("nan")]))
+    g = vg.Graph(DIM)
+    with pytest.raises(ingest.IngestError, match=r"node row 1, column 'key': missing key \(nan\)"):
+        ingest.nodes(g, nodes, progress=False)
+    assert len(g) == 0
+
+
 def test_rejects_file_holds_a_bad_key_as_it_came(tmp_path):
     keys = [1.5, True, 2.0, 2**70, [1], None, "ok"]
     nodes = tmp_path / "n.jsonl"

@@ -585,18 +585,20 @@ def _key_column(col: Any, column: str, problems: _Problems) -> list:
     if isinstance(col, pa.Array):
         col = _decode(col)
         t = col.type
+        missing_key = "missing key (null)"
         if pa.types.is_floating(t):  # pandas turns an int column with missing values into floats
             values = col.to_numpy(zero_copy_only=False).astype(np.float64)  # nulls become NaN
             missing = np.isnan(values)
             present = values[~missing]
             if np.array_equal(present, np.trunc(present)) and bool((np.abs(present) < 2.0**63).all()):
                 col, t = pa.array(np.where(missing, 0, values).astype(np.int64), mask=missing), pa.int64()
+                missing_key = "missing key (null or NaN)"
         if pa.types.is_integer(t):
             if col.null_count == 0:
                 keys = col.to_numpy().tolist()
             else:
                 keys = col.to_pylist()
-                problems.add_mask(_null_mask(col), column, "missing key (null)")
+                problems.add_mask(_null_mask(col), column, missing_key)
             if pa.types.is_uint64(t) and len(col) and (pc.max(col).as_py() or 0) > _INT64_MAX:
                 too_big = pc.fill_null(pc.greater(col, pa.scalar(_INT64_MAX, pa.uint64())), False)
                 too_big = too_big.to_numpy(zero_copy_only=False)
@@ -620,7 +622,7 @@ def _key_column(col: Any, column: str, problems: _Problems) -> list:
                 keys[row] = None
             continue
         if _is_missing(key):
-            problems.add(row, column, "missing key (null)")
+            problems.add(row, column, "missing key (null)" if key is None else f"missing key ({key})")
             keys[row] = None
         elif isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
             keys[row] = int(key)
