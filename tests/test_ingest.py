@@ -892,11 +892,11 @@ def test_rejects_file_holds_a_bad_key_as_it_came(tmp_path):
 
 
 def test_bad_props_say_what_was_expected_and_what_came(tmp_path):
-    expected = "props must be a JSON object (a dict, or a str holding one), got "
+    expected = "props must be a JSON object (a dict, or a str holding one) or null, got "
     cases = [
         ('{"a": 1}', None),
         ("[1, 2]", expected + "a str holding a JSON array, not an object: '[1, 2]'"),
-        ("null", expected + "a str holding a JSON null, not an object: 'null'"),
+        ("null", None),  # a str holding JSON null: no props, as a null value or an empty str
         ('"text"', expected + "a str holding a JSON string, not an object: '\"text\"'"),
         ("hello", expected + "a str that is not valid JSON (Expecting value at character 0): 'hello'"),
         ('{"a": 1} x', expected + "a str that is not valid JSON (Extra data at character 9): '{\"a\": 1} x'"),
@@ -915,8 +915,9 @@ def test_bad_props_say_what_was_expected_and_what_came(tmp_path):
     assert (info.value.row, info.value.column, info.value.reason) == (1, "props", cases[1][1])
     assert len(g) == 0
     report = ingest.nodes(g, path, on_error="skip", progress=False)
-    assert (report.rows_accepted, report.rows_rejected) == (1, len(cases) - 1)
+    assert (report.rows_accepted, report.rows_rejected) == (2, len(cases) - 2)
     assert g.get_node("k0")["props"] == {"a": 1}
+    assert g.get_node("k2")["props"] is None
     assert [(r["row"], r["reason"]) for r in _rejects(report.rejects_path)] == [
         (row, reason) for row, (_, reason) in enumerate(cases) if reason is not None]
 

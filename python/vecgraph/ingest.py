@@ -861,7 +861,7 @@ def _props_column(col: Any, column: str, problems: _Problems,
             raise _structural(column, f"props must be a struct, a map or JSON strings, got Arrow type {t}")
     else:
         values = list(col)
-    expected = "props must be a JSON object (a dict, or a str holding one)"
+    expected = "props must be a JSON object (a dict, or a str holding one) or null"
     for row, value in enumerate(values):
         if value is None:
             continue
@@ -878,6 +878,8 @@ def _props_column(col: Any, column: str, problems: _Problems,
                                           f"({_json_error(e)}): {_short(given)}")
                 values[row] = None
                 continue
+            if value is None:  # JSON null: no props, as an empty cell or a null value
+                continue
             if not isinstance(value, dict):
                 problems.add(row, column, f"{expected}, got {kind} holding a JSON {_json_type(value)}, "
                                           f"not an object: {_short(given)}")
@@ -887,7 +889,7 @@ def _props_column(col: Any, column: str, problems: _Problems,
             if _is_missing(value):
                 values[row] = None
                 continue
-            problems.add(row, column, f"{expected} or null, got {type(value).__name__}: {_short(value)}")
+            problems.add(row, column, f"{expected}, got {type(value).__name__}: {_short(value)}")
             values[row] = None
             continue
         if filterable:
