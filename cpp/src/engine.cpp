@@ -1990,24 +1990,19 @@ Result<bool> Engine::admitted_keys(const SearchRequest& request, std::size_t lim
     const NodeColumns columns = node_columns();
     const std::size_t rows = keys_.count_ids();
     std::vector<node_id_t> nodes;
-    auto take = [&](node_id_t node) {  // false once past the limit
-        if (!filter.admits(columns, node)) return true;
-        if (nodes.size() == limit) return false;
-        nodes.push_back(node);
-        return true;
-    };
-    bool within = true;
     if ((request.filter_labels || request.filter_tenants) && filter_lists(request, limit, scratch) <= limit) {
-        for (std::size_t i = 0; within && i < scratch.member_lists.size(); ++i)
-            for (node_id_t node : *scratch.member_lists[i])
-                if (node < rows && !(within = take(node))) break;
-        // The lists are per label or tenant: back to node id order, each node once.
-        std::sort(nodes.begin(), nodes.end());
-        nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+        scratch.begin(rows);
+        admitted_in_lists(scratch.member_lists, filter, columns, scratch, nodes);
+        if (nodes.size() > limit) return false;
+        std::sort(nodes.begin(), nodes.end());  // the lists are per label or tenant: back to node id order
     } else {
-        for (std::size_t node = 0; within && node < rows; ++node) within = take(static_cast<node_id_t>(node));
+        for (std::size_t row = 0; row < rows; ++row) {
+            const auto node = static_cast<node_id_t>(row);
+            if (!filter.admits(columns, node)) continue;
+            if (nodes.size() == limit) return false;  // stops early on a broad filter
+            nodes.push_back(node);
+        }
     }
-    if (!within) return false;
     keys.reserve(nodes.size());
     for (node_id_t node : nodes) keys.emplace_back(keys_.key(node));
     return true;
@@ -2274,23 +2269,30 @@ std::size_t Engine::filter_lists(const SearchRequest& request, std::size_t limit
     return std::min(by_tenant, by_label);
 }
 
+void Engine::admitted_in_lists(const std::vector<const std::vector<node_id_t>*>& lists, const NodeFilter& filter,
+                               const NodeColumns& columns, TraversalScratch& scratch,
+                               std::vector<node_id_t>& out) const {
+    // The visited set marks the nodes while they are gathered, and is cleared again.
+    out.clear();
+    for (const std::vector<node_id_t>* list : lists)
+        for (node_id_t node : *list)
+            if (scratch.visit(node)) out.push_back(node);
+    std::size_t admitted = 0;
+    for (node_id_t node : out) {
+        *scratch.seen_word(node) &= ~TraversalScratch::seen_bit(node);
+        if (filter.admits(columns, node)) out[admitted++] = node;
+    }
+    out.resize(admitted);
+}
+
 void Engine::listed_seeds(const QuantizedVector& query, std::size_t wanted,
                           const std::vector<const std::vector<node_id_t>*>& lists, const NodeFilter& filter,
                           const NodeColumns& columns, TraversalScratch& scratch) const {
-    // The admitted nodes of the lists, each once (the visited set marks them while they are
-    // gathered, and is cleared again), scored like exact_seeds' admitted rows.
+    // The admitted nodes of the lists, scored like exact_seeds' admitted rows.
     std::vector<node_id_t>& rows = scratch.visited;  // borrowed; begin() reset it for this query
-    rows.clear();
-    for (const std::vector<node_id_t>* list : lists)
-        for (node_id_t node : *list)
-            if (scratch.visit(node)) rows.push_back(node);
-    std::size_t admitted = 0;
-    for (node_id_t node : rows) {
-        *scratch.seen_word(node) &= ~TraversalScratch::seen_bit(node);
-        if (filter.admits(columns, node)) rows[admitted++] = node;
-    }
+    admitted_in_lists(lists, filter, columns, scratch, rows);
     scratch.seeds.clear();
-    offer_rows(query, rows.data(), admitted, wanted, scratch);
+    offer_rows(query, rows.data(), rows.size(), wanted, scratch);
     std::sort_heap(scratch.seeds.begin(), scratch.seeds.end(), ranks_before);  // best first
     rows.clear();
 }

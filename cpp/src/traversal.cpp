@@ -149,22 +149,17 @@ void traverse_and_score(const GraphView& graph, const VectorStore& store, const 
         for (std::size_t h = 0; h <= deepest; ++h)
             scratch.decay_pow[h] = static_cast<float>(std::pow(params.hop_decay, static_cast<double>(h)));
     }
-    // Scored in blocks of 64 rows, each block's scales and squared norms read right after its dots.
-    constexpr std::size_t block_rows = 64;
-    // The visitor asked for every row as it reached it.
-    const simd::dot_rows_i8_fn dot_rows = simd::active().dot_rows_i8_prefetched;
-    for (std::size_t begin = 0; begin < count; begin += block_rows) {
-        const std::size_t end = std::min(count, begin + block_rows);
-        dot_rows(q.codes.data(), store.codes_data(), store.code_stride(), scratch.visited.data() + begin, end - begin,
-                 store.dim(), scratch.dots.data() + begin);
-        for (std::size_t i = begin; i < end; ++i) {
-            node_id_t node = scratch.visited[i];
-            float score = score_from_dot(metric, scratch.dots[i], q.scale, q.sq_norm, store.scale(node), store.sq_norm(node));
-            // Decay always moves a score down: a negative score (l2, opposed vectors) is divided.
-            if (decay) score = score >= 0.f ? score * scratch.decay_pow[scratch.visited_hops[i]]
-                                            : score / scratch.decay_pow[scratch.visited_hops[i]];
-            scratch.scores[i] = score;
-        }
+    // One gathered kernel call over every visited row: the visitor asked for each row (codes,
+    // scale and squared norm) as it reached it.
+    simd::active().dot_rows_i8_prefetched(q.codes.data(), store.codes_data(), store.code_stride(),
+                                          scratch.visited.data(), count, store.dim(), scratch.dots.data());
+    for (std::size_t i = 0; i < count; ++i) {
+        node_id_t node = scratch.visited[i];
+        float score = score_from_dot(metric, scratch.dots[i], q.scale, q.sq_norm, store.scale(node), store.sq_norm(node));
+        // Decay always moves a score down: a negative score (l2, opposed vectors) is divided.
+        if (decay) score = score >= 0.f ? score * scratch.decay_pow[scratch.visited_hops[i]]
+                                        : score / scratch.decay_pow[scratch.visited_hops[i]];
+        scratch.scores[i] = score;
     }
     select_top_k(scratch.visited.data(), scratch.scores.data(), count, params.k, scratch.order);
     hits.reserve(scratch.order.size());

@@ -113,9 +113,9 @@ void VectorStore::reserve(std::size_t count) {
 
 VectorStore::Buffers VectorStore::grown_buffers(std::size_t extra_rows) const {
     Buffers grown;
-    const std::size_t needed = count_ + extra_rows;
+    const std::size_t count = size(), needed = count + extra_rows;
     if (needed <= capacity_rows()) return grown;
-    const std::size_t rows = std::max(needed, count_ + count_ / 2);
+    const std::size_t rows = std::max(needed, count + count / 2);
     grown.codes.reserve(rows * code_stride_);
     grown.norms.reserve(rows * 2);
     grown.codes.assign(codes_.begin(), codes_.end());
@@ -164,7 +164,7 @@ void VectorStore::quantize_rows(const float* rows, std::size_t count, std::size_
 }
 
 void VectorStore::append(const float* rows, std::size_t count, std::size_t threads) {
-    const std::size_t first = count_;
+    const std::size_t first = size();
     if (capacity_rows() < first + count) reserve(std::max(first + count, first + first / 2));
     codes_.resize((first + count) * code_stride_, 0);
     norms_.resize((first + count) * 2);
@@ -174,14 +174,12 @@ void VectorStore::append(const float* rows, std::size_t count, std::size_t threa
             quantize_vector(rows + r * dim_, dim_, metric_, codes_.data() + (first + r) * code_stride_,
                             &norms_[2 * (first + r)], &norms_[2 * (first + r) + 1]);
     });
-    count_ = first + count;
 }
 
 void VectorStore::append_rows(const std::int8_t* rows, std::size_t count) {
-    const std::size_t first = count_;
+    const std::size_t first = size();
     if (capacity_rows() < first + count) reserve(std::max(first + count, first + first / 2));
     append_rows_to(codes_, norms_, rows, count);
-    count_ = first + count;
 }
 
 Status VectorStore::validate_rows(const std::int8_t* rows, std::size_t count, const char* what) const {

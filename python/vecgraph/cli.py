@@ -185,15 +185,14 @@ def _check_rejects_paths(args: argparse.Namespace, sources: list, rejects: list)
     if args.on_error != "skip":
         return
     written = [r if r is not None else s + ".rejects.jsonl" for s, r in zip(sources, rejects)]
+    flag = "--rejects" if args.rejects is not None else "the default rejects file"
     for reject in written:
         if _inside_folder(reject, args.folder):
-            flag = "--rejects" if args.rejects is not None else "the default rejects file"
             args.parser.error(f"{flag} {reject} is inside the graph folder {args.folder}: writing the "
                               "rejects there would destroy the graph's files; name a --rejects file "
                               "elsewhere")
         for source in sources:
             if _same_file(reject, source):
-                flag = "--rejects" if args.rejects is not None else "the default rejects file"
                 args.parser.error(f"{flag} {reject} is the input file {source}: writing the rejects there "
                                   "would destroy it; name another --rejects file")
 

@@ -2045,11 +2045,12 @@ class Graph:
                 # sqrt(2 * depth * nodes) admitted nodes.
                 limit = math.isqrt(2 * depth * max(1, len(self)))
                 only = self._engine.admitted_keys(args[7], args[8], ts_min, ts_max, conditions, limit)
+            if only is not None:  # the listed keys pass the tenants, labels and time window too
+                return [key for key, _ in self._bm25(text, depth, keys=only)]
             found = self._bm25(text, depth, tenants=args[8], labels=args[7],
                                ts_min=None if ts_min == _INT64_MIN else ts_min,
                                ts_max=None if ts_max == _INT64_MAX else ts_max,
-                               exclude_many=fail_where if conditions and only is None else None,
-                               keys=only)
+                               exclude_many=fail_where if conditions else None)
             # Tenants, labels and the time window are applied inside the BM25 search; deletes reach the index
             # with the write that makes them, so only where conditions need the graph here.
             return [key for key, _ in found]

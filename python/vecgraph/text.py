@@ -1085,14 +1085,10 @@ def _many_flags(exclude_many: Callable[[list], Sequence[bool]], keys: list) -> l
     counts as one); ValueError when it returns another number of flags."""
     count = len(keys)  # before the call: the callable may change the list it is given
     flags = exclude_many(keys)
-    if isinstance(flags, (str, bytes, bytearray, dict)):
+    if isinstance(flags, (str, bytes, bytearray, dict)) or not isinstance(flags, Iterable):
         raise TypeError(f"exclude_many must return a sequence of bools, one per key; "
                         f"it returned {type(flags).__name__} for {count} keys")
-    try:
-        flags = list(flags)
-    except TypeError:
-        raise TypeError(f"exclude_many must return a sequence of bools, one per key; "
-                        f"it returned {type(flags).__name__} for {count} keys") from None
+    flags = list(flags)
     if len(flags) != count:
         raise ValueError(f"exclude_many returned {len(flags)} flags for {count} keys")
     for i, flag in enumerate(flags):

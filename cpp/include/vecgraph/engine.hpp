@@ -465,6 +465,10 @@ class Engine {
     /// the best `wanted` in scratch.seeds (exact_seeds' and listed_seeds' shared step).
     void offer_rows(const QuantizedVector& query, const node_id_t* rows, std::size_t count, std::size_t wanted,
                     TraversalScratch& scratch) const;
+    /// The nodes of `lists` that `filter` admits, each once, in list order, into `out`. Uses the
+    /// visited set of `scratch` (begun for the graph's rows; left as it was) to drop repeats.
+    void admitted_in_lists(const std::vector<const std::vector<node_id_t>*>& lists, const NodeFilter& filter,
+                           const NodeColumns& columns, TraversalScratch& scratch, std::vector<node_id_t>& out) const;
     /// exact_seeds over the nodes of `lists` only (`filter` is applied to each).
     void listed_seeds(const QuantizedVector& query, std::size_t wanted, const std::vector<const std::vector<node_id_t>*>& lists,
                       const NodeFilter& filter, const NodeColumns& columns, TraversalScratch& scratch) const;

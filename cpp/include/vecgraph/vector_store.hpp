@@ -81,7 +81,7 @@ class VectorStore {
 
     std::size_t dim() const noexcept { return dim_; }
     Metric metric() const noexcept { return metric_; }
-    std::size_t size() const noexcept { return count_; }
+    std::size_t size() const noexcept { return norms_.size() / 2; }
     /// Bytes of one row in the row layout (batches, logs, snapshots).
     std::size_t row_bytes() const noexcept { return row_bytes_; }
     /// Distance in bytes between the codes of consecutive rows in memory.
@@ -149,7 +149,6 @@ class VectorStore {
         if (!buffers.grown()) return;
         codes_.swap(buffers.codes);
         norms_.swap(buffers.norms);
-        count_ = norms_.size() / 2;
     }
     std::size_t memory_bytes() const noexcept { return codes_.capacity() + norms_.capacity() * sizeof(float); }
 
@@ -165,7 +164,6 @@ class VectorStore {
     Metric metric_;
     std::size_t row_bytes_;
     std::size_t code_stride_;
-    std::size_t count_ = 0;
     detail::huge_vector<std::int8_t> codes_;  // on huge pages: searches read rows at random
     detail::huge_vector<float> norms_;        // scale, sq_norm per row
 };
