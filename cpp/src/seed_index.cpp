@@ -309,16 +309,19 @@ class Walk {
             }
             // Expands the `beam_width` nearest candidates the beam still takes at once: their
             // new neighbours are measured in one gathered call, and the lists of the two
-            // candidates likely next are asked for while they are.
+            // candidates likely next are asked for while they are. Those two requests go out
+            // before the new neighbours' rows are: a burst of row requests fills the core's
+            // miss buffers, and a request behind it waits (measured at 100,000 nodes: the walk
+            // alone 1.02x faster this way).
             s.batch_count = 0;
             std::size_t expanded = 0;
+            const std::uint8_t* lists[beam_width];
             for (; expanded < beam_width && !s.next.empty(); ++expanded) {
                 const Candidate candidate = s.next.front();
                 if (candidate.distance > radius && s.top.size() == ef) break;
                 std::pop_heap(s.next.begin(), s.next.end(), farther_first);
                 s.next.pop_back();
-                if (const std::uint8_t* list = tapes_.list(tapes_.tape(candidate.slot), 0))
-                    collect(list, tapes_.base_room(), true);
+                lists[expanded] = tapes_.list(tapes_.tape(candidate.slot), 0);
             }
             if (expanded == 0) break;  // the nearest candidate left is beyond a full beam
             if (!s.next.empty()) tapes_.prefetch_base(s.next.front().slot);
@@ -326,6 +329,8 @@ class Walk {
                 const bool right = s.next.size() > 2 && farther_first(s.next[1], s.next[2]);
                 tapes_.prefetch_base(s.next[right ? 2 : 1].slot);
             }
+            for (std::size_t i = 0; i < expanded; ++i)
+                if (lists[i]) collect(lists[i], tapes_.base_room(), true);
             const std::size_t count = score_batch();
             for (std::size_t i = 0; i < count; ++i) {
                 const Candidate found{s.batch_distances[i], s.batch_slots[i]};
