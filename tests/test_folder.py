@@ -162,6 +162,22 @@ def test_a_closed_graph_refuses_every_write(tmp_path, on_disk):
 
 
 @pytest.mark.parametrize("on_disk", [True, False])
+def test_a_with_block_on_a_closed_graph_raises(tmp_path, on_disk):
+    where = f" at {tmp_path / 'g'}" if on_disk else ""
+    with (vg.Graph.open(tmp_path / "g", dim=4) if on_disk else vg.Graph(4)) as g:
+        g.add_nodes(["a"], np.ones((1, 4)))
+    with pytest.raises(vg.ReadOnlyError) as raised:
+        with g:
+            pass
+    assert str(raised.value) == f"the graph{where} is closed; a with block needs an open graph"
+    assert len(g) == 1 and g.get_node("a")["key"] == "a"
+    if on_disk:  # the failed with block did not take the folder's lock again
+        reopened = vg.Graph.open(tmp_path / "g")
+        assert len(reopened) == 1
+        reopened.close()
+
+
+@pytest.mark.parametrize("on_disk", [True, False])
 def test_a_closed_graph_refuses_maintenance_and_keeps_reads(tmp_path, on_disk):
     """compact, sync and checkpoint on a closed graph raise ReadOnlyError as writes do, and
     change nothing; reads (search, stats, verify, get_node, neighbors) keep working."""

@@ -1179,6 +1179,13 @@ class Graph:
                     self._lock = None
 
     def __enter__(self) -> "Graph":
+        """The graph itself; :meth:`close` runs when the block ends.
+
+        Raises:
+            ReadOnlyError: the graph is already closed (a ``with`` block on it would suggest
+                writes that cannot happen), as ``with`` on a closed file raises.
+        """
+        self._check_open("a with block needs")
         return self
 
     def __del__(self) -> None:
