@@ -744,3 +744,30 @@ def test_arrays_that_went_through_pickle_are_accepted():
     assert g.search(query, k=1, hops=0).keys == ["b"]
     assert g.search_batch(pickle.loads(pickle.dumps(vectors)), k=1, hops=0)[0].keys == ["a"]
     assert g.search(vectors[0].astype(">f4"), k=1, hops=0).keys == ["a"]
+
+
+def test_large_write_batches_return_freed_memory_and_small_ones_do_not(monkeypatch):
+    """A batch of at least _RELEASE_MEMORY_MIN_ROWS rows (nodes, upserts, edges) ends with one
+    call that returns the C heap's free pages; smaller and rejected batches make none."""
+    from vecgraph import _core, graph as graph_module
+
+    assert isinstance(_core.release_free_memory(), bool)
+    calls = []
+    monkeypatch.setattr(_core, "release_free_memory", lambda: calls.append(1) or True)
+    big = graph_module._RELEASE_MEMORY_MIN_ROWS
+    g = vg.Graph(4)
+    rng = np.random.default_rng(0)
+    keys = np.arange(big, dtype=np.int64)
+    g.add_nodes(keys.tolist(), rng.normal(size=(big, 4)))
+    assert len(calls) == 1 and len(g) == big
+    g.add_nodes(["small"], np.ones((1, 4)))
+    assert len(calls) == 1
+    g.add_edges(keys, np.roll(keys, 1), rels="next")
+    assert len(calls) == 2 and g.count_edges == big
+    g.add_edges(keys[:10], keys[10:20])
+    assert len(calls) == 2
+    g.upsert_nodes(keys.tolist(), rng.normal(size=(big, 4)))
+    assert len(calls) == 3 and len(g) == big + 1
+    with pytest.raises(vg.errors.NotFoundError):  # rejected: nothing written, nothing released
+        g.add_edges(keys, np.full(big, 10**9, dtype=np.int64))
+    assert len(calls) == 3 and g.count_edges == big + 10

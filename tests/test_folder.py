@@ -415,3 +415,24 @@ def test_searches_during_the_recovery_pass_of_upserts_drop_repeated_seeds(tmp_pa
         results = g.search_batch(vectors[:200], k=10, seeds=10, hops=0)
         assert all(r.count_seeds == 10 and len(set(r.keys)) == 10 for r in results)
         assert g.verify() == []
+
+
+def test_opening_a_large_folder_returns_freed_memory(tmp_path, monkeypatch):
+    """Graph.open of a folder of at least _RELEASE_MEMORY_MIN_ROWS nodes and edges returns the C
+    heap's free pages once, after loading; a smaller folder does not."""
+    from vecgraph import _core, graph as graph_module
+
+    big = graph_module._RELEASE_MEMORY_MIN_ROWS
+    with vg.Graph.open(tmp_path / "big", dim=4, sync="off") as g:
+        g.add_nodes(list(range(big - 10)), np.random.default_rng(1).normal(size=(big - 10, 4)))
+        g.add_edges([0] * 10, list(range(1, 11)))
+    with vg.Graph.open(tmp_path / "small", dim=4) as g:
+        g.add_nodes(["a"], np.ones((1, 4)))
+    calls = []
+    monkeypatch.setattr(_core, "release_free_memory", lambda: calls.append(1) or True)
+    with vg.Graph.open(tmp_path / "small") as g:
+        assert len(g) == 1
+    assert calls == []
+    with vg.Graph.open(tmp_path / "big") as g:
+        assert len(g) == big - 10 and g.count_edges == 10
+    assert calls == [1]

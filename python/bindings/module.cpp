@@ -3,6 +3,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "bind_errors.hpp"
 #include "gil.hpp"
 #include "ndarray_checks.hpp"
@@ -53,6 +57,18 @@ PYBIND11_MODULE(_core, m) {
           "Name of the int8 kernel set chosen at start-up.");
     m.def("available_isas", [] { return simd::available_isas(); },
           "Kernel sets this build has and this CPU runs, serial first.");
+    m.def(
+        "release_free_memory",
+        [] {
+#if defined(__GLIBC__)
+            py::gil_scoped_release released;
+            return ::malloc_trim(0) == 1;
+#else
+            return false;
+#endif
+        },
+        "Returns the C heap's free pages to the operating system (glibc's malloc_trim); True when "
+        "some were. A large batch's freed temporaries otherwise stay in the process's RSS.");
 
     m.def(
         "dot_rows_i8",

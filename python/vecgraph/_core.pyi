@@ -134,6 +134,10 @@ def available_isas() -> list[str]:
     """
     Kernel sets this build has and this CPU runs, serial first.
     """
+def release_free_memory() -> bool:
+    """
+    Returns the C heap's free pages to the operating system (glibc's malloc_trim); True when some were. A large batch's freed temporaries otherwise stay in the process's RSS.
+    """
 def check_wal_tail(dir: str, tail_marker: str, uuid: bytes, from_lsn: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
     Raises CorruptionError when the WAL in dir lacks the newest segment the tail marker names (wal_format.hpp, TAIL MARKER); reads only.

@@ -133,6 +133,19 @@ class SearchResult:
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
+# A write batch of at least this many rows returns the C heap's free pages to the operating
+# system when it is done: the batch's temporaries (keys, converted columns, WAL payload, HNSW
+# insert buffers) are freed by then, but glibc keeps most of them in the process. Measured on a
+# 300,000-node, 1.5M-edge build: 27 MB after add_nodes and 25 MB after add_edges. A smaller batch
+# frees too little for the trim's cost (it walks the heap's free blocks).
+_RELEASE_MEMORY_MIN_ROWS = 65_536
+
+
+def _release_after_batch(count_rows: int) -> None:
+    if count_rows >= _RELEASE_MEMORY_MIN_ROWS:
+        _core.release_free_memory()
+
+
 def _float32_or_inf(value: Union[int, float]) -> float:
     """A Python number as float32 takes it: beyond float32, an infinity of its sign (the core
     refuses it by name as not finite) instead of NumPy's overflow warning."""
@@ -1012,6 +1025,7 @@ class Graph:
             graph.close()
             raise
         graph._recovery = dict(report, snapshot=manifest["snapshot"], hnsw=loaded["hnsw"] if loaded else None)
+        _release_after_batch(len(graph) + graph.count_edges)  # loading's temporaries (Arrow tables, the replay)
         return graph
 
     @property
@@ -1387,10 +1401,11 @@ class Graph:
                 read-only and this write may or may not be kept (see :meth:`open`).
             TypeError / ValueError: keys, columns or arrays of the wrong type or length.
         """
-        self._write_nodes(self._engine.add_nodes, keys, vectors, labels, texts, tenants, ts, props)
+        _release_after_batch(self._write_nodes(self._engine.add_nodes, keys, vectors, labels, texts, tenants, ts, props))
 
-    def _write_nodes(self, write, keys, vectors, labels, texts, tenants, ts, props) -> None:
-        # Checks and converts the columns of add_nodes / upsert_nodes, then calls the core's `write`.
+    def _write_nodes(self, write, keys, vectors, labels, texts, tenants, ts, props) -> int:
+        # Checks and converts the columns of add_nodes / upsert_nodes, then calls the core's
+        # `write`; returns the batch's size.
         self._check_open()
         keys = _keys(keys, "keys")
         n = len(keys)
@@ -1402,7 +1417,7 @@ class Graph:
         upsert = write == self._engine.upsert_nodes
         if not upsert and not (texts and any(texts)) and self._entities is None:
             write(keys, matrix, labels, tenants, ts, texts, props)  # nothing for the text index
-            return
+            return n
         with self._text_lock:
             write(keys, matrix, labels, tenants, ts, texts, props)
             if self._text is not None and (upsert or (texts and any(texts))):
@@ -1410,6 +1425,7 @@ class Graph:
                                                             ts=ts, lsn=self._engine.last_lsn()))
             if self._entities is not None:
                 self._write_entities(lambda index: index.add_keys(keys))
+        return n
 
     def add_edges(
         self,
@@ -1449,6 +1465,10 @@ class Graph:
             StorageError: on a folder graph, the WAL write or fsync failed: the graph turns
                 read-only and this write may or may not be kept (see :meth:`open`).
         """
+        _release_after_batch(self._write_edges(src, dst, rels, weights, ts, texts, props, vectors))
+
+    def _write_edges(self, src, dst, rels, weights, ts, texts, props, vectors) -> int:
+        # Checks and converts the columns of add_edges, then calls the core; returns the batch's size.
         self._check_open()
         src = _keys(src, "src", int_arrays=True)
         dst = _keys(dst, "dst", int_arrays=True)
@@ -1483,6 +1503,7 @@ class Graph:
             _props(props, n),
             vector_matrix,
         )
+        return n
 
     def upsert_nodes(
         self,
@@ -1501,7 +1522,7 @@ class Graph:
         Arguments and errors as :meth:`add_nodes`, except that a key already in the graph is
         not an error (a key repeated within the batch still is).
         """
-        self._write_nodes(self._engine.upsert_nodes, keys, vectors, labels, texts, tenants, ts, props)
+        _release_after_batch(self._write_nodes(self._engine.upsert_nodes, keys, vectors, labels, texts, tenants, ts, props))
 
     def delete_nodes(self, keys: Sequence[Key], *, missing_ok: bool = False) -> int:
         """Delete nodes and every edge at them; they are never returned again. A deleted key
