@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -436,3 +438,56 @@ def test_opening_a_large_folder_returns_freed_memory(tmp_path, monkeypatch):
     with vg.Graph.open(tmp_path / "big") as g:
         assert len(g) == big - 10 and g.count_edges == 10
     assert calls == [1]
+
+
+_FORK_SCRIPT = r"""
+import os, sys
+import numpy as np
+import vecgraph as vg
+
+folder = sys.argv[1]
+g = vg.Graph.open(folder, dim=4, sync="always")
+g.add_nodes(["base"], np.ones((1, 4)), texts=["hello world"])
+assert g.hybrid_search("hello", k=1).keys == ["base"]  # the BM25 index and its writer are open
+read_end, write_end = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(read_end)
+    lines = []
+    try:
+        g.add_nodes(["child"], 2 * np.ones((1, 4)))
+        lines.append("child write accepted")
+    except vg.ReadOnlyError as error:
+        lines.append("refused: " + str(error))
+    try:
+        g.wait_for_indexing()
+        lines.append("wait_for_indexing returned")
+    except vg.ReadOnlyError:
+        lines.append("wait_for_indexing refused")
+    lines.append("search: " + ",".join(g.search(np.ones(4), k=1).keys))
+    g.close()
+    os.write(write_end, "\n".join(lines).encode())
+    sys.exit(0)  # a normal exit: the inherited engine and BM25 writer are not torn down
+os.close(write_end)
+os.waitpid(pid, 0)
+print(os.read(read_end, 65536).decode())
+g.add_nodes(["parent"], 3 * np.ones((1, 4)))  # acknowledged: must survive
+g.close()
+with vg.Graph.open(folder) as g:
+    print("after reopen:", sorted(k for k in ("base", "child", "parent") if k in g))
+"""
+
+
+def test_a_forked_child_cannot_write_to_its_parents_folder_graph_and_exits_cleanly(tmp_path):
+    """Before, a child's write went into the parent's WAL, the parent's next acknowledged write
+    was cut at recovery, and a child's exit hung on the WAL writer inherited without its thread."""
+    script = tmp_path / "fork.py"
+    script.write_text(_FORK_SCRIPT)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "g")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"refused: the graph at {tmp_path / 'g'} was opened by process ")
+    assert "is a fork of it" in lines[0]
+    assert lines[1:] == ["wait_for_indexing refused", "search: base", "after reopen: ['base', 'parent']"]
+    assert "panicked" not in done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime
 import json
 import math
@@ -13,6 +14,7 @@ import operator
 import os
 import unicodedata
 import warnings
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Optional, Union
 
@@ -131,6 +133,26 @@ class SearchResult:
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+# Every graph made in this process, for the fork handler below.
+_GRAPHS: "weakref.WeakSet[Graph]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # A forked child has copies of every graph's engine and BM25 index but none of their threads
+    # (a fork keeps only the thread that called it). Destroying those copies would wait forever
+    # for the threads (the WAL writer's condition variable) or panic (the BM25 index writer), so
+    # the child keeps each graph to its end (one reference it never drops), and its folder graphs
+    # refuse writes (they would go into the parent's WAL behind its back) and close() leaves the
+    # parent's WAL, LOCK and index alone.
+    for graph in list(_GRAPHS):
+        graph._forked = True
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(graph))
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # A write batch of at least this many rows returns the C heap's free pages to the operating
@@ -775,6 +797,9 @@ class Graph:
         self._manifest: Optional[dict] = None
         self._embedder: Optional[dict] = None  # {"name", "dim"} of an in-memory graph's embedder
         self._closed = False
+        self._forked = False  # set in a process forked from the one that made this graph
+        self._pid = os.getpid()
+        _GRAPHS.add(self)
         self._checkpoint_lock = threading.Lock()  # one checkpoint at a time; close waits for it
         # BM25 over node texts (vecgraph.text), kept in step with the graph's writes; entity
         # names (str keys and aliases) for the entity channel; both built on first use.
@@ -1173,6 +1198,9 @@ class Graph:
         :meth:`sync`, :meth:`compact` and :meth:`deferred_indexing`. Reads keep working on the
         in-memory state: searches, :meth:`get_node`, :meth:`neighbors`, :meth:`stats`,
         :meth:`verify`, ``len`` and ``in``."""
+        if self._forked:  # the WAL, the LOCK and the text index belong to the process that forked this one
+            self._closed = True
+            return
         with self._checkpoint_lock:  # a checkpoint in another thread finishes first
             if self._closed:
                 return
@@ -1214,7 +1242,14 @@ class Graph:
         self.close()
 
     def _check_open(self, needs: str = "writes need") -> None:
-        """ReadOnlyError on a closed graph, naming what ``needs`` an open graph."""
+        """ReadOnlyError on a closed graph, naming what ``needs`` an open graph, and on a folder
+        graph inherited by a forked process."""
+        if self._forked and self._path is not None:
+            raise ReadOnlyError(
+                f"the graph at {self._path} was opened by process {self._pid}, and this process "
+                f"({os.getpid()}) is a fork of it: its writes would go into that process's write-ahead "
+                "log behind its back (searches work). Open the folder in this process once the other "
+                "has closed it")
         if self._closed:
             where = f" at {self._path}" if self._path else ""
             raise ReadOnlyError(f"the graph{where} is closed; {needs} an open graph")
@@ -2200,5 +2235,9 @@ class Graph:
 
         Raises:
             Error: the background pass failed (or failed again when run again).
+            ReadOnlyError: a folder graph inherited by a forked process (the pass runs in the
+                process that opened it).
         """
+        if self._forked and self._path is not None:
+            self._check_open("wait_for_indexing needs")
         self._engine.wait_for_indexing()
