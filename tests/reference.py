@@ -222,7 +222,8 @@ def reference_search(model: Model, query: Any, k: int = 10, seeds: int = 8, hops
     scored = []
     for i in visited:
         score = F32(raw[i])
-        if hop_decay != 1.0:  # decay moves every score down: multiply a positive one, divide a negative one
+        if hop_decay != 1.0 and score != 0:  # decay moves every score down: multiply a positive one,
+            # divide a negative one; 0 stays 0
             d = F32(hop_decay ** hop_of[i])
             score = F32(score * d) if score >= 0 else F32(score / d)
         scored.append((score, i))

@@ -591,6 +591,23 @@ def test_hop_decay_accepts_any_positive_finite_float(decay):
     assert hop1 == expected
 
 
+@pytest.mark.parametrize("decay", [1e39, 1e300, 1e-46, 1e-300])
+def test_hop_decay_beyond_float32_gives_no_nan(decay):
+    """A decay power beyond float32 (inf or 0) keeps a score of 0 at 0: before, 0 * inf was NaN."""
+    g = vg.Graph(2)
+    g.add_nodes(["a", "b", "c"], [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.1]])
+    g.add_edges(["a", "a"], ["b", "c"])
+    res = g.search([1.0, 0.0], k=3, seeds=1, hop_decay=decay)
+    scores = dict(zip(res.keys, res.scores.tolist()))
+    assert not np.isnan(res.scores).any()
+    assert scores["a"] == 1.0 and scores["b"] == 0.0  # b is orthogonal to the query: 0 at any decay
+    with np.errstate(over="ignore", divide="ignore"):
+        power = np.float32(decay)  # one hop: decay ** 1, in float32 (inf or 0 here)
+        expected = float(np.float32(-1.0 / np.sqrt(1.01)) / power)  # c's negative cosine, divided
+    assert expected in (0.0, float("-inf"))
+    assert scores["c"] == expected and np.signbit(scores["c"]) == np.signbit(expected)
+
+
 def _outcome(fn, *args):
     """(True, result with each item's type) or (False, exception type and message)."""
     try:
