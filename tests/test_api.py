@@ -134,6 +134,19 @@ def test_ts_takes_datetimes_dates_and_datetime64():
     with pytest.raises(vg.InvalidArgumentError, match="NaT at row 0"):
         g.add_nodes(["x", "y"], [[1, 0], [0, 1]], ts=np.array(["NaT", "2024-01-01"], dtype="datetime64[s]"))
     assert len(g) == 6 and "x" not in g
+    # Beyond int64 microseconds NumPy's conversion wraps; a duration is no timestamp.
+    # (datetime64[Y] from ints counts years from 1970)
+    with pytest.raises(vg.InvalidArgumentError, match=r"ts holds 301970 at row 1, beyond int64 microseconds"):
+        g.add_nodes(["x", "y"], [[1, 0], [0, 1]], ts=np.array([54, 300_000], "datetime64[Y]"))
+    with pytest.raises(vg.InvalidArgumentError, match=r"ts holds -298030 at row 0"):
+        g.add_edges(["a"], ["b"], ts=np.array([-300_000], "datetime64[Y]"))
+    with pytest.raises(TypeError, match=r"ts must be timestamps .* got a timedelta64\[s\] array of durations"):
+        g.add_nodes(["x"], [[1, 0]], ts=np.array([5], "timedelta64[s]"))
+    with pytest.raises(vg.InvalidArgumentError, match=r"a props datetime64 value holds 301970 at row 0"):
+        g.add_nodes(["x"], [[1, 0]], props=[{"when": np.datetime64(300_000, "Y")}])
+    assert len(g) == 6 and "x" not in g and g.stats()["edges"] == 0
+    g.add_nodes(["g"], [[1, 3]], ts=np.array([292_000], "datetime64[Y]"))  # year 293970: within range, kept exactly
+    assert g.get_node("g")["ts"] == int(np.datetime64(292_000, "Y").astype("datetime64[us]").astype(np.int64))
     g.add_edges(["a"], ["b"], ts=[datetime(2024, 1, 1)])
     assert g.stats()["edges"] == 1
 

@@ -293,6 +293,23 @@ def _int64s(values: Any, name: str, count: int) -> Optional[np.ndarray]:
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
+_COARSE_DATETIME_UNITS = ("Y", "M", "W", "D", "h", "m", "s", "ms", "us")
+
+
+def _datetime64_us(values: np.ndarray, name: str) -> np.ndarray:
+    """int64 microseconds since the epoch of a datetime64 array without NaT. InvalidArgumentError
+    names the first value beyond int64 microseconds (about 290,000 years either side of 1970),
+    which NumPy's conversion would wrap; a unit finer than µs is truncated to it."""
+    us = values.astype("datetime64[us]")
+    if np.datetime_data(values.dtype)[0] in _COARSE_DATETIME_UNITS:
+        wrapped = us.astype(values.dtype) != values
+        if wrapped.any():
+            row = int(np.argmax(wrapped.reshape(-1)))
+            raise InvalidArgumentError(f"{name} holds {values.reshape(-1)[row]} at row {row}, beyond int64 microseconds "
+                                       "since the epoch (about 290,000 years either side of 1970)")
+    return us.astype(np.int64)
+
+
 def _timestamps(values: Any, name: str, count: int) -> Optional[np.ndarray]:
     """ts for a write: one value or ``count`` values, each int microseconds since the epoch, a
     datetime (naive: UTC) or a date (midnight UTC); or a NumPy datetime64 array."""
@@ -304,7 +321,10 @@ def _timestamps(values: Any, name: str, count: int) -> Optional[np.ndarray]:
         if np.isnat(values).any():
             raise InvalidArgumentError(f"{name} holds NaT at row {int(np.argmax(np.isnat(values)))}; "
                                        "every row needs a timestamp")
-        return np.ascontiguousarray(values.astype("datetime64[us]").astype(np.int64))
+        return np.ascontiguousarray(_datetime64_us(values, name))
+    if isinstance(values, np.ndarray) and values.dtype.kind == "m":
+        raise TypeError(f"{name} must be timestamps (int microseconds since the epoch, datetimes, dates or a "
+                        f"datetime64 array), got a {values.dtype} array of durations")
     if isinstance(values, (list, tuple)) and any(isinstance(v, (datetime.datetime, datetime.date)) for v in values):
         if len(values) != count:
             raise ValueError(f"{name} must have shape ({count},), got ({len(values)},)")
@@ -410,7 +430,7 @@ def _json_default(value: Any) -> Any:
         return _timestamp_us(value, "a props value")
     if isinstance(value, np.datetime64):
         # .item() gives an int of the value's own unit for ns (and a datetime for us): microseconds always
-        return None if np.isnat(value) else int(value.astype("datetime64[us]").astype(np.int64))
+        return None if np.isnat(value) else int(_datetime64_us(np.array([value]), "a props datetime64 value")[0])
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
