@@ -592,3 +592,23 @@ def test_quantize_follows_its_documented_rule_bit_for_bit(metric):
         want_codes, want_scales = _quantize_reference(x, metric)
         assert np.array_equal(codes, want_codes)
         assert scales.view(np.uint32).tolist() == want_scales.view(np.uint32).tolist()
+
+
+def test_flags_of_hybrid_search_and_delete_tenant_must_be_bools():
+    """parallel= and allow_default_tenant= take True or False (numpy.bool_ too); before, "no"
+    and None were read for their truthiness, and allow_default_tenant was checked only for "".
+    A refused call deletes nothing."""
+    g = vg.Graph(2)
+    g.add_nodes(["a", "b"], [[1, 0], [0, 1]], texts=["red apple", "green pear"], tenants=["t", ""])
+    for bad in ("no", None, 1):
+        with pytest.raises(TypeError) as raised:
+            g.hybrid_search("apple", k=1, parallel=bad)
+        assert str(raised.value) == f"parallel must be True or False, got {type(bad).__name__}"
+        for tenant in ("t", ""):
+            with pytest.raises(TypeError) as raised:
+                g.delete_tenant(tenant, allow_default_tenant=bad)
+            assert str(raised.value) == f"allow_default_tenant must be True or False, got {type(bad).__name__}"
+    assert len(g) == 2
+    assert g.hybrid_search("apple", k=1, parallel=np.bool_(False)).keys == ["a"]
+    assert g.delete_tenant("t", allow_default_tenant=np.bool_(False)) == 1
+    assert g.delete_tenant("", allow_default_tenant=True) == 1 and len(g) == 0

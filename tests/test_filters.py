@@ -241,6 +241,13 @@ def test_bad_declarations_and_conditions():
         g.search([1, 0], where={"n": {"between": [1, 2]}})
     with pytest.raises(vg.InvalidArgumentError, match="must be finite"):
         g.search([1, 0], where={"n": {"<": math.inf}})
+    for bad, text in ((5, "int 5"), ("x", "str 'x'"), (np.int64(5), f"int64 {np.int64(5)!r}")):  # "in" takes a list
+        for call in (lambda: g.search([1, 0], where={"n": {"in": bad}}),
+                     lambda: g.search_batch([[1, 0]], where={"n": {"in": bad}}),
+                     lambda: g.hybrid_search(vector=[1, 0], where={"n": {"in": bad}})):
+            with pytest.raises(vg.InvalidArgumentError) as raised:
+                call()
+            assert str(raised.value) == f"where['n']['in'] must be a list of values, got {text}"
     assert g.search([1, 0], where={"status": []}).keys == []  # an empty membership admits nothing
     assert g.search([1, 0], where={"n": []}).keys == []
     assert g.search([1, 0], where={"n": {">": 0.5}}).keys == ["a"]  # a real bound on an int property

@@ -511,9 +511,10 @@ def _where(where: Any, filterable: dict) -> Optional[list]:
         for op, operand in condition.items():
             label = f"where[{name!r}][{op!r}]"
             if op in ("==", "in"):
+                if op == "in" and (isinstance(operand, (str, bytes, dict)) or not isinstance(operand, Iterable) or (
+                        isinstance(operand, np.ndarray) and operand.ndim == 0)):
+                    raise InvalidArgumentError(f"{label} must be a list of values, got {type(operand).__name__} {operand!r}")
                 items = list(operand) if op == "in" else [operand]
-                if op == "in" and isinstance(operand, (str, bytes, dict)):
-                    raise InvalidArgumentError(f"{label} must be a list of values, got {type(operand).__name__}")
                 if kind == "str":
                     bad = [v for v in items if not isinstance(v, str)]
                     if bad:
@@ -1641,7 +1642,8 @@ class Graph:
         self._check_open()
         if not isinstance(tenant, str):
             raise TypeError(f"tenant must be str, got {type(tenant).__name__}")
-        if tenant == "" and not _flag(allow_default_tenant, "allow_default_tenant"):
+        allow_default_tenant = _flag(allow_default_tenant, "allow_default_tenant")
+        if tenant == "" and not allow_default_tenant:
             raise InvalidArgumentError(
                 'tenant "" is the default tenant of every node added without tenants=; '
                 "pass allow_default_tenant=True to delete all of them")
@@ -2068,9 +2070,11 @@ class Graph:
             InvalidArgumentError: neither text nor vector; an unknown channel; a negative or
                 non-finite weight or rrf_k; weight 0 on every channel that can run; bad filters
                 (as in :meth:`search`).
-            TypeError: text that is not a str; a weight or rrf_k that is not a real number.
+            TypeError: text that is not a str; a weight or rrf_k that is not a real number;
+                ``parallel`` that is not a bool.
         """
         chosen, channel_weights = hybrid.check_channels(channels, weights)
+        parallel = _flag(parallel, "parallel")
         if text is not None and not isinstance(text, str):
             raise TypeError(f"text must be str or None, got {type(text).__name__}")
         text = text or None
