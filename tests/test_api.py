@@ -803,3 +803,14 @@ def test_large_write_batches_return_freed_memory_and_small_ones_do_not(monkeypat
     with pytest.raises(vg.errors.NotFoundError):  # rejected: nothing written, nothing released
         g.add_edges(keys, np.full(big, 10**9, dtype=np.int64))
     assert len(calls) == 3 and g.count_edges == big + 10
+
+
+def test_a_graph_cannot_be_copied_shallow_or_deep():
+    import copy
+
+    g = vg.Graph(2)
+    for fn in (copy.copy, copy.deepcopy):  # before, deepcopy raised "__copy__() takes 1 positional argument"
+        with pytest.raises(TypeError) as raised:
+            fn(g)
+        assert str(raised.value) == ("a Graph cannot be copied: it owns its C++ engine; build a new one and add "
+                                     "the same data")

@@ -628,6 +628,12 @@ def test_embedder_computes_vectors_and_is_recorded():
         vg.Graph(DIM).use_embedder(HashEmbedder(dim=4))
     with pytest.raises(vg.InvalidArgumentError, match="text 0 is empty"):
         g.embed_query("", emb)
+    for bad in (5, b"x", {"a"}, None):  # before, 5 gave a bare "'int' object is not iterable"
+        with pytest.raises(TypeError) as raised:
+            g.embed_query(bad, emb)
+        assert str(raised.value) == f"text must be a str or a sequence of str, got {type(bad).__name__}"
+    with pytest.raises(TypeError, match="text 1 must be a str, got int"):
+        g.embed_query(["a", 5], emb)
     assert len(g) == 20
 
 

@@ -1393,6 +1393,8 @@ class Graph:
                 f"the graph was built with embedder {recorded['name']!r} (dim {recorded['dim']}); "
                 f"refusing query embedder {name!r} (dim {dim}): its vectors are not comparable")
         single = isinstance(text, str)
+        if not single and (not isinstance(text, Iterable) or isinstance(text, (bytes, dict, set, frozenset))):
+            raise TypeError(f"text must be a str or a sequence of str, got {type(text).__name__}")
         texts = [text] if single else list(_keys(text, "text"))
         for row, item in enumerate(texts):
             if not isinstance(item, str):
@@ -1405,7 +1407,8 @@ class Graph:
     def __copy__(self):
         raise TypeError("a Graph cannot be copied: it owns its C++ engine; build a new one and add the same data")
 
-    __deepcopy__ = __copy__
+    def __deepcopy__(self, memo: dict):
+        self.__copy__()
 
     def __reduce__(self):
         raise TypeError("a Graph cannot be pickled")
