@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -491,3 +492,19 @@ def test_a_forked_child_cannot_write_to_its_parents_folder_graph_and_exits_clean
     assert "is a fork of it" in lines[0]
     assert lines[1:] == ["wait_for_indexing refused", "search: base", "after reopen: ['base', 'parent']"]
     assert "panicked" not in done.stderr
+
+
+def test_the_readme_example_runs_and_runs_again(tmp_path):
+    """The README's Python example, as written, in a fresh folder and then again on the folder
+    it left (before, the second run raised DuplicateKeyError)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    example = readme.split("## Example", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "example.py"
+    script.write_text(example)
+    for run in range(2):
+        done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"run {run + 1}: {done.stderr}"
+        assert done.stdout.count("\n") >= 4  # three hits, then the hybrid hits and the context
+    with vg.Graph.open(tmp_path / "memory.vg") as g:
+        assert len(g) == 4 and g.count_edges == 3
+        assert g.get_node("widget")["text"] == "Widget A7-Pro, 99 dollars"
