@@ -23,6 +23,7 @@ from vecgraph.errors import (
     Error,
     InvalidArgumentError,
     ReadOnlyError,
+    StorageError,
 )
 from vecgraph.text import TextIndex, tokenize
 
@@ -825,3 +826,40 @@ def test_keys_filter_refuses_bytes_like_and_names_the_bad_item(big):
             big.search("widget", 10, keys=keys)
     with pytest.raises(TypeError, match=r"keys\[2\] is a NoneType"):
         big.search("widget", 10, keys=("d1", 17, None))
+
+
+def test_a_failed_disk_write_is_a_storage_error_and_changes_nothing(tmp_path, monkeypatch):
+    """A writer whose worker threads stopped (tantivy raises ValueError "An index writer was
+    killed" after an I/O error, e.g. a full disk) makes rebuild raise StorageError, and the index
+    keeps its content; opening an index whose files cannot be read for a disk reason is a
+    StorageError, not a CorruptionError that advises deleting it."""
+    ix = TextIndex(str(tmp_path / "t"))
+    ix.upsert(["a"], ["garden"], lsn=1)
+
+    class KilledWriter:
+        def __init__(self, writer):
+            self._writer = writer
+
+        def add_document(self, document):
+            raise ValueError("An error occurred in a thread: 'An index writer was killed.'")
+
+        def __getattr__(self, name):
+            return getattr(self._writer, name)
+
+    ix._writer = KilledWriter(ix._writer)
+    with pytest.raises(StorageError, match=r"text index .*: a write failed \(An error occurred in a thread: "
+                                           r"'An index writer was killed.'\); the disk may be full"):
+        ix.rebuild([("b", "tulip", None, None, None)], lsn=2)
+    assert [key for key, _ in ix.search("garden")] == ["a"] and ix.search("tulip") == []
+    assert ix.lsn == 1
+    ix._writer = ix._writer._writer
+    ix.close()
+
+    def no_space(*args, **kwargs):
+        raise ValueError("Failed to open file for write: 'No space left on device (os error 28)'")
+
+    import tantivy
+
+    monkeypatch.setattr(tantivy, "Index", no_space)
+    with pytest.raises(StorageError, match=r"cannot open text index .*No space left on device \(os error 28\)"):
+        TextIndex(str(tmp_path / "t"))

@@ -395,6 +395,8 @@ class TextIndex:
         try:
             self._index = _call(lambda: tantivy.Index(self._schema, path=folder, reuse=True), folder, "open")
         except ValueError as exc:
+            if _IO_ERROR.search(str(exc)):  # the disk, not the index: no space, no permission, ...
+                raise StorageError(f"cannot open text index {folder}: {exc}") from exc
             raise CorruptionError(f"text index {folder} is damaged or of another layout ({exc}); "
                                   "delete the folder and rebuild") from exc
         self._index.register_tokenizer(
@@ -604,6 +606,7 @@ class TextIndex:
                 its position).
             DuplicateKeyError: two items with the same (kind, key).
             ReadOnlyError: the index is closed.
+            StorageError: a write to disk failed (a full disk, an I/O error).
         """
         lsn = _check_int(lsn, "lsn")
         if lsn < 0:
@@ -619,7 +622,7 @@ class TextIndex:
             writer = self._writer
             seen: set = set()
             try:
-                writer.delete_all_documents()
+                _write(writer.delete_all_documents, self._where())
                 for chunk_start, chunk in _chunks(items, _REBUILD_CHUNK):
                     for offset, item in enumerate(chunk):
                         kind, key_kind, key, tenant, label, ts, stream = _rebuild_row(item, chunk_start + offset)
@@ -629,7 +632,8 @@ class TextIndex:
                                                     f"{_decode_key(key_kind, key)!r} appears twice")
                         seen.add(doc_key)
                         if stream:
-                            writer.add_document(self._document(kind, doc_key, stream, tenant, label, ts))
+                            document = self._document(kind, doc_key, stream, tenant, label, ts)
+                            _write(lambda: writer.add_document(document), self._where())
                             stored += 1
                     if bar is not None:
                         bar.update(len(chunk))
@@ -1032,6 +1036,19 @@ def _size_and_crc(path: str) -> tuple[int, int]:
             crc = zlib.crc32(block, crc)
             size += len(block)
     return size, crc
+
+
+# How tantivy's errors name a failed system call (its io::Error text).
+_IO_ERROR = re.compile(r"os error \d+|No space left on device|Permission denied|Read-only file system")
+
+
+def _write(fn: Callable[[], Any], where: str) -> Any:
+    """``fn()``, a call on the index writer. Its ValueError means the writer's worker threads
+    stopped (a failed write to disk: no space, an I/O error); that becomes StorageError."""
+    try:
+        return fn()
+    except ValueError as exc:
+        raise StorageError(f"text index {where}: a write failed ({exc}); the disk may be full") from exc
 
 
 def _call(fn: Callable[[], Any], where: str, doing: str) -> Any:
