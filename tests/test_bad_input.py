@@ -612,3 +612,21 @@ def test_flags_of_hybrid_search_and_delete_tenant_must_be_bools():
     assert g.hybrid_search("apple", k=1, parallel=np.bool_(False)).keys == ["a"]
     assert g.delete_tenant("t", allow_default_tenant=np.bool_(False)) == 1
     assert g.delete_tenant("", allow_default_tenant=True) == 1 and len(g) == 0
+
+
+def test_props_nested_too_deeply_and_hybrid_result_index_give_clear_errors():
+    g = vg.Graph(2)
+    g.add_nodes(["a"], [[1, 0]], texts=["red apple"])
+    deep: dict = {}
+    inner = deep
+    for _ in range(5000):
+        inner["x"] = {}
+        inner = inner["x"]
+    with pytest.raises(vg.InvalidArgumentError, match=r"props row 1 is nested too deeply to store as JSON"):
+        g.add_nodes(["b", "c"], [[0, 1], [1, 1]], props=[None, deep])  # before, a bare RecursionError
+    assert len(g) == 1 and "b" not in g
+    res = g.hybrid_search("apple", k=1)
+    assert res[0].key == "a" and res[-1].key == "a"
+    with pytest.raises(IndexError) as raised:
+        res[5]
+    assert str(raised.value) == "result index 5 out of range for 1 hits"

@@ -9,6 +9,7 @@ import json
 import math
 import numbers
 import shutil
+import sys
 import threading
 import operator
 import os
@@ -404,6 +405,9 @@ def _props(values: Any, count: int, filterable: Optional[dict] = None,
             out.append(json.dumps(value, ensure_ascii=False, allow_nan=False, default=_json_default))
         except (TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"props row {row} is not JSON-serializable: {exc}") from None
+        except RecursionError:
+            raise InvalidArgumentError(f"props row {row} is nested too deeply to store as JSON "
+                                       f"(more than about {sys.getrecursionlimit()} levels)") from None
     return out
 
 

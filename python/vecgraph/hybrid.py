@@ -208,7 +208,10 @@ class HybridResult:
         return iter(self.hits)
 
     def __getitem__(self, i: Union[int, slice]) -> Union[HybridHit, list]:
-        return self.hits[i]
+        try:
+            return self.hits[i]
+        except IndexError:
+            raise IndexError(f"result index {i} out of range for {len(self.hits)} hits") from None
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{h.key!r}: {h.score:.5f}" for h in self.hits[:5])
