@@ -108,6 +108,16 @@ std::vector<value_at> grown_copy(const std::vector<value_at>& column, std::size_
 detail::StringColumn grown_copy(const detail::StringColumn& column, std::size_t rows) {
     return column.copy_with_capacity(rows);
 }
+// A column with room for `total` rows may still allocate when rows are written to it: a string
+// column whose rows are all empty does (its offsets) at its first non-empty value.
+template <typename value_at>
+bool allocates_on_write(const std::vector<value_at>&, bool) noexcept { return false; }
+bool allocates_on_write(const detail::StringColumn& column, bool non_empty_values) noexcept {
+    return non_empty_values && !column.materialized();
+}
+bool any_non_empty(const std::string* values, std::size_t count) noexcept {
+    return values && std::any_of(values, values + count, [](const std::string& v) { return !v.empty(); });
+}
 
 // Rows to append to a column: rows[0..count), or `fill` `count` times when rows is nullptr
 // (empty strings, for a string column).
@@ -137,12 +147,19 @@ struct row_of<detail::StringColumn> {
 // swap happens under the lock; the old buffer is freed after the lock is released. Rows given
 // to append() go into the copy then too, so that a large batch writes (and page-faults) its
 // rows before the lock; a column with room enough appends them in place at commit().
+template <typename value_at>
+void materialize(std::vector<value_at>&) noexcept {}
+void materialize(detail::StringColumn& column) { column.materialize(); }
+
 template <typename column_at>
 class Regrow {
   public:
-    Regrow(column_at& column, std::size_t total) : column_(column) {
-        if (total <= column.capacity()) return;
+    /// `non_empty_values`: for a string column, whether the rows written include a non-empty
+    /// value (then an all-empty column is copied and given its offsets here, before the lock).
+    Regrow(column_at& column, std::size_t total, bool non_empty_values = false) : column_(column) {
+        if (total <= column.capacity() && !allocates_on_write(column, non_empty_values)) return;
         grown_ = grown_copy(column, std::max(total, column.capacity() + column.capacity() / 2));
+        if (non_empty_values) materialize(*grown_);
     }
     using row_t = typename row_of<column_at>::type;
     /// To the grown copy now, or to the column at commit(); `add.rows` must stay valid until then.
@@ -542,7 +559,9 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     Regrow ts_column(node_ts_, total);
     Regrow dead(node_dead_, total);
     Regrow delta_slots(delta_.slot, total);
-    Regrow texts(node_texts_, total), props(node_props_, total), aliases(node_aliases_, total);
+    Regrow texts(node_texts_, total, any_non_empty(batch.texts, batch.count));
+    Regrow props(node_props_, total, any_non_empty(batch.props, batch.count));
+    Regrow aliases(node_aliases_, total);
     VectorStore::Buffers rows = node_vectors_.grown_buffers(prepared.count_new);
     const bool rows_grown = rows.grown();
     // A batch of new keys only (no upsert) writes its rows into the grown copies now, so that
@@ -854,7 +873,8 @@ Status Engine::apply_edges(const EdgeBatch& batch, PreparedEdges& prepared) {
     Regrow weights(edge_weights_, total);
     Regrow ts_column(edge_ts_, total);
     Regrow dead(edge_dead_, total);
-    Regrow texts(edge_texts_, total), props(edge_props_, total);
+    Regrow texts(edge_texts_, total, any_non_empty(batch.texts, batch.count));
+    Regrow props(edge_props_, total, any_non_empty(batch.props, batch.count));
     src.append({prepared.src.data(), batch.count, invalid_id});
     dst.append({prepared.dst.data(), batch.count, invalid_id});
     rels.append({prepared.rels.data(), batch.count, 0});

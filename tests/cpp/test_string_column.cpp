@@ -39,6 +39,27 @@ TEST_CASE("an all-empty column holds no offsets and reads back empty rows") {
     CHECK(column.memory_bytes() <= sizeof(std::string));  // no offsets; the text buffer's inline room
 }
 
+TEST_CASE("an all-empty column keeps the room asked for, and materialize() allocates it once") {
+    StringColumn column;
+    column.append(nullptr, 100);
+    CHECK_EQ(column.capacity(), std::size_t{100});
+    StringColumn grown = column.copy_with_capacity(150);  // what a write growing by 1.5x asks for
+    CHECK_EQ(grown.capacity(), std::size_t{150});        // room kept: the next 50 empty rows copy nothing
+    CHECK(!grown.materialized());
+    grown.append(nullptr, 50);
+    CHECK_EQ(grown.size(), std::size_t{150});
+    CHECK(!grown.materialized());
+    grown.reserve(400);
+    grown.materialize();  // before a lock: the first non-empty values then need no new offsets
+    CHECK(grown.materialized());
+    const std::size_t bytes = grown.memory_bytes();
+    CHECK(bytes >= 401 * sizeof(std::uint64_t));
+    for (int i = 0; i < 250; ++i) grown.push_back("t");
+    CHECK_EQ(grown.size(), std::size_t{400});
+    CHECK_EQ(grown.capacity(), std::size_t{400});  // the offsets did not grow
+    CHECK(grown[0].empty() && grown[149].empty() && grown[150] == "t" && grown[399] == "t");
+}
+
 TEST_CASE("replacing a row of an all-empty column") {
     StringColumn column;
     column.append(nullptr, 10);

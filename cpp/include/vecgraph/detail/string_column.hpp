@@ -16,10 +16,20 @@ namespace vecgraph::detail {
 class StringColumn {
   public:
     std::size_t size() const noexcept { return rows_; }
-    /// Rows it holds without allocating. An all-empty column reports its size: a write copies it
-    /// (copy_with_capacity, no allocation while it stays empty) and appends to the copy before
-    /// the engine's lock, so that a first non-empty value allocates the offsets there too.
-    std::size_t capacity() const noexcept { return offsets_.empty() ? rows_ : offsets_.capacity() - 1; }
+    /// Rows it holds without allocating more offsets. An all-empty column's room is what was
+    /// asked for (reserve, copy_with_capacity): empty rows need none, and its first non-empty
+    /// value allocates the offsets for that room (the engine does it in a copy before its lock,
+    /// see materialize()).
+    std::size_t capacity() const noexcept {
+        return offsets_.empty() ? std::max(rows_, reserved_rows_) : offsets_.capacity() - 1;
+    }
+    /// False while every row is empty (no offsets held).
+    bool materialized() const noexcept { return !offsets_.empty(); }
+    /// Gives an all-empty column its offsets (all 0) with room for capacity() rows, so that
+    /// non-empty values appended up to that room do not allocate offsets.
+    void materialize() {
+        if (offsets_.empty()) materialize(rows_);
+    }
     void reserve(std::size_t rows) {
         if (offsets_.empty()) reserved_rows_ = std::max(reserved_rows_, rows);
         else offsets_.reserve(rows + 1);
@@ -82,7 +92,8 @@ class StringColumn {
     }
 
   private:
-    // Gives the all-empty rows their offsets (all 0), with room for `rows` rows.
+    // Gives the all-empty rows their offsets (all 0), with room for `rows` rows (or the room
+    // asked for, when more).
     void materialize(std::size_t rows) {
         offsets_.reserve(std::max(rows, reserved_rows_) + 1);
         offsets_.assign(rows_ + 1, 0);
