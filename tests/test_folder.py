@@ -449,11 +449,17 @@ import vecgraph as vg
 folder = sys.argv[1]
 g = vg.Graph.open(folder, dim=4, sync="always")
 g.add_nodes(["base"], np.ones((1, 4)), texts=["hello world"])
-assert g.hybrid_search("hello", k=1).keys == ["base"]  # the BM25 index and its writer are open
-read_end, write_end = os.pipe()
+assert g.hybrid_search("hello", k=1).keys == ["base"]  # the BM25 index, its writer and the search pool run
+g.add_nodes(["later"], np.full((1, 4), 0.5), texts=["hello again"])  # buffered in the BM25 writer, unpublished
+memory = vg.Graph(4)
+memory.add_nodes(["m1"], np.ones((1, 4)), texts=["hello memory"])
+assert memory.hybrid_search("hello", k=1).keys == ["m1"]
+to_parent_r, to_parent_w = os.pipe()
+to_child_r, to_child_w = os.pipe()
 pid = os.fork()
 if pid == 0:
-    os.close(read_end)
+    os.close(to_parent_r)
+    os.close(to_child_w)
     lines = []
     try:
         g.add_nodes(["child"], 2 * np.ones((1, 4)))
@@ -465,23 +471,44 @@ if pid == 0:
         lines.append("wait_for_indexing returned")
     except vg.ReadOnlyError:
         lines.append("wait_for_indexing refused")
-    lines.append("search: " + ",".join(g.search(np.ones(4), k=1).keys))
-    g.close()
-    os.write(write_end, "\n".join(lines).encode())
+    with g:  # reads work in a with block; its close leaves the parent's graph alone
+        lines.append("search: " + ",".join(g.search(np.ones(4), k=1).keys))
+        lines.append("bm25: " + ",".join(sorted(g.hybrid_search("hello", k=2, channels=["bm25"]).keys)))
+        lines.append("hybrid: " + ",".join(sorted(g.hybrid_search("hello", vector=np.ones(4), k=2).keys)))
+    memory.add_nodes(["m2"], np.full((1, 4), 2.0), texts=["hello child"])  # an in-memory graph stays writable
+    fresh = vg.Graph(4)
+    fresh.add_nodes(["f1"], np.ones((1, 4)), texts=["hello fresh"])
+    lines.append("memory: " + ",".join(sorted(memory.hybrid_search("hello", vector=np.ones(4), k=2).keys))
+                 + "; fresh: " + ",".join(fresh.hybrid_search("hello", vector=np.ones(4), k=1).keys))
+    os.write(to_parent_w, ("\n".join(lines) + "\n").encode())
+    os.read(to_child_r, 1)  # the parent has closed the graph: this process may open the folder
+    with vg.Graph.open(folder) as mine:
+        mine.add_nodes(["child2"], 4 * np.ones((1, 4)))
+    os.write(to_parent_w, b"child wrote\n")
     sys.exit(0)  # a normal exit: the inherited engine and BM25 writer are not torn down
-os.close(write_end)
-os.waitpid(pid, 0)
-print(os.read(read_end, 65536).decode())
+os.close(to_parent_w)
+os.close(to_child_r)
+reader = os.fdopen(to_parent_r)
+for _ in range(6):
+    print(reader.readline().rstrip("\n"))
 g.add_nodes(["parent"], 3 * np.ones((1, 4)))  # acknowledged: must survive
 g.close()
+with vg.Graph.open(folder) as again:  # the child, still running, holds no lock on the folder
+    print("reopened while the child runs:", len(again))
+os.write(to_child_w, b"x")
+print(reader.readline().rstrip("\n"))
+os.waitpid(pid, 0)
 with vg.Graph.open(folder) as g:
-    print("after reopen:", sorted(k for k in ("base", "child", "parent") if k in g))
+    print("after reopen:", sorted(k for k in ("base", "later", "child", "parent", "child2") if k in g))
+    print("bm25 after reopen:", sorted(g.hybrid_search("hello", k=5, channels=["bm25"]).keys))
 """
 
 
 def test_a_forked_child_cannot_write_to_its_parents_folder_graph_and_exits_cleanly(tmp_path):
     """Before, a child's write went into the parent's WAL, the parent's next acknowledged write
-    was cut at recovery, and a child's exit hung on the WAL writer inherited without its thread."""
+    was cut at recovery, and a child's exit hung on the WAL writer inherited without its thread.
+    The child's reads work (a BM25 index of its own, a new search pool), and it holds no lock that
+    keeps the parent or itself from opening the folder once the parent has closed it."""
     script = tmp_path / "fork.py"
     script.write_text(_FORK_SCRIPT)
     done = subprocess.run([sys.executable, str(script), str(tmp_path / "g")], capture_output=True, text=True,
@@ -490,7 +517,9 @@ def test_a_forked_child_cannot_write_to_its_parents_folder_graph_and_exits_clean
     lines = done.stdout.splitlines()
     assert lines[0].startswith(f"refused: the graph at {tmp_path / 'g'} was opened by process ")
     assert "is a fork of it" in lines[0]
-    assert lines[1:] == ["wait_for_indexing refused", "search: base", "after reopen: ['base', 'parent']"]
+    assert lines[1:] == ["wait_for_indexing refused", "search: base", "bm25: base,later", "hybrid: base,later",
+                         "memory: m1,m2; fresh: f1", "reopened while the child runs: 3", "child wrote",
+                         "after reopen: ['base', 'child2', 'later', 'parent']", "bm25 after reopen: ['base', 'later']"]
     assert "panicked" not in done.stderr
 
 

@@ -144,12 +144,33 @@ def _after_fork_in_child() -> None:
     # A forked child has copies of every graph's engine and BM25 index but none of their threads
     # (a fork keeps only the thread that called it). Destroying those copies would wait forever
     # for the threads (the WAL writer's condition variable) or panic (the BM25 index writer), so
-    # the child keeps each graph to its end (one reference it never drops), and its folder graphs
-    # refuse writes (they would go into the parent's WAL behind its back) and close() leaves the
-    # parent's WAL, LOCK and index alone.
+    # the child keeps each graph to its end (one reference it never drops). Its folder graphs
+    # refuse writes (they would go into the parent's WAL behind its back), and close() leaves the
+    # parent's WAL and index alone. The inherited BM25 index is set aside unused (a search would
+    # publish the parent's buffered writes through a writer without threads): a BM25 search in
+    # the child builds one of its own in memory. The child's copies of the descriptors that hold
+    # the folder's LOCK and the index's lock files are closed, so that the locks go with the
+    # parent (an flock lasts while any copy of its descriptor is open).
+    hybrid._forget_pool_after_fork()
     for graph in list(_GRAPHS):
         graph._forked = True
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(graph))
+        graph._inherited_text, graph._text = graph._text, None
+        if graph._lock is not None:
+            graph._lock.release()  # closes this process's copy only: the parent keeps the lock
+        if graph._path is not None:
+            _close_inherited_lock_files(os.path.join(graph._path, TEXT_INDEX_DIR))
+
+
+def _close_inherited_lock_files(folder: str) -> None:
+    # The descriptors of this process open on "<folder>/*.lock" (Linux: /proc/self/fd).
+    prefix = os.path.realpath(folder) + os.sep
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError, ValueError):
+                target = os.readlink(f"/proc/self/fd/{name}")
+                if target.startswith(prefix) and target.endswith(".lock"):
+                    os.close(int(name))
 
 
 if hasattr(os, "register_at_fork"):
@@ -297,16 +318,18 @@ def _int64s(values: Any, name: str, count: int) -> Optional[np.ndarray]:
 _COARSE_DATETIME_UNITS = ("Y", "M", "W", "D", "h", "m", "s", "ms", "us")
 
 
-def _datetime64_us(values: np.ndarray, name: str) -> np.ndarray:
+def _datetime64_us(values: np.ndarray, name: str, rows: bool = True) -> np.ndarray:
     """int64 microseconds since the epoch of a datetime64 array without NaT. InvalidArgumentError
     names the first value beyond int64 microseconds (about 290,000 years either side of 1970),
-    which NumPy's conversion would wrap; a unit finer than µs is truncated to it."""
+    which NumPy's conversion would wrap, and its row (with ``rows``); a unit finer than µs is
+    floored to it (rounded toward -inf)."""
     us = values.astype("datetime64[us]")
     if np.datetime_data(values.dtype)[0] in _COARSE_DATETIME_UNITS:
         wrapped = us.astype(values.dtype) != values
         if wrapped.any():
             row = int(np.argmax(wrapped.reshape(-1)))
-            raise InvalidArgumentError(f"{name} holds {values.reshape(-1)[row]} at row {row}, beyond int64 microseconds "
+            where = f" at row {row}" if rows else ""
+            raise InvalidArgumentError(f"{name} holds {values.reshape(-1)[row]}{where}, beyond int64 microseconds "
                                        "since the epoch (about 290,000 years either side of 1970)")
     return us.astype(np.int64)
 
@@ -434,7 +457,7 @@ def _json_default(value: Any) -> Any:
         return _timestamp_us(value, "a props value")
     if isinstance(value, np.datetime64):
         # .item() gives an int of the value's own unit for ns (and a datetime for us): microseconds always
-        return None if np.isnat(value) else int(_datetime64_us(np.array([value]), "a props datetime64 value")[0])
+        return None if np.isnat(value) else int(_datetime64_us(np.array([value]), "a datetime64 value", rows=False)[0])
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
@@ -1252,7 +1275,8 @@ class Graph:
             ReadOnlyError: the graph is already closed (a ``with`` block on it would suggest
                 writes that cannot happen), as ``with`` on a closed file raises.
         """
-        self._check_open("a with block needs")
+        if self._closed:
+            self._check_open("a with block needs")
         return self
 
     def __del__(self) -> None:
@@ -1273,8 +1297,8 @@ class Graph:
             raise ReadOnlyError(
                 f"the graph at {self._path} was opened by process {self._pid}, and this process "
                 f"({os.getpid()}) is a fork of it: its writes would go into that process's write-ahead "
-                "log behind its back (searches work). Open the folder in this process once the other "
-                "has closed it")
+                "log behind its back (searches work). To write, open the folder in this process once "
+                "the other has closed it")
         if self._closed:
             where = f" at {self._path}" if self._path else ""
             raise ReadOnlyError(f"the graph{where} is closed; {needs} an open graph")
@@ -1723,7 +1747,7 @@ class Graph:
             return index
         with self._text_lock:
             if self._text is None or self._text.closed:
-                if self._path is not None and not self._closed:
+                if self._path is not None and not self._closed and not self._forked:
                     self._open_text_index()  # after a failed write: reopened, caught up
                 else:
                     from .text import TextIndex
@@ -1763,7 +1787,7 @@ class Graph:
             if index is not None:
                 with contextlib.suppress(Exception):
                     index.close()
-            if self._path is not None:
+            if self._path is not None and not self._forked:  # a forked child's index is its own, in memory
                 with contextlib.suppress(OSError):
                     shutil.rmtree(os.path.join(self._path, TEXT_INDEX_DIR))
 

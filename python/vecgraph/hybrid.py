@@ -297,6 +297,15 @@ _POOL: Optional[ThreadPoolExecutor] = None
 _POOL_LOCK = threading.Lock()
 
 
+def _forget_pool_after_fork() -> None:
+    """In a forked child: the pool's threads stayed in the parent, so a job submitted to it
+    would never run; the next parallel search makes a new one. (Called by the fork handler
+    of vecgraph.graph.)"""
+    global _POOL, _POOL_LOCK
+    _POOL = None
+    _POOL_LOCK = threading.Lock()
+
+
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
