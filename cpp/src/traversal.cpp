@@ -157,7 +157,7 @@ void traverse_and_score(const GraphView& graph, const VectorStore& store, const 
         node_id_t node = scratch.visited[i];
         float score = score_from_dot(metric, scratch.dots[i], q.scale, q.sq_norm, store.scale(node), store.sq_norm(node));
         // Decay always moves a score down: a negative score (l2, opposed vectors) is divided. A
-        // score of 0 stays 0: a decay power beyond float (inf, or 0) would make it NaN.
+        // score of 0 stays 0: a decay power that overflows float to inf would make it NaN.
         if (decay && score != 0.f) score = score > 0.f ? score * scratch.decay_pow[scratch.visited_hops[i]]
                                                        : score / scratch.decay_pow[scratch.visited_hops[i]];
         scratch.scores[i] = score;
