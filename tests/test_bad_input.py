@@ -630,3 +630,14 @@ def test_props_nested_too_deeply_and_hybrid_result_index_give_clear_errors():
     with pytest.raises(IndexError) as raised:
         res[5]
     assert str(raised.value) == "result index 5 out of range for 1 hits"
+
+
+def test_open_with_a_path_that_is_no_path_names_what_came(tmp_path):
+    for bad, text in ((None, "NoneType None"), (5, "int 5")):
+        with pytest.raises(TypeError) as raised:
+            vg.Graph.open(bad, dim=4)
+        assert str(raised.value) == f"path must be a non-empty str or os.PathLike, got {text}"
+    with pytest.raises(vg.InvalidArgumentError) as raised:
+        vg.Graph.open(str(tmp_path / "a\x00b"), dim=4)
+    assert str(raised.value).startswith("path must not contain a NUL character, got ")
+    assert list(tmp_path.iterdir()) == []

@@ -354,3 +354,12 @@ def test_named_tuple_pairs_results_and_sets():
     g.add_nodes(["x", "y"], np.array([[1, 0], [0.8, 0.6]], dtype=np.float32))
     res = g.search(np.array([1, 0], dtype=np.float32), k=2, hops=0)
     assert rrf([res, ["y"]]) == rrf([res.keys, ["y"]])
+
+
+def test_an_unhashable_key_is_named_by_list_and_position():
+    for lists, where in (([["a", "b"], ["c", ["d"]]], "list 1 item 1"), ({"dense": ["x", {"y": 1}]}, "list 'dense' item 1")):
+        for fuse in (rrf, rrf_with_ranks):
+            with pytest.raises(TypeError) as raised:
+                fuse(lists)
+            assert str(raised.value).startswith(f"{where} is unhashable (")
+            assert str(raised.value).endswith("); keys must be hashable, such as str or int")

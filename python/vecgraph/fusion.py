@@ -98,8 +98,8 @@ def rrf(lists: ListsArg, weights: WeightsArg = None, k: float = DEFAULT_K,
     >>> rrf([["d1", "d2", "d3"], ["d3", "d1"]], top_n=2)   # doctest: +ELLIPSIS
     [('d1', 0.032522...), ('d3', 0.032266...)]
     """
-    _, key_lists, ws = _check(lists, weights)
-    return _core.rrf_fuse(key_lists, ws, _check_k(k), _top_n_arg(top_n), False)
+    names, key_lists, ws = _check(lists, weights)
+    return _fuse(key_lists, ws, _check_k(k), _top_n_arg(top_n), False, names)
 
 
 def rrf_with_ranks(lists: ListsArg, weights: WeightsArg = None, k: float = DEFAULT_K,
@@ -114,10 +114,26 @@ def rrf_with_ranks(lists: ListsArg, weights: WeightsArg = None, k: float = DEFAU
     Fused(key='y', score=0.03252..., ranks={'dense': 2, 'bm25': 1, 'graph': None})
     """
     names, key_lists, ws = _check(lists, weights)
-    fused = _core.rrf_fuse(key_lists, ws, _check_k(k), _top_n_arg(top_n), True)
+    fused = _fuse(key_lists, ws, _check_k(k), _top_n_arg(top_n), True, names)
     if names is None:
         return [Fused(key, score, ranks) for key, score, ranks in fused]
     return [Fused(key, score, dict(zip(names, ranks))) for key, score, ranks in fused]
+
+
+def _fuse(key_lists: list, ws: Any, k: float, top_n: int, with_ranks: bool, names: Optional[list]) -> list:
+    """_core.rrf_fuse; an unhashable key is named by its list and position."""
+    try:
+        return _core.rrf_fuse(key_lists, ws, k, top_n, with_ranks)
+    except TypeError:
+        for i, keys in enumerate(key_lists):
+            for j, key in enumerate(keys):
+                try:
+                    hash(key)
+                except TypeError:
+                    where = f"list {names[i]!r}" if names is not None else f"list {i}"
+                    raise TypeError(f"{where} item {j} is unhashable ({type(key).__name__} {key!r}); keys must be "
+                                    "hashable, such as str or int") from None
+        raise
 
 
 def _top_n_arg(top_n: Any) -> int:

@@ -962,9 +962,14 @@ class Graph:
             metric = _choice(metric, "metric", _METRICS)
         if dim is not None:
             _count_at_least(dim, "dim", 1)
-        raw_path = os.fspath(path)
+        try:
+            raw_path = os.fspath(path)
+        except TypeError:
+            raise TypeError(f"path must be a non-empty str or os.PathLike, got {type(path).__name__} {path!r}") from None
         if not isinstance(raw_path, str) or not raw_path:
             raise TypeError(f"path must be a non-empty str or os.PathLike, got {path!r}")
+        if "\0" in raw_path:
+            raise InvalidArgumentError(f"path must not contain a NUL character, got {raw_path!r}")
         folder = os.path.abspath(raw_path)
         if os.path.exists(folder) and not os.path.isdir(folder):
             raise storage.StorageError(f"{folder} is a file, not a graph folder")
