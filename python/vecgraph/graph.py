@@ -153,7 +153,6 @@ def _after_fork_in_child() -> None:
     # parent (an flock lasts while any copy of its descriptor is open).
     hybrid._forget_pool_after_fork()
     for graph in list(_GRAPHS):
-        graph._forked = True
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(graph))
         graph._inherited_text, graph._text = graph._text, None
         if graph._lock is not None:
@@ -512,6 +511,13 @@ def _number(value: Any, kind: str, where: str) -> Union[int, float]:
 _OPERATORS = ("==", "in", ">", ">=", "<", "<=")
 
 
+def _values_list(value: Any) -> bool:
+    """Whether a where condition's value is a list of values (a membership): any iterable but a
+    str, bytes, dict or 0-d array (a list, tuple, set, array, generator, dict view, ...)."""
+    return isinstance(value, Iterable) and not isinstance(value, (str, bytes, dict)) and not (
+        isinstance(value, np.ndarray) and value.ndim == 0)
+
+
 def _where(where: Any, filterable: dict) -> Optional[list]:
     """The core's conditions for ``where``: (name, values or None, int_min, int_max, real_min, real_max)."""
     if where is None:
@@ -528,8 +534,7 @@ def _where(where: Any, filterable: dict) -> Optional[list]:
             unknown = [op for op in condition if op not in _OPERATORS]
             if unknown or not condition:
                 raise InvalidArgumentError(f"where[{name!r}]: operators are {', '.join(_OPERATORS)}; got {list(condition)!r}")
-        elif isinstance(condition, Iterable) and not isinstance(condition, (str, bytes)) and not (
-                isinstance(condition, np.ndarray) and condition.ndim == 0):
+        elif _values_list(condition):
             condition = {"in": condition}  # a list, tuple, set, array, generator, dict view, ...
         else:
             condition = {"==": condition}
@@ -538,8 +543,7 @@ def _where(where: Any, filterable: dict) -> Optional[list]:
         for op, operand in condition.items():
             label = f"where[{name!r}][{op!r}]"
             if op in ("==", "in"):
-                if op == "in" and (isinstance(operand, (str, bytes, dict)) or not isinstance(operand, Iterable) or (
-                        isinstance(operand, np.ndarray) and operand.ndim == 0)):
+                if op == "in" and not _values_list(operand):
                     raise InvalidArgumentError(f"{label} must be a list of values, got {type(operand).__name__} {operand!r}")
                 items = list(operand) if op == "in" else [operand]
                 if kind == "str":
@@ -845,8 +849,7 @@ class Graph:
         self._manifest: Optional[dict] = None
         self._embedder: Optional[dict] = None  # {"name", "dim"} of an in-memory graph's embedder
         self._closed = False
-        self._forked = False  # set in a process forked from the one that made this graph
-        self._pid = os.getpid()
+        self._pid = os.getpid()  # of the process that made this graph (see _forked)
         _GRAPHS.add(self)
         self._checkpoint_lock = threading.Lock()  # one checkpoint at a time; close waits for it
         # BM25 over node texts (vecgraph.text), kept in step with the graph's writes; entity
@@ -1295,18 +1298,27 @@ class Graph:
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
 
+    @property
+    def _forked(self) -> bool:
+        """True in a process forked from the one that made this graph."""
+        return os.getpid() != self._pid
+
     def _check_open(self, needs: str = "writes need") -> None:
         """ReadOnlyError on a closed graph, naming what ``needs`` an open graph, and on a folder
         graph inherited by a forked process."""
+        self._check_not_inherited()
+        if self._closed:
+            where = f" at {self._path}" if self._path else ""
+            raise ReadOnlyError(f"the graph{where} is closed; {needs} an open graph")
+
+    def _check_not_inherited(self) -> None:
+        """ReadOnlyError on a folder graph inherited by a forked process."""
         if self._forked and self._path is not None:
             raise ReadOnlyError(
                 f"the graph at {self._path} was opened by process {self._pid}, and this process "
                 f"({os.getpid()}) is a fork of it: its writes would go into that process's write-ahead "
                 "log behind its back (searches work). To write, open the folder in this process once "
                 "the other has closed it")
-        if self._closed:
-            where = f" at {self._path}" if self._path else ""
-            raise ReadOnlyError(f"the graph{where} is closed; {needs} an open graph")
 
     def _require_folder(self, what: str) -> None:
         if self._path is None:
@@ -2298,6 +2310,5 @@ class Graph:
             ReadOnlyError: a folder graph inherited by a forked process (the pass runs in the
                 process that opened it).
         """
-        if self._forked and self._path is not None:
-            self._check_open("wait_for_indexing needs")
+        self._check_not_inherited()
         self._engine.wait_for_indexing()
