@@ -23,11 +23,11 @@ import vecgraph as vg
 from vecgraph.synthetic import SyntheticGraph, clustered_graph, queries
 
 # The search every figure is about, and the HNSW parameters both engines get (vecgraph's
-# defaults; ef 64, 160, 192 and 256 are measured too, so that the speed-up at equal recall is
+# defaults; ef 48, 96, 128 and 192 are measured too, so that the speed-up at equal recall is
 # taken at the cheapest ef that reaches the baseline's recall, not the next power of two).
 SEARCH = {"k": 10, "seeds": 8, "hops": 2, "max_visited": 2000, "max_fanout": 256}
-HNSW = {"connectivity": 16, "expansion_add": 128, "expansion_search": 128}
-OTHER_EFS = (64, 160, 192, 256)
+HNSW = {"connectivity": 24, "expansion_add": 128, "expansion_search": 64}
+OTHER_EFS = (48, 96, 128, 192)
 DIM = 384
 
 

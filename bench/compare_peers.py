@@ -24,8 +24,8 @@ Peers:
   weight, so ``max_fanout`` does not apply and, where ``max_visited`` cuts the second hop,
   the cut keeps other nodes than the reference's rules do.
 
-HNSW parameters for every engine: M=16 (32 links on the base level), efConstruction=128,
-ef=128 at query time (vecgraph's defaults). Builds may use every core; queries use one thread
+HNSW parameters for every engine: M=24 (48 links on the base level), efConstruction=128,
+ef=64 at query time (vecgraph's defaults). Builds may use every core; queries use one thread
 (BLAS pools pinned to one thread by bench/common.py, hnswlib/faiss/Kuzu told to use one).
 
 Figures per peer: build seconds (wall, from arrays in memory to the first answered query),
@@ -69,7 +69,7 @@ import vecgraph as vg  # noqa: E402
 from baseline import Baseline, expand, merged_adjacency, top_k  # noqa: E402
 
 SEARCH = dict(common.SEARCH)  # k=10, seeds=8, hops=2, max_visited=2000, max_fanout=256
-HNSW = dict(common.HNSW)  # connectivity=16, expansion_add=128, expansion_search=128
+HNSW = dict(common.HNSW)  # connectivity=24, expansion_add=128, expansion_search=64
 ALL_PEERS = ("vecgraph", "baseline", "hnswlib", "faiss", "networkx", "kuzu")
 LABELS = {
     "vecgraph": "vecgraph",
@@ -566,7 +566,8 @@ def figure(results: list, path: str) -> None:
         for yi, v in zip(y, rec):
             ax_rec.text(v, yi, f" {v:.3f}", va="center", fontsize=8)
         ax_rec.set_title("recall@10 vs vecgraph exact=True (same graph, same rules)", fontsize=9)
-    fig.suptitle("seed-expand-rescore: k=10, seeds=8, hops=2, max_visited=2000; HNSW M=16, efC=128, ef=128",
+    fig.suptitle("seed-expand-rescore: k=10, seeds=8, hops=2, max_visited=2000; "
+                 f"HNSW M={HNSW['connectivity']}, efC={HNSW['expansion_add']}, ef={HNSW['expansion_search']}",
                  fontsize=10)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -159,7 +159,7 @@ def tables(results: list[dict], kernels: list[dict]) -> str:
                      f"(available: {', '.join(m['isas'])}); Python {m['python']}, NumPy {m['numpy']}.")
         lines.append("")
     lines.append("### Search, single thread (k=10, seeds=8, hops=2, max_visited=2000, max_fanout=256; "
-                 "HNSW M=16, ef_construction=128)")
+                 f"HNSW M={common.HNSW['connectivity']}, ef_construction={common.HNSW['expansion_add']})")
     lines.append("")
     lines.append("| N (edges) | engine | p50 µs | p90 µs | p99 µs | qps | recall@10 vs exact=True | "
                  "recall@10 vs float32 exact |")

@@ -154,7 +154,7 @@ def test_exact_search_equals_reference(data, spec):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data(), spec=graph_specs(dims=(3, 8, 17), modes=["normal"]))
 def test_hnsw_search_equals_reference_on_small_graphs(data, spec):
-    # <= 60 distinct vectors, default connectivity (16: 32 links per node on the base level) and
+    # <= 60 distinct vectors, default connectivity (24: 48 links per node on the base level) and
     # ef >= n: the HNSW seed search is exhaustive, so the whole search must equal the reference.
     # (Dozens of identical vectors can leave HNSW's graph disconnected; "normal" vectors are distinct.)
     g, model = build_graph(spec)

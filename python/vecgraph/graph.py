@@ -750,11 +750,18 @@ class Graph:
         dim: vector length (1 to 65536).
         metric: "cos" (cosine; vectors are normalised), "ip" (inner product) or "l2"
             (squared Euclidean distance, scored as its negative).
-        connectivity: HNSW M, links per node (2M on the base level). Default 16.
+        connectivity: HNSW M, links per node (2M on the base level). Default 24: with 48 links
+            on the base level a walk reaches a given recall at a smaller ef than with M=16, and
+            the walk's cost is its chain of dependent steps, so fewer, wider steps are faster
+            (HNSW: Malkov and Yashunin, IEEE TPAMI 2020). It costs about 30% more HNSW memory
+            (273 against 212 MB at 1,000,000 nodes).
         expansion_add: HNSW efConstruction. Default 128.
-        expansion_search: HNSW ef at query time (raised to ``seeds`` when smaller). Default 128:
-            on clustered 384-d data it keeps recall@10 of the search >= 0.98 against exact seeds
-            (64 gives ~0.96 at about two thirds of the seed-search time).
+        expansion_search: HNSW ef at query time (raised to ``seeds`` when smaller), also the
+            per-search ``ef``. Default 64. On clustered 384-d data at 100,000 nodes (k=10, 8
+            seeds, hops=2) recall@10 against ``exact=True`` is 0.994-0.996 at p50 89-94 µs,
+            where M=16 with ef=128 gave 0.995 at 113 µs; at 1,000,000 nodes 0.979-0.981 (ef=128:
+            0.988). On WordNet (256-d text embeddings, 117,659 nodes) it is 0.965; ef=96 gives
+            0.981 and ef=128 0.989, at 1.3x and 1.7x the search time.
         threads: threads for bulk work (quantization, HNSW inserts); default: all cores.
         auto_compact_edges: compaction starts in the background once this many edges were
             added or deleted since the last one (and at least 1/8 of the graph's edges);
@@ -821,9 +828,9 @@ class Graph:
         dim: int,
         metric: str = "cos",
         *,
-        connectivity: int = 16,
+        connectivity: int = 24,
         expansion_add: int = 128,
-        expansion_search: int = 128,
+        expansion_search: int = 64,
         threads: Optional[int] = None,
         auto_compact_edges: int = 100_000,
         filterable: Optional[dict] = None,
@@ -870,9 +877,9 @@ class Graph:
         sync: str = "always",
         sync_interval_ms: int = 100,
         segment_bytes: int = 64 << 20,
-        connectivity: int = 16,
+        connectivity: int = 24,
         expansion_add: int = 128,
-        expansion_search: int = 128,
+        expansion_search: int = 64,
         threads: Optional[int] = None,
         auto_compact_edges: int = 100_000,
         filterable: Optional[dict] = None,

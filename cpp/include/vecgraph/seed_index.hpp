@@ -28,9 +28,9 @@
 namespace vecgraph {
 
 struct HnswParams {
-    std::size_t connectivity = 16;       // M: links per node on upper levels (2M on the base level)
-    std::size_t expansion_add = 128;     // efConstruction
-    std::size_t expansion_search = 128;  // ef at query time (raised to the number of seeds wanted)
+    std::size_t connectivity = 24;      // M: links per node on upper levels (2M on the base level)
+    std::size_t expansion_add = 128;    // efConstruction
+    std::size_t expansion_search = 64;  // ef at query time (raised to the number of seeds wanted)
 };
 
 struct ScoredNode {
