@@ -149,6 +149,39 @@ def test_checkpoint_without_new_writes_writes_nothing(tmp_path):
     g.close()
 
 
+@pytest.mark.parametrize("fails_in", ["write_snapshot", "write_manifest"])
+def test_a_checkpoint_that_fails_for_the_disk_leaves_no_partial_generation(tmp_path, monkeypatch, fails_in):
+    import errno
+
+    from vecgraph import storage
+
+    g = vg.Graph.open(tmp_path / "g", dim=4, sync="off")
+    g.add_nodes(["a", "b"], np.eye(2, 4))
+    first = g.checkpoint()
+    g.add_nodes(["c"], np.ones((1, 4)))
+    real = getattr(storage, fails_in)
+
+    def full_disk(*args, **kwargs):
+        if fails_in == "write_snapshot":  # part of the generation is on disk when the disk fills
+            (Path(args[3]) / "nodes.parquet").write_bytes(b"x" * 4096)
+        else:
+            real(*args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(storage, fails_in, full_disk)
+    with pytest.raises(vg.StorageError, match="checkpoint of .* failed: .*No space left on device"):
+        g.checkpoint()
+    assert not [name for name in os.listdir(tmp_path / "g" / "snapshots") if name.endswith(".tmp")]
+    monkeypatch.undo()
+    g.add_nodes(["d"], np.ones((1, 4)) * 2)  # the graph goes on taking writes, and the next try commits
+    second = g.checkpoint()
+    assert second["lsn"] > first["lsn"] and second["nodes"] == 4
+    assert sorted(os.listdir(tmp_path / "g" / "snapshots")) == ["00000001", "00000002"]
+    g.close()
+    with vg.Graph.open(tmp_path / "g") as g:
+        assert len(g) == 4 and all(k in g for k in "abcd")
+
+
 @pytest.mark.parametrize("on_disk", [True, False])
 def test_a_closed_graph_refuses_every_write(tmp_path, on_disk):
     g = vg.Graph.open(tmp_path / "g", dim=4) if on_disk else vg.Graph(4)

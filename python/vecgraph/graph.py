@@ -1169,16 +1169,21 @@ class Graph:
                 tmp = storage.begin_snapshot(self._path, self._manifest)
             except OSError as e:
                 raise storage.StorageError(f"checkpoint of {self._path} failed: {e}") from e
-            # The HNSW graph is saved beside the columns at the same LSN (when it indexes
-            # exactly the live nodes), so that opening reads it instead of rebuilding it.
-            state = self._engine.export_state(os.path.join(tmp, storage.HNSW_FILE))
-            self._engine.sync()  # the WAL must never be behind a committed snapshot
             try:
+                # The HNSW graph is saved beside the columns at the same LSN (when it indexes
+                # exactly the live nodes), so that opening reads it instead of rebuilding it.
+                state = self._engine.export_state(os.path.join(tmp, storage.HNSW_FILE))
+                self._engine.sync()  # the WAL must never be behind a committed snapshot
                 manifest = storage.write_snapshot(self._path, self._manifest, state, tmp)
                 manifest["text_lsn"] = int(state["text_lsn"])
                 storage.write_manifest(self._path, manifest)
-            except OSError as e:
-                raise storage.StorageError(f"checkpoint of {self._path} failed: {e}") from e
+            except BaseException as e:
+                # A failed generation gives its disk space back at once (on a full disk, the
+                # space the next try needs); the committed snapshots are untouched.
+                shutil.rmtree(tmp, ignore_errors=True)
+                if isinstance(e, OSError):
+                    raise storage.StorageError(f"checkpoint of {self._path} failed: {e}") from e
+                raise
             self._manifest = manifest
             # The WAL is kept back to the previous snapshot, so that either generation plus the
             # WAL recovers everything (open falls back to the previous one if this one is damaged).
