@@ -817,3 +817,24 @@ def test_a_graph_cannot_be_copied_shallow_or_deep():
             fn(g)
         assert str(raised.value) == ("a Graph cannot be copied: it owns its C++ engine; build a new one and add "
                                      "the same data")
+
+
+def test_a_search_result_pickles_with_its_paths():
+    import pickle
+
+    g = vg.Graph(3)
+    g.add_nodes(["a", "b", "c"], np.eye(3, dtype=np.float32) + 0.1)
+    g.add_edges(["a", "b"], ["b", "c"], rels=["r", "s"], weights=[1.0, 2.0])
+    q = np.array([1, 0.1, 0.1], np.float32)
+    res = g.search(q, k=3, seeds=1, hops=2)
+    batch = g.search_batch(np.stack([q, q]), k=3, seeds=1, hops=2)
+    copied = pickle.loads(pickle.dumps(res))
+    copied_batch = pickle.loads(pickle.dumps(batch))
+    g.close()  # the copies need no graph
+    assert copied.keys == res.keys == ["a", "b", "c"]
+    np.testing.assert_array_equal(copied.scores, res.scores)
+    assert copied.scores.dtype == np.float32 and list(copied.hops) == [0, 1, 2]
+    assert copied.paths[2] == [vg.graph.Edge("a", "r", "b", 1.0), vg.graph.Edge("b", "s", "c", 2.0)] and copied.paths == res.paths
+    assert list(copied) == list(res) and (copied.count_seeds, copied.count_visited) == (1, 3)
+    assert [r.keys for r in copied_batch] == [res.keys] * 2 and copied_batch[1].paths == res.paths
+    assert repr(copied) == repr(res)

@@ -93,6 +93,9 @@ class SearchResult:
             built on first access.
         count_seeds: how many seeds the seed search returned.
         count_visited: how many nodes the expansion visited and scored.
+
+    A result pickles (for another process, or a cache): the copy holds its paths, read from
+    the graph when it is pickled, and needs no graph.
     """
 
     __slots__ = ("keys", "scores", "hops", "count_seeds", "count_visited", "_offsets", "_edges", "_engine", "_paths")
@@ -109,6 +112,10 @@ class SearchResult:
             offsets = self._offsets
             self._paths = [edges[offsets[i] : offsets[i + 1]] for i in range(len(self.keys))]
         return self._paths
+
+    def __reduce__(self) -> tuple:
+        return (_search_result_from_state,
+                (self.keys, self.scores, self.hops, self.count_seeds, self.count_visited, self.paths))
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -131,6 +138,17 @@ class SearchResult:
         shown = ", ".join(f"{k!r}: {s:.4f}" for k, s in zip(self.keys[:5], self.scores[:5]))
         more = ", ..." if len(self.keys) > 5 else ""
         return f"SearchResult({len(self.keys)} hits: {{{shown}{more}}}, visited={self.count_visited})"
+
+
+def _search_result_from_state(keys: list, scores: np.ndarray, hops: np.ndarray, count_seeds: int,
+                              count_visited: int, paths: list) -> SearchResult:
+    """A SearchResult made by unpickling: its paths are given, so it holds no engine."""
+    result = SearchResult.__new__(SearchResult)
+    result.keys, result.scores, result.hops = keys, scores, hops
+    result.count_seeds, result.count_visited = count_seeds, count_visited
+    result._offsets = result._edges = result._engine = None
+    result._paths = paths
+    return result
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)

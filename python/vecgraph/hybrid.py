@@ -184,14 +184,38 @@ class HybridResult:
         edges: traversed edges with text or a vector, best first (:class:`ScoredEdge`).
         channels: the channels that ran, in fusion order.
         lists: each channel's ranked keys (before fusion).
+
+    A result pickles (for another process, or a cache): the copy holds what
+    :meth:`to_context` reads from the graph as it was when pickled (each hit's label and text,
+    the edges between hits), so it needs no graph.
     """
 
-    def __init__(self, hits: list, edges: list, channels: tuple, lists: dict, graph: Any) -> None:
+    def __init__(self, hits: list, edges: list, channels: tuple, lists: dict, graph: Any,
+                 frozen: Optional[tuple] = None) -> None:
         self.hits = hits
         self.edges = edges
         self.channels = channels
         self.lists = lists
         self._graph = graph
+        self._frozen = frozen  # (nodes {(type, key): node dict}, edges between hits) once pickled
+
+    def __reduce__(self) -> tuple:
+        nodes = {}
+        for hit in self.hits:
+            node = self._node(hit.key)
+            if node is not None:
+                nodes[(type(hit.key), hit.key)] = {"label": node.get("label"), "text": node.get("text")}
+        frozen = (nodes, self._edges_between_hits())
+        return (HybridResult, (self.hits, self.edges, self.channels, self.lists, None, frozen))
+
+    def _node(self, key: Any) -> Optional[dict]:
+        """The node ``key`` as get_node() gives it, or None when it was deleted since the search."""
+        if self._frozen is not None:
+            return self._frozen[0].get((type(key), key))
+        try:
+            return self._graph.get_node(key)
+        except Exception:  # deleted since the search
+            return None
 
     @property
     def keys(self) -> list:
@@ -220,6 +244,8 @@ class HybridResult:
 
     def _edges_between_hits(self) -> list:
         """Edges from one hit to another that were not scored (not traversed), after the scored ones."""
+        if self._frozen is not None:
+            return list(self._frozen[1])
         members = {(type(h.key), h.key) for h in self.hits}
         scored = {(type(e.src), e.src, e.rel, type(e.dst), e.dst) for e in self.edges}
         found = []
@@ -266,9 +292,8 @@ class HybridResult:
         listed: set = set()
         edges = list(self.edges) + self._edges_between_hits()
         for hit in self.hits:
-            try:
-                node = self._graph.get_node(hit.key)
-            except Exception:  # deleted since the search
+            node = self._node(hit.key)
+            if node is None:
                 continue
             label = f" ({node['label']})" if node.get("label") else ""
             text = " ".join((node.get("text") or "").split())
