@@ -259,6 +259,29 @@ def test_query_labels_and_rels_empty_string_is_the_default_one(tmp_path):
     assert "the default (empty) relation type is --rels ''" in failed(2, "query", folder, "--vector", q, "--rels", ",r")
 
 
+def test_query_table_shows_control_characters_as_escapes(tmp_path):
+    # Keys, rel names and texts come from users' data: printed raw, an ESC sequence in one
+    # could clear the screen or retitle the terminal. The table escapes them; --json keeps them.
+    folder = str(tmp_path / "c.vg")
+    vectors = _vectors()[:2]
+    key, rel, text = "k\x1b]0;pwned\x07", "cites\x1b[2J", "red \x1b[31mtext\u200b"
+    with vg.Graph.open(folder, dim=DIM, sync="off") as g:
+        g.add_nodes(["plain", key], vectors, texts=["plain", text])
+        g.add_edges(["plain"], [key], rels=[rel])
+    q = _npy(tmp_path, "q.npy", vectors[0])
+    table = ok("query", folder, "--vector", q, "--exact", "--seeds", "1").stdout
+    assert "\x1b" not in table and "\x07" not in table
+    assert "'k\\x1b]0;pwned\\x07'" in table  # the walk names nodes by repr
+    assert "k\\x1b]0;pwned\\x07  " in table  # the key column
+    assert "'plain' -cites\\x1b[2J-> 'k\\x1b]0;pwned\\x07'" in table
+    hits = json.loads(ok("query", folder, "--vector", q, "--exact", "--seeds", "1", "--json").stdout)
+    assert [h["key"] for h in hits] == ["plain", key] and hits[1]["path"][0]["rel"] == rel
+    hybrid = ok("query", folder, "red", "--hybrid", "--vector", q).stdout
+    assert "\x1b" not in hybrid and "red \\x1b[31mtext\\u200b" in hybrid
+    assert cli._printable("plain text é") == "plain text é"
+    assert cli._printable("a\tb\nc\x00") == "a\\tb\\nc\\x00"
+
+
 def test_query_exact_and_hybrid_exclude_each_other(graph_folder, tmp_path):
     q = _npy(tmp_path, "q.npy", _vectors()[0])
     for args in (["node 3", "--hybrid", "--exact"], ["node 3", "--exact", "--hybrid", "--vector", q]):

@@ -83,6 +83,15 @@ def _name_list(flag: str, what: str):
     return parse
 
 
+def _printable(text: str) -> str:
+    """``text`` for a terminal: each character that is not printable (ESC, a newline, a
+    zero-width space, ...) as its Python escape, so that names cannot move the cursor or
+    rewrite the screen."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _walk(hit, name=repr) -> str:
     """The path of a hit as walked from its seed: ``seed -rel-> a <-rel- hit`` (arrows as stored),
     each node shown by ``name(key)``."""
@@ -91,10 +100,10 @@ def _walk(hit, name=repr) -> str:
     node, parts = hit.key, []
     for edge in reversed(hit.path):
         if edge.dst == node:
-            parts.append(f"-{edge.rel}-> {name(node)}")
+            parts.append(f"-{_printable(edge.rel)}-> {name(node)}")
             node = edge.src
         else:
-            parts.append(f"<-{edge.rel}- {name(node)}")
+            parts.append(f"<-{_printable(edge.rel)}- {name(node)}")
             node = edge.dst
     return " ".join([name(node)] + parts[::-1])
 
@@ -401,7 +410,7 @@ def _hit_record(rank: int, hit) -> dict:
 
 def _print_table(records: list) -> None:
     header = ("rank", "key", "score", "hops", "path")
-    rows = [(str(r["rank"]), str(r["key"]), f"{r['score']:.4f}", str(r["hops"]), r["walk"]) for r in records]
+    rows = [(str(r["rank"]), _printable(str(r["key"])), f"{r['score']:.4f}", str(r["hops"]), r["walk"]) for r in records]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
     right = (True, False, True, True)
     for row in [header, *rows]:
@@ -410,7 +419,7 @@ def _print_table(records: list) -> None:
 
 
 def _snippet(graph, key, width: int = 60) -> str:
-    text = " ".join((graph.get_node(key).get("text") or "").split())
+    text = _printable(" ".join((graph.get_node(key).get("text") or "").split()))
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -431,7 +440,7 @@ def _cmd_hybrid_query(args: argparse.Namespace, graph) -> int:
         _print_json(records)
         return 0
     header = ("rank", "key", "rrf", "channels", "text")
-    rows = [(str(r["rank"]), str(r["key"]), f"{r['score']:.4f}",
+    rows = [(str(r["rank"]), _printable(str(r["key"])), f"{r['score']:.4f}",
              " ".join(f"{c[0]}{r['ranks'][c] if r['ranks'][c] is not None else '-'}" for c in res.channels),
              r["text"]) for r in records]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
