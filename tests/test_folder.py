@@ -149,13 +149,14 @@ def test_checkpoint_without_new_writes_writes_nothing(tmp_path):
     g.close()
 
 
-@pytest.mark.parametrize("fails_in", ["write_snapshot", "write_manifest"])
+@pytest.mark.parametrize("fails_in", ["write_snapshot", "write_manifest", "fsync_dir"])
 def test_a_checkpoint_that_fails_for_the_disk_leaves_no_partial_generation(tmp_path, monkeypatch, fails_in):
     import errno
 
     from vecgraph import storage
 
-    g = vg.Graph.open(tmp_path / "g", dim=4, sync="off")
+    folder = str(tmp_path / "g")
+    g = vg.Graph.open(folder, dim=4, sync="off")
     g.add_nodes(["a", "b"], np.eye(2, 4))
     first = g.checkpoint()
     g.add_nodes(["c"], np.ones((1, 4)))
@@ -164,6 +165,8 @@ def test_a_checkpoint_that_fails_for_the_disk_leaves_no_partial_generation(tmp_p
     def full_disk(*args, **kwargs):
         if fails_in == "write_snapshot":  # part of the generation is on disk when the disk fills
             (Path(args[3]) / "nodes.parquet").write_bytes(b"x" * 4096)
+        elif fails_in == "fsync_dir" and os.path.abspath(args[0]) != os.path.abspath(folder):
+            return real(*args, **kwargs)  # only the folder's own fsync, after the MANIFEST's rename, fails
         else:
             real(*args, **kwargs)
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -172,11 +175,17 @@ def test_a_checkpoint_that_fails_for_the_disk_leaves_no_partial_generation(tmp_p
     with pytest.raises(vg.StorageError, match="checkpoint of .* failed: .*No space left on device"):
         g.checkpoint()
     assert not [name for name in os.listdir(tmp_path / "g" / "snapshots") if name.endswith(".tmp")]
+    # When the MANIFEST's rename was done (a failure after it), generation 2 is committed: the
+    # next try writes 3, and never over 2.
+    committed = 1 if fails_in == "write_snapshot" else 2
+    assert storage.read_manifest(folder)["snapshot"] == f"snapshots/{committed:08d}"
     monkeypatch.undo()
     g.add_nodes(["d"], np.ones((1, 4)) * 2)  # the graph goes on taking writes, and the next try commits
     second = g.checkpoint()
     assert second["lsn"] > first["lsn"] and second["nodes"] == 4
-    assert sorted(os.listdir(tmp_path / "g" / "snapshots")) == ["00000001", "00000002"]
+    names = [f"{n:08d}" for n in (committed, committed + 1)]
+    assert sorted(os.listdir(tmp_path / "g" / "snapshots")) == names
+    assert storage.read_manifest(folder)["snapshot"] == f"snapshots/{names[1]}"
     g.close()
     with vg.Graph.open(tmp_path / "g") as g:
         assert len(g) == 4 and all(k in g for k in "abcd")

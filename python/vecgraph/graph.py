@@ -1199,6 +1199,7 @@ class Graph:
                 # A failed generation gives its disk space back at once (on a full disk, the
                 # space the next try needs); the committed snapshots are untouched.
                 shutil.rmtree(tmp, ignore_errors=True)
+                self._adopt_manifest_on_disk()
                 if isinstance(e, OSError):
                     raise storage.StorageError(f"checkpoint of {self._path} failed: {e}") from e
                 raise
@@ -1213,6 +1214,17 @@ class Graph:
                     self._text.optimize()  # buffered BM25 writes survive a crash from here on
             return {"lsn": int(state["lsn"]), "snapshot": os.path.join(self._path, manifest["snapshot"]),
                     "nodes": len(state["ts"]), "edges": len(state["edge_src"])}
+
+    def _adopt_manifest_on_disk(self) -> None:
+        """After a failed checkpoint: the MANIFEST on disk may already commit the new generation
+        (its rename was done when a later fsync failed). The next checkpoint must then write the
+        generation after it, not write over the one the MANIFEST names."""
+        try:
+            on_disk = storage.read_manifest(self._path)
+        except Exception:  # noqa: BLE001 - unreadable now: the next open reads it again
+            return
+        if on_disk and int(on_disk.get("generation", 0)) > int(self._manifest.get("generation", 0)):
+            self._manifest = on_disk
 
     @contextlib.contextmanager
     def deferred_indexing(self) -> Iterator["Graph"]:
