@@ -276,10 +276,15 @@ def test_query_table_shows_control_characters_as_escapes(tmp_path):
     assert "'plain' -cites\\x1b[2J-> 'k\\x1b]0;pwned\\x07'" in table
     hits = json.loads(ok("query", folder, "--vector", q, "--exact", "--seeds", "1", "--json").stdout)
     assert [h["key"] for h in hits] == ["plain", key] and hits[1]["path"][0]["rel"] == rel
+    assert hits[1]["walk"] == f"'plain' -{rel}-> {key!r}"
     hybrid = ok("query", folder, "red", "--hybrid", "--vector", q).stdout
     assert "\x1b" not in hybrid and "red \\x1b[31mtext\\u200b" in hybrid
-    assert cli._printable("plain text é") == "plain text é"
-    assert cli._printable("a\tb\nc\x00") == "a\\tb\\nc\\x00"
+    fused = json.loads(ok("query", folder, "red", "--hybrid", "--vector", q, "--json").stdout)
+    assert [h["text"] for h in fused if h["key"] == key] == [text]
+    assert cli._printable("plain text é 東京駅 😀") == "plain text é 東京駅 😀"
+    assert cli._printable("a\tb\nc\x00\u202e") == "a\\tb\\nc\\x00\\u202e"
+    # Spaces of every kind and the joiner inside emoji sequences are shown as they are.
+    assert cli._printable("family 👨\u200d👩\u200d👧 東京\u3000駅 nb\xa0sp") == "family 👨\u200d👩\u200d👧 東京\u3000駅 nb\xa0sp"
 
 
 def test_query_exact_and_hybrid_exclude_each_other(graph_folder, tmp_path):

@@ -30,6 +30,7 @@ import os
 import shutil
 import sys
 import time
+import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional
 
@@ -84,12 +85,14 @@ def _name_list(flag: str, what: str):
 
 
 def _printable(text: str) -> str:
-    """``text`` for a terminal: each character that is not printable (ESC, a newline, a
-    zero-width space, ...) as its Python escape, so that names cannot move the cursor or
-    rewrite the screen."""
+    """``text`` for a terminal: each control or format character (ESC, a newline, a tab, a
+    zero-width space, a right-to-left override, ...) as its Python escape, so that names cannot
+    move the cursor, rewrite the screen or reorder a line. Spaces of every kind and the
+    zero-width joiner of emoji sequences are shown as they are."""
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return "".join(c if c.isprintable() or c == "\u200d" or unicodedata.category(c) == "Zs" else repr(c)[1:-1]
+                   for c in text)
 
 
 def _walk(hit, name=repr) -> str:
@@ -100,10 +103,10 @@ def _walk(hit, name=repr) -> str:
     node, parts = hit.key, []
     for edge in reversed(hit.path):
         if edge.dst == node:
-            parts.append(f"-{_printable(edge.rel)}-> {name(node)}")
+            parts.append(f"-{edge.rel}-> {name(node)}")
             node = edge.src
         else:
-            parts.append(f"<-{_printable(edge.rel)}- {name(node)}")
+            parts.append(f"<-{edge.rel}- {name(node)}")
             node = edge.dst
     return " ".join([name(node)] + parts[::-1])
 
@@ -410,7 +413,8 @@ def _hit_record(rank: int, hit) -> dict:
 
 def _print_table(records: list) -> None:
     header = ("rank", "key", "score", "hops", "path")
-    rows = [(str(r["rank"]), _printable(str(r["key"])), f"{r['score']:.4f}", str(r["hops"]), r["walk"]) for r in records]
+    rows = [(str(r["rank"]), _printable(str(r["key"])), f"{r['score']:.4f}", str(r["hops"]), _printable(r["walk"]))
+            for r in records]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
     right = (True, False, True, True)
     for row in [header, *rows]:
@@ -419,7 +423,7 @@ def _print_table(records: list) -> None:
 
 
 def _snippet(graph, key, width: int = 60) -> str:
-    text = _printable(" ".join((graph.get_node(key).get("text") or "").split()))
+    text = " ".join((graph.get_node(key).get("text") or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -442,7 +446,7 @@ def _cmd_hybrid_query(args: argparse.Namespace, graph) -> int:
     header = ("rank", "key", "rrf", "channels", "text")
     rows = [(str(r["rank"]), _printable(str(r["key"])), f"{r['score']:.4f}",
              " ".join(f"{c[0]}{r['ranks'][c] if r['ranks'][c] is not None else '-'}" for c in res.channels),
-             r["text"]) for r in records]
+             _printable(r["text"])) for r in records]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
     for row in [header, *rows]:
         print("  ".join([row[0].rjust(widths[0]), row[1].ljust(widths[1]), row[2].rjust(widths[2]),
@@ -646,14 +650,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     res = g.search(qs[0], **params)
     print("  top 5 for the first query (key, score, hop, path from its seed):")
     for hit in res[:5]:
-        print(f"    {hit.key!r:>10}  {hit.score:.4f}  hop {hit.hop}  {_walk(hit)}")
+        print(f"    {hit.key!r:>10}  {hit.score:.4f}  hop {hit.hop}  {_printable(_walk(hit))}")
     # The best hits are usually seeds; show what the walk added beyond them.
     reached = [hit for hit in res if hit.hop > 0]
     if not reached:
         reached = [hit for hit in g.search(qs[0], **{**params, "k": 50}) if hit.hop > 0][:3]
     print("  reached through the graph (not among the seeds):")
     for hit in reached[:3]:
-        print(f"    {hit.key!r:>10}  {hit.score:.4f}  hop {hit.hop}  {_walk(hit)}")
+        print(f"    {hit.key!r:>10}  {hit.score:.4f}  hop {hit.hop}  {_printable(_walk(hit))}")
     return 0
 
 
