@@ -25,7 +25,7 @@ Sections (``--only`` names):
   records or ``--recovery-write-budget`` seconds, whichever comes first; then ``Graph.open``
   replays it, twice: with the HNSW parameters it was written with (connectivity 2,
   expansion 1: the HNSW part of the replay is negligible) and, after the MANIFEST's HNSW block
-  is set to the defaults (16 / 128 / 128), with the real index. The same nodes added to an
+  is set to the defaults (``common.HNSW``: 24 / 128 / 64), with the real index. The same nodes added to an
   in-memory graph in one batch (2 threads) show what the HNSW inserts alone cost.
 * ``delta``: ``--delta-base`` nodes built in one batch (folder, sync="off",
   auto_compact_edges=0), then ``--delta-nodes`` more nodes added ``--delta-batch`` at a time,

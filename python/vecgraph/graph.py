@@ -36,8 +36,8 @@ _INT64_MAX = 2**63 - 1
 _DIRECTIONS = ("out", "in", "both")
 FULL_SCAN_MAX_NODES = 4096
 """Default of ``full_scan_max_nodes``: graphs of at most this many nodes find seeds by an exact
-scan (at 4,096 nodes of 384-d int8 codes about as fast as an HNSW search at ef 128; see
-:class:`Graph`). The environment variable
+scan (at 4,096 nodes of 384-d int8 codes within 1.3x of an HNSW search with the default
+parameters; see :class:`Graph`). The environment variable
 ``VECGRAPH_FULL_SCAN_MAX_NODES`` replaces it for graphs made without the argument."""
 FILTER_SCAN_MAX_NODES = _core.FILTER_SCAN_AUTO_FLOOR
 """The least limit of ``filter_scan_max_nodes="auto"`` (the default), 10,000: a search whose label
@@ -796,12 +796,14 @@ class Graph:
         full_scan_max_nodes: while the graph holds at most this many nodes (deleted ones
             count until their rows are reclaimed: when the graph is reopened from a checkpoint
             taken after the deletes), searches find their seeds by an exact scan
-            of the int8 codes instead of HNSW: as fast or faster at that size, and exact (the
+            of the int8 codes instead of HNSW: about as fast at that size, and exact (the
             seeds ``exact=True`` would give). Default :data:`FULL_SCAN_MAX_NODES` (4,096), or
             the environment variable ``VECGRAPH_FULL_SCAN_MAX_NODES``; 0: HNSW always. Also
             the settable property of the same name. On this project's 2-core test machine
-            (AVX2, 384-d, k=10, 8 seeds, hops=0), seeds by scan against HNSW at ef 128: 15 against
-            67 µs at 1,000 nodes, 77 against 137 µs at 5,000; the two meet near 10,000 nodes.
+            (AVX2, 384-d, k=10, 8 seeds, hops=0), seeds by scan against HNSW at M=16, ef 128: 15
+            against 67 µs at 1,000 nodes, 77 against 137 µs at 5,000. With the default M=24,
+            ef=64 on an AVX-512 VNNI machine: 13 against 29 µs at 1,000 nodes, 26 against 30 at
+            3,000, 39 against 31 at 4,096, 138 against 32 at 10,000.
         filter_scan_max_nodes: a search whose ``labels`` or ``tenants`` filter admits at most
             this many live nodes finds its seeds by scanning just those nodes, read from
             per-label and per-tenant member lists, instead of HNSW: exact (the seeds
