@@ -20,13 +20,14 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 import vecgraph as vg
+from vecgraph import storage
 from vecgraph.synthetic import SyntheticGraph, clustered_graph, queries
 
 # The search every figure is about, and the HNSW parameters both engines get (vecgraph's
 # defaults; ef 48, 96, 128 and 192 are measured too, so that the speed-up at equal recall is
 # taken at the cheapest ef that reaches the baseline's recall, not the next power of two).
 SEARCH = {"k": 10, "seeds": 8, "hops": 2, "max_visited": 2000, "max_fanout": 256}
-HNSW = {"connectivity": 24, "expansion_add": 128, "expansion_search": 64}
+HNSW = dict(storage.DEFAULT_HNSW)  # connectivity, expansion_add, expansion_search
 OTHER_EFS = (48, 96, 128, 192)
 DIM = 384
 

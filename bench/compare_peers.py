@@ -69,7 +69,7 @@ import vecgraph as vg  # noqa: E402
 from baseline import Baseline, expand, merged_adjacency, top_k  # noqa: E402
 
 SEARCH = dict(common.SEARCH)  # k=10, seeds=8, hops=2, max_visited=2000, max_fanout=256
-HNSW = dict(common.HNSW)  # connectivity=24, expansion_add=128, expansion_search=64
+HNSW = dict(common.HNSW)  # vecgraph's defaults
 ALL_PEERS = ("vecgraph", "baseline", "hnswlib", "faiss", "networkx", "kuzu")
 LABELS = {
     "vecgraph": "vecgraph",

@@ -650,14 +650,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     res = g.search(qs[0], **params)
     print("  top 5 for the first query (key, score, hop, path from its seed):")
     for hit in res[:5]:
-        print(f"    {hit.key!r:>10}  {hit.score:.4f}  hop {hit.hop}  {_printable(_walk(hit))}")
+        print(f"    {hit.key!r:>10}  {hit.score:.4f}  hop {hit.hop}  {_walk(hit)}")
     # The best hits are usually seeds; show what the walk added beyond them.
     reached = [hit for hit in res if hit.hop > 0]
     if not reached:
         reached = [hit for hit in g.search(qs[0], **{**params, "k": 50}) if hit.hop > 0][:3]
     print("  reached through the graph (not among the seeds):")
     for hit in reached[:3]:
-        print(f"    {hit.key!r:>10}  {hit.score:.4f}  hop {hit.hop}  {_printable(_walk(hit))}")
+        print(f"    {hit.key!r:>10}  {hit.score:.4f}  hop {hit.hop}  {_walk(hit)}")
     return 0
 
 

@@ -451,8 +451,7 @@ def restore(src: Union[str, os.PathLike], into: Union[str, os.PathLike], *, over
     try:
         os.makedirs(parent, exist_ok=True)
         building = tempfile.mkdtemp(prefix=os.path.basename(target) + ".restoring-", dir=parent)
-        manifest = storage.new_manifest(dim, metric, description.get("hnsw") or {
-            "connectivity": 24, "expansion_add": 128, "expansion_search": 64})
+        manifest = storage.new_manifest(dim, metric, description.get("hnsw") or dict(storage.DEFAULT_HNSW))
         embedder = description.get("embedder")
         if embedder:
             manifest["embedder"] = embedder
