@@ -1264,6 +1264,11 @@ Status Engine::close_wal() {
     return status;
 }
 
+void Engine::refuse_writes(std::string why) {
+    std::lock_guard<std::mutex> writer(writer_mutex_);
+    read_only_ = std::move(why);
+}
+
 std::uint64_t Engine::last_lsn() const { return last_lsn_.load(); }
 
 void Engine::begin_deferral() {

@@ -494,6 +494,10 @@ class PyEngine {
     void compact() { released([&] { return engine_->compact(); }); }
     void sync() { released([&] { return engine_->sync(); }); }
     void close_wal() { released([&] { return engine_->close_wal(); }); }
+    void refuse_writes(std::string why) {
+        GilRelease release;  // waits for a write in flight
+        engine_->refuse_writes(std::move(why));
+    }
     void drop_wal_before(std::uint64_t lsn) { released([&] { return engine_->drop_wal_before(lsn); }); }
     std::uint64_t last_lsn() const { return engine_->last_lsn(); }
     std::uint64_t last_text_lsn() const { return engine_->last_text_lsn(); }
@@ -1115,6 +1119,7 @@ void bind_engine(py::module_& m) {
         .def("verify", &PyEngine::verify, py::arg("limit") = 100)
         .def("sync", &PyEngine::sync)
         .def("close_wal", &PyEngine::close_wal)
+        .def("refuse_writes", &PyEngine::refuse_writes, py::arg("why"))
         .def("drop_wal_before", &PyEngine::drop_wal_before, py::arg("lsn"))
         .def("last_lsn", &PyEngine::last_lsn)
         .def("attach_wal", &PyEngine::attach_wal, py::arg("dir"), py::arg("uuid"), py::arg("next_lsn"), py::arg("sync"),

@@ -473,7 +473,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         args.parser.error("give either TEXT or --vector FILE.npy (exactly one; both only with --hybrid)")
     if args.text is not None and not args.text.strip():
         args.parser.error("TEXT is empty; a query needs some text to embed")
-    with _open_graph(args.folder) as graph:
+    with _open_graph(args.folder, read_only=True) as graph:
         if args.hybrid:
             return _cmd_hybrid_query(args, graph)
         queries = _query_vectors(args, graph)
@@ -502,7 +502,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    with _open_graph(args.folder) as graph:
+    with _open_graph(args.folder, read_only=True) as graph:
         stats = graph.stats()
         manifest = storage.read_manifest(graph.path) or {}
         stats.update(path=graph.path, uuid=manifest.get("uuid"), snapshot=manifest.get("snapshot"),
@@ -556,7 +556,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     _refuse_existing(args.out, args.overwrite)
     from . import snapshot
 
-    with _open_graph(args.folder) as graph:
+    with _open_graph(args.folder, read_only=True) as graph:
         info = snapshot.export(graph, args.out, format=args.format, overwrite=args.overwrite)
     print(f"exported {_n(info['nodes'], 'node')}, {_n(info['edges'], 'edge')} to {info['path']} ({info['format']})")
     for name in info.get("files", {}):

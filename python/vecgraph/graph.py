@@ -876,6 +876,7 @@ class Graph:
         self._manifest: Optional[dict] = None
         self._embedder: Optional[dict] = None  # {"name", "dim"} of an in-memory graph's embedder
         self._closed = False
+        self._read_only = False  # a folder graph opened with read_only=True
         self._pid = os.getpid()  # of the process that made this graph (see _forked)
         _GRAPHS.add(self)
         self._checkpoint_lock = threading.Lock()  # one checkpoint at a time; close waits for it
@@ -906,6 +907,7 @@ class Graph:
         background_indexing: bool = True,
         full_scan_max_nodes: Optional[int] = None,
         filter_scan_max_nodes: Optional[int] = None,
+        read_only: bool = False,
         _inspect: bool = False,
     ) -> "Graph":
         """Open the graph in folder ``path``, creating it if it does not exist, or recovering it.
@@ -964,11 +966,23 @@ class Graph:
                 background thread (True) or before returning (False).
             full_scan_max_nodes, filter_scan_max_nodes: as for :class:`Graph` (search settings:
                 not kept in the folder).
+            read_only: open an existing graph to read only, changing nothing in the folder: for
+                a folder on a read-only filesystem (a mounted backup, a container image), or
+                for several processes that search one graph. It takes a shared lock on the
+                LOCK file (many readers, no writer meanwhile; a folder without a LOCK file is
+                not locked) and recovers in memory: a torn WAL tail is skipped, not cut.
+                Writes, :meth:`add_aliases`, :meth:`checkpoint` and recording an embedder raise
+                ReadOnlyError; searches, :meth:`compact` (in memory) and
+                :func:`vecgraph.snapshot.export` work. The first BM25 search reads a private
+                copy of the folder's BM25 index (rebuilt in memory if it is missing, damaged or
+                out of step). ``sync`` and the WAL settings are not used.
 
         Raises:
             InvalidArgumentError: a new graph without dim, a bad sync policy, metric mismatch.
             DimensionMismatchError: dim differs from the existing graph's.
-            StorageError: the folder is locked by another open graph, or cannot be written.
+            StorageError: the folder is locked by another open graph (with ``read_only``: by
+                one open for writing), or cannot be written; with ``read_only``, the folder
+                holds no graph.
             CorruptionError: a damaged MANIFEST, snapshot or WAL (damage in the middle of the
                 log, a segment of another database, a missing segment), or a WAL that lost its
                 newest segments: ``WAL_TAIL`` names a segment newer than any left in ``wal/``,
@@ -985,6 +999,7 @@ class Graph:
         segment_bytes = _count_at_least(segment_bytes, "segment_bytes", 4096)
         _count_at_least(auto_compact_edges, "auto_compact_edges", 0, " (0: never)")
         background_indexing = _flag(background_indexing, "background_indexing")
+        read_only = _flag(read_only, "read_only") or _inspect
         # Checked before the folder is touched; Graph() resolves them again.
         _scan_max_nodes(full_scan_max_nodes, "full_scan_max_nodes", FULL_SCAN_MAX_NODES)
         _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes", FILTER_SCAN_AUTO)
@@ -1004,6 +1019,9 @@ class Graph:
         if os.path.exists(folder) and not os.path.isdir(folder):
             raise storage.StorageError(f"{folder} is a file, not a graph folder")
         created = not os.path.exists(folder)
+        if read_only and not os.path.isfile(os.path.join(folder, storage.MANIFEST)):
+            why = "does not exist" if created else f"has no {storage.MANIFEST}"
+            raise storage.StorageError(f"{folder} {why}; read_only=True opens an existing graph only")
         if created and dim is None:
             raise InvalidArgumentError(f"{folder} does not exist; pass dim (and metric) to create a graph there")
         if not created and not os.path.isfile(os.path.join(folder, storage.MANIFEST)):
@@ -1015,7 +1033,7 @@ class Graph:
         except OSError as e:
             raise storage.StorageError(f"cannot create graph folder {folder}: {e}") from e
         lock_existed = os.path.exists(os.path.join(folder, storage.LOCK))
-        if not created and not lock_existed and os.path.isfile(os.path.join(folder, storage.MANIFEST)):
+        if not created and not lock_existed and not read_only and os.path.isfile(os.path.join(folder, storage.MANIFEST)):
             # No LOCK: no writer has the folder open. A WAL that lost its newest segments is
             # refused before a LOCK is made, so that the folder stays exactly as it was. (A LOCK
             # appearing meanwhile may be a writer's that rolled a segment during the check: then
@@ -1029,7 +1047,7 @@ class Graph:
                     raise
         # The pid goes into the LOCK once the folder is known to open: a refused open leaves a
         # LOCK that was there as it was (and removes one it made, below).
-        lock = storage.FolderLock(folder, stamp=False)
+        lock = storage.FolderLock(folder, stamp=False, shared=read_only)
         loaded: Optional[dict] = None
         try:
             manifest = storage.read_manifest(folder)
@@ -1037,9 +1055,10 @@ class Graph:
                 # Before anything on disk changes: a WAL whose newest segments are gone (deleted,
                 # or the folder copied without them) lost acknowledged writes; refuse it.
                 storage.check_wal_tail(folder, manifest)
-            lock.stamp()
-            if not _inspect and manifest is not None:
-                storage.remove_stale_temporaries(folder)
+            if not read_only:
+                lock.stamp()
+                if manifest is not None:
+                    storage.remove_stale_temporaries(folder)
             if manifest is None:
                 _check_folder_takes_a_graph(folder, dim)  # again under the LOCK
                 metric = metric or "cos"
@@ -1100,23 +1119,30 @@ class Graph:
             wal_tail = os.path.join(folder, storage.WAL_TAIL)
             snapshot_lsn = int(manifest["snapshot_lsn"])
             graph._engine.set_last_text_lsn(int(manifest.get("text_lsn", snapshot_lsn)))
-            # _inspect (vecgraph.snapshot.verify): recover in memory only, nothing on disk changes.
-            report = graph._engine.replay_wal(wal_dir, uuid, snapshot_lsn + 1, not _inspect, wal_tail)
+            # read_only (and _inspect, for vecgraph.snapshot.verify): recover in memory only,
+            # nothing on disk changes.
+            report = graph._engine.replay_wal(wal_dir, uuid, snapshot_lsn + 1, not read_only, wal_tail)
             background = background_indexing and not _inspect
             graph._engine.defer_indexing(False, BACKGROUND_INDEX_MIN if background else _NEVER)
             graph._engine.compact()
             if report["truncated_bytes"] and not _inspect:
+                done = "skipped" if read_only else "cut"
+                left = "; read_only leaves them in the folder (a writable open cuts them)" if read_only else ""
                 warnings.warn(
-                    f"cut {report['truncated_bytes']} bytes at the end of the WAL ({report['truncated_at']}): "
+                    f"{done} {report['truncated_bytes']} bytes at the end of the WAL ({report['truncated_at']}): "
                     "a record half-written when the process died, or damaged in its last bytes; "
-                    "a write that had not returned is lost", RuntimeWarning, stacklevel=2)
+                    f"a write that had not returned is lost{left}", RuntimeWarning, stacklevel=2)
             # The WAL continues where its last segment ends; with no segment, after the snapshot.
             next_lsn = report["next_lsn"] or snapshot_lsn + 1
-            if not _inspect:
+            if read_only:
+                graph._engine.refuse_writes(
+                    f"the graph at {folder} is open read-only (Graph.open(..., read_only=True)); "
+                    "open it without read_only to write")
+            else:
                 # The writer makes WAL_TAIL name the segment it appends to or creates.
                 graph._engine.attach_wal(wal_dir, uuid, next_lsn, sync, sync_interval_ms, segment_bytes, wal_tail)
         except BaseException:
-            if not created and not lock_existed:
+            if not created and not lock_existed and not read_only:
                 try:  # a LOCK this open made goes (removed while held: no one else takes it meanwhile)
                     os.unlink(lock.path)
                 except OSError:
@@ -1126,8 +1152,9 @@ class Graph:
                 shutil.rmtree(folder, ignore_errors=True)
             raise
         graph._path, graph._lock, graph._manifest = folder, lock, manifest
+        graph._read_only = read_only
         try:
-            if not _inspect:
+            if not read_only:
                 graph._open_text_index()
         except BaseException:
             graph.close()
@@ -1367,7 +1394,14 @@ class Graph:
     def _require_folder(self, what: str) -> None:
         if self._path is None:
             raise InvalidArgumentError(f"{what} needs a graph on disk; use vecgraph.Graph.open(path, ...)")
-        self._check_open(f"{what} needs")
+        self._check_writable(f"{what} needs")
+
+    def _check_writable(self, needs: str = "writes need") -> None:
+        """ReadOnlyError as :meth:`_check_open`, and on a graph opened with read_only=True."""
+        self._check_open(needs)
+        if self._read_only:
+            raise ReadOnlyError(f"the graph at {self._path} is open read-only (Graph.open(..., read_only=True)); "
+                                f"{needs} a graph opened for writing")
 
     # ---------------------------------------------------------------- properties
 
@@ -1433,7 +1467,7 @@ class Graph:
                         f"the graph was built with embedder {recorded['name']!r} (dim {recorded['dim']}); "
                         f"refusing embedder {name!r} (dim {dim}): its vectors are not comparable")
                 return
-            self._check_open()
+            self._check_writable("recording an embedder needs")
             record = {"name": name, "dim": dim}
             spec = spec_of(embedder)
             if spec is not None and spec != name:
@@ -1504,6 +1538,8 @@ class Graph:
 
     def __repr__(self) -> str:
         where = f", path={self._path!r}" if self._path else ""
+        if self._read_only:
+            where += ", read_only=True"
         return f"Graph(dim={self.dim}, metric={self.metric!r}, nodes={len(self)}, edges={self.count_edges}{where})"
 
     # ---------------------------------------------------------------- writes
@@ -1554,7 +1590,7 @@ class Graph:
     def _write_nodes(self, write, keys, vectors, labels, texts, tenants, ts, props) -> int:
         # Checks and converts the columns of add_nodes / upsert_nodes, then calls the core's
         # `write`; returns the batch's size.
-        self._check_open()
+        self._check_writable()
         keys = _keys(keys, "keys")
         n = len(keys)
         matrix = _float_array(vectors, "vectors", 2)
@@ -1617,7 +1653,7 @@ class Graph:
 
     def _write_edges(self, src, dst, rels, weights, ts, texts, props, vectors) -> int:
         # Checks and converts the columns of add_edges, then calls the core; returns the batch's size.
-        self._check_open()
+        self._check_writable()
         src = _keys(src, "src", int_arrays=True)
         dst = _keys(dst, "dst", int_arrays=True)
         n = len(src)
@@ -1683,7 +1719,7 @@ class Graph:
             NotFoundError: a key not in the graph (unless ``missing_ok``).
             ReadOnlyError, StorageError: as for :meth:`add_nodes`.
         """
-        self._check_open()
+        self._check_writable()
         keys = _keys(keys, "keys")
         with self._text_lock:
             deleted = self._engine.delete_nodes(keys, _flag(missing_ok, "missing_ok"))
@@ -1711,7 +1747,7 @@ class Graph:
             NotFoundError: a pair with no such edge (unless ``missing_ok``).
             ReadOnlyError, StorageError: as for :meth:`add_nodes`.
         """
-        self._check_open()
+        self._check_writable()
         src = _keys(src, "src", int_arrays=True)
         dst = _keys(dst, "dst", int_arrays=True)
         if len(src) != len(dst):
@@ -1731,7 +1767,7 @@ class Graph:
             InvalidArgumentError: ``tenant`` is "" without ``allow_default_tenant=True``.
             ReadOnlyError, StorageError: as for :meth:`add_nodes`.
         """
-        self._check_open()
+        self._check_writable()
         if not isinstance(tenant, str):
             raise TypeError(f"tenant must be str, got {type(tenant).__name__}")
         allow_default_tenant = _flag(allow_default_tenant, "allow_default_tenant")
@@ -1768,7 +1804,7 @@ class Graph:
             NotFoundError: key is not in the graph.
             TypeError, InvalidArgumentError: aliases not a list of non-empty str.
         """
-        self._check_open()
+        self._check_writable()
         if isinstance(aliases, (str, bytes)) or not isinstance(aliases, Iterable):
             raise TypeError(f"aliases must be a list of str, got {type(aliases).__name__}")
         aliases, new = list(aliases), []
@@ -1808,7 +1844,9 @@ class Graph:
             return index
         with self._text_lock:
             if self._text is None or self._text.closed:
-                if self._path is not None and not self._closed and not self._forked:
+                if self._read_only:
+                    self._text = self._text_index_copy()
+                elif self._path is not None and not self._closed and not self._forked:
                     self._open_text_index()  # after a failed write: reopened, caught up
                 else:
                     from .text import TextIndex
@@ -1907,6 +1945,27 @@ class Graph:
         if not existed or not (self._engine.last_text_lsn() <= index.lsn <= self._engine.last_lsn()):
             self._refill_text(index)
         self._text = index
+
+    def _text_index_copy(self) -> Any:
+        """For a read-only graph: a private copy of the folder's BM25 index (in a temporary
+        folder, deleted on close), when the index is there, sound and in step with the graph;
+        else an index built in memory from the graph's texts."""
+        from .text import TextIndex
+
+        path = os.path.join(self._path, TEXT_INDEX_DIR)
+        if os.path.isdir(path) and os.listdir(path):
+            try:
+                index = TextIndex.copy_of(path)
+            except Error as failure:
+                warnings.warn(f"the BM25 index {path} cannot be read ({failure}); a read-only graph builds one "
+                              "in memory", RuntimeWarning, stacklevel=4)
+            else:
+                if self._engine.last_text_lsn() <= index.lsn <= self._engine.last_lsn():
+                    return index
+                index.close()
+        index = TextIndex(None)
+        self._refill_text(index)
+        return index
 
     def _entity_index(self) -> Any:
         """Names → keys for the entity channel, built on first use and kept up to date."""

@@ -12,6 +12,7 @@
       WAL_TAIL            48 bytes: db uuid and the first LSN of the newest WAL segment, with a
                           CRC32C (wal_format.hpp, TAIL MARKER); beside wal/, not in it
       LOCK                held (flock) by the process that has the graph open for writing
+                          (exclusive), or by those that have it open read-only (shared)
 
 The MANIFEST is the one commit point: it is replaced atomically (write a temporary file,
 fsync it, rename it over MANIFEST, fsync the folder), so after a crash it names either the old
@@ -90,8 +91,18 @@ def _write_file_durably(path: str, data: bytes) -> None:
 def _lock_error(folder: str, path: str, error: OSError, fd: int) -> StorageError:
     """The error for a failed ``flock`` of ``fd`` (open on ``path``), naming the holder's pid
     written in the file."""
+    import fcntl
+
     if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
         return StorageError(f"cannot lock {path}: {error}")
+    try:  # a shared lock is refused only by a writer's exclusive one: else readers hold it
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        pass
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return StorageError(f"{folder} is open read-only in another Graph (Graph.open(..., read_only=True), in this "
+                            "or another process); close it first")
     try:
         holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
     except OSError:
@@ -104,25 +115,45 @@ def _lock_error(folder: str, path: str, error: OSError, fd: int) -> StorageError
 
 
 class FolderLock:
-    """An exclusive ``flock`` on ``<folder>/LOCK``, held while a graph is open for writing.
+    """An exclusive ``flock`` on ``<folder>/LOCK``, held while a graph is open for writing, or a
+    shared one, held while it is open read-only (any number of readers, no writer meanwhile).
 
     The kernel releases the lock when the holding process dies, so a stale LOCK file left by a
     killed process never blocks reopening. Two Graph objects in one process conflict as well.
     """
 
-    def __init__(self, folder: str, *, stamp: bool = True) -> None:
+    def __init__(self, folder: str, *, stamp: bool = True, shared: bool = False) -> None:
         """Takes the lock; with ``stamp``, also writes this process's pid into the file (else
         :meth:`stamp` does, so that a caller can still back out leaving an existing LOCK as
-        it was)."""
+        it was). ``shared`` takes the readers' lock: the LOCK is opened for reading only, and
+        neither created nor stamped (a folder without one was never open for writing, or sits
+        on a read-only filesystem where no writer can open it)."""
         self._fd: Optional[int] = None
         import fcntl  # POSIX only
 
         self.path = os.path.join(folder, LOCK)
+        if shared:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                return
+            except OSError as e:
+                raise StorageError(f"cannot open {self.path} for reading: {e}") from e
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError as e:
+                error = _lock_error(folder, self.path, e, self._fd)
+                os.close(self._fd)
+                self._fd = None
+                raise error from None
+            return
         while True:
             try:
                 self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as e:
-                raise StorageError(f"cannot open {self.path} for writing: {e}") from e
+                hint = ("; to read the graph, open it with read_only=True"
+                        if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM) else "")
+                raise StorageError(f"cannot open {self.path} for writing: {e}{hint}") from e
             try:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as e:

@@ -329,7 +329,7 @@ class TextIndex:
     :class:`~vecgraph.errors.ReadOnlyError`.
     """
 
-    def __init__(self, path: Optional[Union[str, os.PathLike]] = None) -> None:
+    def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *, _copy_of: Optional[str] = None) -> None:
         """Opens (or creates) the index.
 
         Args:
@@ -360,6 +360,8 @@ class TextIndex:
                 raise StorageError(f"cannot create a temporary folder for a text index: {exc}") from exc
             self._scratch = weakref.finalize(self, shutil.rmtree, folder, True)
             self._folder = folder
+            if _copy_of is not None:
+                self._copy_files(_copy_of)
         else:
             if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
                 raise TypeError(f"path must be a str, a path or None, got {type(path).__name__}")
@@ -372,6 +374,40 @@ class TextIndex:
                 raise StorageError(f"cannot create text index folder {self._folder}: {exc}") from exc
         try:
             self._open()
+        except BaseException:
+            self._discard_scratch()
+            raise
+
+    @classmethod
+    def copy_of(cls, path: Union[str, os.PathLike]) -> "TextIndex":
+        """A scratch index (see ``TextIndex(None)``) that starts as a copy of the index in folder
+        ``path``, which is only read (an index on a read-only filesystem, which tantivy cannot
+        open in place: it takes its lock files even to read). The copy is checked as an open
+        checks the folder.
+
+        Raises:
+            CorruptionError: ``path`` holds something else, or a damaged index.
+            StorageError: ``path`` cannot be read, or the copy cannot be written.
+        """
+        return cls(None, _copy_of=os.path.abspath(os.fspath(path)))
+
+    def _copy_files(self, source: str) -> None:
+        """Copies the index files of ``source`` (not tantivy's lock files) into the scratch folder."""
+        try:
+            names = sorted(os.listdir(source))
+        except OSError as exc:
+            self._discard_scratch()
+            raise StorageError(f"cannot list text index folder {source}: {exc}") from exc
+        try:
+            for name in names:
+                if name in (".tantivy-writer.lock", ".tantivy-meta.lock"):
+                    continue
+                if not os.path.isfile(os.path.join(source, name)):
+                    raise CorruptionError(f"text index {source} holds {name!r}, which is not a file")
+                shutil.copyfile(os.path.join(source, name), os.path.join(self._folder, name))
+        except OSError as exc:
+            self._discard_scratch()
+            raise StorageError(f"cannot copy text index {source}: {exc}") from exc
         except BaseException:
             self._discard_scratch()
             raise

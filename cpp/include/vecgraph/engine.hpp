@@ -266,6 +266,8 @@ class Engine {
     Status drop_wal_before(std::uint64_t lsn);
     /// Syncs and closes the WAL; later writes are refused (read_only).
     Status close_wal();
+    /// Refuses every later write with read_only and `why` (a graph opened to read only).
+    void refuse_writes(std::string why);
     /// LSN of the last write applied (0: none).
     std::uint64_t last_lsn() const;
     /// LSN of the last write that changed which node texts exist (a node with text added, an
