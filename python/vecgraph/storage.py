@@ -139,13 +139,7 @@ class FolderLock:
                 return
             except OSError as e:
                 raise StorageError(f"cannot open {self.path} for reading: {e}") from e
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except OSError as e:
-                error = _lock_error(folder, self.path, e, self._fd)
-                os.close(self._fd)
-                self._fd = None
-                raise error from None
+            self._flock(folder, fcntl.LOCK_SH)
             return
         while True:
             try:
@@ -154,13 +148,7 @@ class FolderLock:
                 hint = ("; to read the graph, open it with read_only=True"
                         if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM) else "")
                 raise StorageError(f"cannot open {self.path} for writing: {e}{hint}") from e
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as e:
-                error = _lock_error(folder, self.path, e, self._fd)
-                os.close(self._fd)
-                self._fd = None
-                raise error from None
+            self._flock(folder, fcntl.LOCK_EX)
             # A failed open removes the LOCK it made while holding it: a lock taken on the file
             # it removed (opened before the removal) guards nothing, so take the one now there.
             try:
@@ -173,6 +161,19 @@ class FolderLock:
             self._fd = None
         if stamp:
             self.stamp()
+
+    def _flock(self, folder: str, kind: int) -> None:
+        """Takes the ``flock`` of ``kind`` (LOCK_SH or LOCK_EX) on the open LOCK without waiting;
+        on a refusal closes it and raises the StorageError naming the holder."""
+        import fcntl
+
+        try:
+            fcntl.flock(self._fd, kind | fcntl.LOCK_NB)
+        except OSError as e:
+            error = _lock_error(folder, self.path, e, self._fd)
+            os.close(self._fd)
+            self._fd = None
+            raise error from None
 
     def stamp(self) -> None:
         """Writes this process's pid into the LOCK file (named in a second opener's error)."""
