@@ -226,3 +226,19 @@ def test_cli_reads_a_folder_read_only(tmp_path, capsys):
         assert cli.main(["checkpoint", folder]) == 1  # a writer's command is refused
         assert "open read-only in another Graph" in capsys.readouterr().err
     assert _tree(folder) == before
+
+
+def test_read_only_of_a_fully_checkpointed_graph_reads_the_folders_bm25_index(tmp_path):
+    # No WAL record after the snapshot: the graph's LSN is the snapshot's, so the folder's BM25
+    # index is in step and its copy is searched (same scores as the writer's, which still counts
+    # the deleted nodes 5 and 6; an index rebuilt in memory would not).
+    rng = np.random.default_rng(14)
+    folder = str(tmp_path / "g.vg")
+    _make(folder, rng)
+    with vg.Graph.open(folder) as w:
+        w.checkpoint()
+        lsn, text_lsn = w._engine.last_lsn(), w._engine.last_text_lsn()
+        want = w._bm25("late banana apple", 30)
+    with vg.Graph.open(folder, read_only=True) as r:
+        assert (r._engine.last_lsn(), r._engine.last_text_lsn()) == (lsn, text_lsn)
+        assert r._bm25("late banana apple", 30) == want

@@ -1699,7 +1699,9 @@ Result<wal::RecoveryReport> Engine::replay_wal(const std::string& dir, const wal
     // Index the replayed nodes in one parallel pass (deleted ones are left out: never returned),
     // unless the caller keeps deferring.
     if (!was_deferring) VG_RETURN_IF_ERROR(flush_deferred());
-    if (report.ok() && report.value().last_lsn > last_lsn_.load()) last_lsn_.store(report.value().last_lsn);
+    // The state is at from_lsn - 1 (the snapshot's LSN) when no record follows it; a graph that
+    // attaches no WAL afterwards (opened read-only) reports it as its last LSN.
+    if (report.ok()) last_lsn_.store(std::max<std::uint64_t>(report.value().last_lsn, from_lsn ? from_lsn - 1 : 0));
     return report;
 }
 
