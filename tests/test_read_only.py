@@ -242,3 +242,41 @@ def test_read_only_of_a_fully_checkpointed_graph_reads_the_folders_bm25_index(tm
     with vg.Graph.open(folder, read_only=True) as r:
         assert (r._engine.last_lsn(), r._engine.last_text_lsn()) == (lsn, text_lsn)
         assert r._bm25("late banana apple", 30) == want
+
+
+def test_read_only_bm25_copies_go_with_close_in_forked_children_and_none_after_close(tmp_path):
+    import glob
+    import multiprocessing
+    import tempfile
+
+    rng = np.random.default_rng(15)
+    folder = str(tmp_path / "g.vg")
+    _make(folder, rng)
+    pattern = os.path.join(tempfile.gettempdir(), "vecgraph-text-*")
+    before = set(glob.glob(pattern))
+    g = vg.Graph.open(folder, read_only=True)
+    want = g._bm25("late banana", 5)
+
+    def work(out):
+        out.put(g._bm25("late banana", 5))  # the child's own copy
+        g.close()
+
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    children = [ctx.Process(target=work, args=(out,)) for _ in range(2)]
+    for child in children:
+        child.start()
+    got = [out.get(timeout=60) for _ in children]
+    for child in children:
+        child.join(60)
+        assert child.exitcode == 0
+    assert got == [want, want]
+    g.close()
+    assert set(glob.glob(pattern)) == before  # the children's copies and the parent's are gone
+    # After close a BM25 search builds its index in memory from the graph, not from the folder.
+    after = g._bm25("late banana", 5)
+    assert [k for k, _ in after] == [k for k, _ in want]
+    # Rebuilt, not copied: the copy's statistics still count the deleted nodes 5 and 6.
+    assert [s for _, s in after] != [s for _, s in want]
+    assert g._text.path is None and len(set(glob.glob(pattern)) - before) == 1
+    g._text.close()

@@ -1325,8 +1325,12 @@ class Graph:
         :meth:`sync`, :meth:`compact` and :meth:`deferred_indexing`. Reads keep working on the
         in-memory state: searches, :meth:`get_node`, :meth:`neighbors`, :meth:`stats`,
         :meth:`verify`, ``len`` and ``in``."""
-        if self._forked:  # the WAL, the LOCK and the text index belong to the process that forked this one
+        if self._forked:  # the WAL, the LOCK and the folder's text index belong to the process that forked this one
             self._closed = True
+            with self._text_lock:  # a BM25 index this process made (in memory, or a read-only graph's copy) goes
+                if self._text is not None:
+                    self._text.close()
+                    self._text = None
             return
         with self._checkpoint_lock:  # a checkpoint in another thread finishes first
             if self._closed:
@@ -1844,7 +1848,7 @@ class Graph:
             return index
         with self._text_lock:
             if self._text is None or self._text.closed:
-                if self._read_only:
+                if self._read_only and not self._closed:  # after close: in memory, the folder left alone
                     self._text = self._text_index_copy()
                 elif self._path is not None and not self._closed and not self._forked:
                     self._open_text_index()  # after a failed write: reopened, caught up
