@@ -165,7 +165,14 @@ def reference_search(model: Model, query: Any, k: int = 10, seeds: int = 8, hops
                      rels: Optional[Sequence[str]] = None, direction: str = "both",
                      labels: Optional[Sequence[str]] = None, tenants: Optional[Sequence[str]] = None,
                      ts_min: Optional[int] = None, ts_max: Optional[int] = None, max_fanout: int = 256,
-                     hop_decay: float = 1.0) -> RefResult:
+                     hop_decay: float = 1.0, extra_seeds: Optional[Sequence[int]] = None,
+                     seed_weights: Optional[Sequence[float]] = None, min_hop: int = 0,
+                     exclude: Optional[set] = None) -> RefResult:
+    """The search rules of DESIGN.md, plus: ``extra_seeds`` (node indices seeded first, in this
+    order, before the ``seeds`` most similar), ``exclude`` (node indices rejected like a filter
+    rejects them), ``min_hop`` (hits nearer their seed are not returned) and ``seed_weights``
+    (one per extra seed, with seeds=0: a node scores the weight of the seed its path starts
+    from times float32(hop_decay ** (hop - 1)) past the first hop, ties by similarity)."""
     n = len(model.keys)
     rel_set = None if rels is None else set(rels)
     label_set = None if labels is None else set(labels)
@@ -176,23 +183,32 @@ def reference_search(model: Model, query: Any, k: int = 10, seeds: int = 8, hops
     raw = score_all(model, query)
 
     def admits(i: int) -> bool:
-        return _admits(model, i, label_set, tenant_set, ts_min, ts_max)
+        return (exclude is None or i not in exclude) and _admits(model, i, label_set, tenant_set, ts_min, ts_max)
 
-    # Seeds: the `seeds` best admitted nodes by (score desc, index asc).
+    # Seeds: the extra seeds (admitted, each once, in order), then the `seeds` best admitted
+    # nodes by (score desc, index asc) that are not among them.
     candidates = [i for i in range(n) if admits(i)]
     candidates.sort(key=lambda i: (-float(raw[i]), i))
-    seed_list = candidates[:seeds]
+    seed_list, weight_of = [], {}
+    for j, i in enumerate(extra_seeds or ()):
+        if admits(i) and i not in seed_list:
+            seed_list.append(i)
+            if seed_weights is not None:
+                weight_of[i] = F32(seed_weights[j])
+    seed_list += [i for i in candidates[:seeds] if i not in seed_list]
 
     # Level 0.
     visited: list[int] = []
     hop_of: dict[int, int] = {}
     parent: dict[int, Optional[int]] = {}
+    origin: dict[int, int] = {}
     for s in seed_list:
         if len(visited) >= max_visited:
             break
         visited.append(s)
         hop_of[s] = 0
         parent[s] = None
+        origin[s] = s
 
     # Levels 1..hops.
     full = len(visited) >= max_visited
@@ -211,6 +227,7 @@ def reference_search(model: Model, query: Any, k: int = 10, seeds: int = 8, hops
                 next_level.append(v)
                 hop_of[v] = hop
                 parent[v] = e
+                origin[v] = origin[u]
                 if len(visited) >= max_visited:
                     full = True
                     break
@@ -221,14 +238,22 @@ def reference_search(model: Model, query: Any, k: int = 10, seeds: int = 8, hops
     # Score, decay, top k.
     scored = []
     for i in visited:
+        if hop_of[i] < min_hop:
+            continue
+        if seed_weights is not None:
+            score = weight_of[origin[i]]
+            if hop_of[i] > 1 and hop_decay != 1.0 and score != 0:
+                score = F32(score * F32(hop_decay ** (hop_of[i] - 1)))
+            scored.append((score, -float(raw[i]), i))
+            continue
         score = F32(raw[i])
         if hop_decay != 1.0 and score != 0:  # decay moves every score down: multiply a positive one,
             # divide a negative one; 0 stays 0
             d = F32(hop_decay ** hop_of[i])
             score = F32(score * d) if score >= 0 else F32(score / d)
-        scored.append((score, i))
-    scored.sort(key=lambda t: (-float(t[0]), t[1]))
-    top = scored[:k]
+        scored.append((score, 0.0, i))
+    scored.sort(key=lambda t: (-float(t[0]), t[1], t[2]))
+    top = [(t[0], t[2]) for t in scored[:k]]
 
     def path_of(i: int) -> list:
         path = []

@@ -5,8 +5,8 @@
 * int8 scoring: the int8 top 10 keeps recall@10 >= 0.97 against float32 scoring of the same
   visited set (a search with k=max_visited returns the whole visited set).
 
-Measured on 2 cores (AVX-512 VNNI) with the default M=24: recall@10 0.996 at ef=64 (the default),
-0.987 at ef=32, int8 vs float32 0.995 (each build's HNSW graph differs); bench/README.md has the 1M-node figures. On unrelated clusters with
+Measured on 2 cores (AVX-512 VNNI) with the default M=24: recall@10 0.996 at ef=64 (the default
+until 2026-12-07; it is 128 now, for real text embeddings), 0.987 at ef=32, int8 vs float32 0.995 (each build's HNSW graph differs); bench/README.md has the 1M-node figures. On unrelated clusters with
 isotropic noise (``clustered_graph(..., topic_spread=100, noise_decay=0)``: every distance
 concentrates, the hardest case for HNSW and unlike real embeddings) M=16 with ef=64 measured ~0.96
 here and ~0.79 at 1M nodes, USearch's own f32 index alike. About 10-30 s, mostly the HNSW build.
@@ -28,7 +28,7 @@ SEARCH = {"k": 10, "seeds": 8, "hops": 2, "max_visited": 2000}
 @pytest.fixture(scope="module")
 def setup():
     data = clustered_graph(N_NODES, dim=DIM, edges_per_node=5, seed=0)
-    graph = vg.Graph(DIM)  # default HNSW parameters: connectivity 24, expansion_add 128, expansion_search 64
+    graph = vg.Graph(DIM)  # default HNSW parameters: connectivity 24, expansion_add 128, expansion_search 128
     graph.add_nodes(data.keys, data.vectors)
     graph.add_edges(data.src, data.dst, rels=data.rels, weights=data.weights)
     qs = queries(data, COUNT_QUERIES, seed=1)

@@ -266,7 +266,7 @@ def test_stats_counts(people):
     assert s["tenants"] == 2
     assert s["rels"] == 5  # knows, owns, wrote, self, cites
     assert s["dim"] == 3 and s["metric"] == "cos"
-    assert (s["connectivity"], s["expansion_add"], s["expansion_search"]) == (24, 128, 64)
+    assert (s["connectivity"], s["expansion_add"], s["expansion_search"]) == (24, 128, 128)
     assert s["isa"] == vg.active_isa() and s["isa"] in vg.available_isas()
     assert vg.available_isas()[0] == "serial"
     for name in ("vector_bytes", "csr_bytes", "hnsw_bytes", "key_bytes"):

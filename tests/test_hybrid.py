@@ -1,4 +1,4 @@
-"""hybrid_search: the channels, their fusion by weighted RRF, entity aliases, filters in every
+"""hybrid_search: the channels, their fusion (convex and weighted RRF), entity aliases, filters in every
 channel, edges as results, to_context, and the BM25 index kept in step with the graph across
 deletes, reopen and a crash between the graph's write and the index's."""
 
@@ -33,15 +33,25 @@ def test_bm25_finds_the_identifier_dense_search_ranks_third():
     query_vector = unit(1, 0.05, 0, 0)
     dense = g.search(query_vector, k=3, hops=0)
     assert dense.keys == ["c9-price", "faq", "a7-price"]  # the right document third
-    res = g.hybrid_search("A7-Pro 多少钱？", vector=query_vector, k=3)
+    # RRF, with the graph channel listing its seeds (as search() does: no edges, so only seeds).
+    res = g.hybrid_search("A7-Pro 多少钱？", vector=query_vector, k=3, fusion="rrf", graph_seeds=True)
     assert res.keys[0] == "a7-price"
     assert res[0].ranks == {"dense": 3, "bm25": 1, "graph": 3, "entity": None}
     assert res.keys[1:] == ["c9-price", "faq"]  # 2 / 61 beats 2 / 62
     assert res.lists["bm25"][0] == "a7-price"
     # The fused score is the weighted RRF of those ranks, exactly.
     assert res[0].score == pytest.approx(1 / 63 + 1 / 61 + 1 / 63)
-    weighted = g.hybrid_search("A7-Pro 多少钱？", vector=query_vector, k=3, weights={"bm25": 2.0})
+    weighted = g.hybrid_search("A7-Pro 多少钱？", vector=query_vector, k=3, weights={"bm25": 2.0}, fusion="rrf",
+                               graph_seeds=True)
     assert weighted[0].score == pytest.approx(1 / 63 + 2 / 61 + 1 / 63)
+    # The default: the graph channel lists what walks reach (nothing here: no edges), and the
+    # convex fusion puts the BM25 match first: bm25 1.0 + dense 1.0 x its min-max score.
+    default = g.hybrid_search("A7-Pro 多少钱？", vector=query_vector, k=3)
+    assert default.lists["graph"] == [] and default.keys[0] == "a7-price"
+    dense_scores = default.channel_scores["dense"]
+    weight = vg.hybrid.DEFAULT_WEIGHTS["convex"]["dense"]
+    expected = 1.0 + weight * (dense_scores[2] - dense_scores[-1]) / (dense_scores[0] - dense_scores[-1])
+    assert default[0].score == pytest.approx(expected)
     # A channel of weight 0 is not run: no list, no rank, the same fusion as without it.
     muted = g.hybrid_search("A7-Pro 多少钱？", vector=query_vector, k=3, weights={"dense": 0, "graph": 0})
     assert muted.channels == ("bm25", "entity") and "dense" not in muted.lists
@@ -76,7 +86,9 @@ def test_a_two_hop_question_is_answered_by_the_graph_channel():
     assert "orion" not in dense.keys
     graph = g.hybrid_search(question, vector=vector, k=5, channels=["graph"], seeds=2, hops=2)
     assert "orion" in graph.keys
-    both = g.hybrid_search(question, vector=vector, k=5, seeds=2, hops=2, weights={"graph": 1.5})
+    # A link-hop question: the answer is only linked to what the question names, so the graph
+    # channel needs a weight above its default (0.25) for its two-hop score (0.5) to lead.
+    both = g.hybrid_search(question, vector=vector, k=5, seeds=2, hops=2, weights={"graph": 3.0})
     assert "orion" in both.keys and both.lists["entity"] == ["ada"]
     orion = next(h for h in both if h.key == "orion")
     assert orion.ranks["dense"] > 5 and orion.ranks["graph"] <= 5
@@ -160,8 +172,12 @@ def test_a_filter_admitting_3_of_100000_works_in_every_channel():
     q = rng.normal(size=8)
     expected = sorted(keys[i] for i in rare)
     for channel in ("dense", "bm25", "graph"):
-        res = g.hybrid_search("document about topic 5", vector=q, k=10, channels=[channel], where={"status": "rare"})
+        res = g.hybrid_search("document about topic 5", vector=q, k=10, channels=[channel], where={"status": "rare"},
+                              graph_seeds=True)
         assert sorted(res.keys) == expected, channel
+    # Without its seeds the graph channel lists what walks reach: nothing, the graph has no edges.
+    assert g.hybrid_search("document about topic 5", vector=q, k=10, channels=["graph"],
+                           where={"status": "rare"}).keys == []
     res = g.hybrid_search("doc-17 and doc-50001 and doc-99990 and doc-5", k=10, channels=["entity"],
                           where={"status": "rare"})
     assert sorted(res.keys) == expected

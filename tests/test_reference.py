@@ -428,3 +428,38 @@ def test_equivalence_under_forced_isa(isa):
     assert report["isa"] == isa
     assert report["stats_isa"] == isa
     assert report["checked"] == 72
+
+
+# ------------------------------------------- exclusions, named seeds, seed-propagated scores
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data(), spec=graph_specs())
+def test_exclusions_named_seeds_and_seed_weights_equal_reference(data, spec):
+    """What hybrid_search's graph channel asks of the core (named seeds with weights, seeds=0,
+    min_hop, excluded keys) and search(exclude_keys=) equal the reference, keys, scores, hops
+    and paths, bit for bit."""
+    g, model = build_graph(spec)
+    n = len(spec.keys)
+    query = data.draw(query_strategy(spec.dim, spec.metric, "normal"), label="query")
+    params = data.draw(search_params(), label="params")
+    excluded = sorted(set(data.draw(st.lists(st.integers(0, max(0, n - 1)), max_size=4), label="exclude"))) if n else []
+    exclude_keys = [spec.keys[i] for i in excluded] or None
+    res = g.search(query, exact=True, exclude_keys=exclude_keys, **params)
+    assert_same(res, reference_search(model, query, exclude=set(excluded), **params))
+    assert not set(res.keys) & set(exclude_keys or [])
+    if not n:
+        return
+    named = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=5), label="named")
+    weights = data.draw(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0]), min_size=len(named), max_size=len(named)),
+                        label="weights")
+    min_hop = data.draw(st.integers(0, 2), label="min_hop")
+    ts_min = -(2**63) if params["ts_min"] is None else params["ts_min"]
+    ts_max = 2**63 - 1 if params["ts_max"] is None else params["ts_max"]
+    raw = g._engine.search(np.asarray(query, np.float32), params["k"], 0, params["hops"], params["max_visited"],
+                           params["max_fanout"], params["direction"], params["rels"], params["labels"],
+                           params["tenants"], ts_min, ts_max, params["hop_decay"], True, 0, None,
+                           [spec.keys[i] for i in named], exclude_keys, weights, min_hop)
+    ref = reference_search(model, query, **dict(params, seeds=0), extra_seeds=named, seed_weights=weights,
+                           min_hop=min_hop, exclude=set(excluded))
+    assert_same(vg.graph.SearchResult(raw, g._engine), ref, counts=False)

@@ -94,7 +94,8 @@ def test_relation_answers_keep_what_the_typed_walk_reached():
     g.add_edges(["third gear", "second gear", "gear"], ["gear", "gear", "mechanism"], rels="hypernym")
     # The question names "third gear" and "gear": both are seeds; "gear" is the answer anyway.
     res = g.hybrid_search("what more general kind of thing is third gear", vector=[1, 0, 0, 0], k=10,
-                          channels=("graph",), seeds=1, hops=1, rels=["hypernym"], direction="out")
+                          channels=("graph",), seeds=1, hops=1, rels=["hypernym"], direction="out",
+                          graph_seeds=True, graph_scoring="similarity")  # as wd.RELATION_SETTINGS
     seeds = [h.key for h in res.hits if not h.path]
     assert {"third gear", "gear"} <= set(seeds)
     answers = [h.key for h in wd.relation_answers(g, res.hits, "hypernym")]

@@ -1927,6 +1927,17 @@ Status Engine::validate(const SearchRequest& r) const {
     VG_RETURN_IF_ERROR(positive("max_visited", r.max_visited));
     VG_RETURN_IF_ERROR(positive("max_fanout", r.max_fanout));
     if (r.hops < 0) return Status::invalid_argument("hops must be >= 0, got " + std::to_string(r.hops));
+    if (r.min_hop < 0) return Status::invalid_argument("min_hop must be >= 0, got " + std::to_string(r.min_hop));
+    if (!r.seed_weights.empty()) {
+        if (r.seeds != 0 || r.seed_weights.size() != r.extra_seeds.size())
+            return Status::invalid_argument("seed_weights needs seeds=0 and one weight per extra seed: got " +
+                                            std::to_string(r.seed_weights.size()) + " weights, " +
+                                            std::to_string(r.extra_seeds.size()) + " extra seeds, seeds=" +
+                                            std::to_string(r.seeds));
+        for (float w : r.seed_weights)
+            if (!std::isfinite(w) || w < 0.f)
+                return Status::invalid_argument("seed_weights must be finite and >= 0, got " + format_real(w));
+    }
     if (r.ef < 0) return Status::invalid_argument("ef must be >= 0 (0: the graph's default), got " + std::to_string(r.ef));
     if (!std::isfinite(r.hop_decay) || r.hop_decay <= 0.0)
         return Status::invalid_argument("hop_decay must be a finite number > 0, got " + format_real(r.hop_decay));
@@ -2124,8 +2135,11 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
     if (!request.extra_seeds.empty()) {
         // Named seeds first (in the order given), scored like any node; then the similarity seeds.
         std::vector<ScoredNode> named;
+        const bool weighted = !request.seed_weights.empty();
+        if (weighted) scratch.seed_weights.clear();
         const simd::dot_i8_fn dot = simd::active().dot_i8;
-        for (const std::string& key : request.extra_seeds) {
+        for (std::size_t e = 0; e < request.extra_seeds.size(); ++e) {
+            const std::string& key = request.extra_seeds[e];
             const node_id_t node = keys_.find(key);
             if (node == invalid_id) continue;
             if ((active_filter && !active_filter->admits(columns, node)) || (!active_filter && node_dead_[node])) continue;
@@ -2135,6 +2149,7 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
             std::int32_t product = dot(scratch.query.codes.data(), node_vectors_.codes(node), config_.dim);
             named.push_back({node, score_from_dot(config_.metric, product, scratch.query.scale, scratch.query.sq_norm,
                                                   node_vectors_.scale(node), node_vectors_.sq_norm(node))});
+            if (weighted) scratch.seed_weights.push_back(request.seed_weights[e]);
         }
         for (const ScoredNode& s : scratch.seeds) {
             bool seen = false;
@@ -2168,6 +2183,14 @@ void Engine::build_filter(const SearchRequest& request, NodeFilter& filter) cons
     if (request.filter_labels) labels_.mask_of(request.labels, filter.allow_labels());
     if (request.filter_tenants) tenants_.mask_of(request.tenants, filter.allow_tenants());
     if (request.ts_min != INT64_MIN || request.ts_max != INT64_MAX) filter.set_ts_range(request.ts_min, request.ts_max);
+    if (!request.exclude.empty()) {
+        IdMask& excluded = filter.exclude_nodes();
+        excluded.fit(keys_.count_ids());
+        for (const std::string& key : request.exclude) {
+            const node_id_t node = keys_.find(key);
+            if (node != invalid_id) excluded.allow(node);
+        }
+    }
     for (const auto& q : request.where) {
         PropCondition& condition = filter.add_prop_condition();
         condition.column = static_cast<std::uint32_t>(prop_index(q.name));  // checked by validate()
@@ -2194,6 +2217,8 @@ Status Engine::expand_and_score(const SearchRequest& request, TraversalScratch& 
     params.max_fanout = static_cast<std::size_t>(request.max_fanout);
     params.direction = request.direction;
     params.hop_decay = request.hop_decay;
+    params.min_hop = static_cast<std::size_t>(request.min_hop);
+    if (!request.seed_weights.empty()) params.seed_weights = &scratch.seed_weights;
     if (request.filter_rels) {
         rels_.mask_of(request.rels, scratch.rel_ok);
         params.rel_ok = &scratch.rel_ok;

@@ -94,15 +94,19 @@ struct AdjacencyPrefetcher {
     }
 };
 
-// Top k of `count` scored nodes by (score desc, node id asc), as positions in `order`.
-void select_top_k(const node_id_t* nodes, const float* scores, std::size_t count, std::size_t k,
-                  std::vector<std::uint32_t>& order) {
-    order.resize(count);
-    for (std::uint32_t i = 0; i < count; ++i) order[i] = i;
+// Top k of the `count` scored nodes at least `min_hop` hops from their seed, by (score desc,
+// then `tie_scores` desc when given, then node id asc), as positions in `order`.
+void select_top_k(const node_id_t* nodes, const float* scores, const float* tie_scores, const std::uint32_t* hops,
+                  std::size_t min_hop, std::size_t count, std::size_t k, std::vector<std::uint32_t>& order) {
+    order.clear();
+    for (std::uint32_t i = 0; i < count; ++i)
+        if (hops[i] >= min_hop) order.push_back(i);
     auto better = [&](std::uint32_t a, std::uint32_t b) {
-        return scores[a] != scores[b] ? scores[a] > scores[b] : nodes[a] < nodes[b];
+        if (scores[a] != scores[b]) return scores[a] > scores[b];
+        if (tie_scores && tie_scores[a] != tie_scores[b]) return tie_scores[a] > tie_scores[b];
+        return nodes[a] < nodes[b];
     };
-    k = std::min(k, count);
+    k = std::min(k, order.size());
     std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(), better);
     order.resize(k);
 }
@@ -114,11 +118,15 @@ void traverse_and_score(const GraphView& graph, const VectorStore& store, const 
                         std::vector<Hit>& hits) {
     hits.clear();
     if (filter && !filter->needed(columns)) filter = nullptr;
+    const bool by_seed = params.seed_weights != nullptr;
+    if (by_seed) scratch.origin_weights.clear();
     // Level 0: the seeds, best first.
-    for (const ScoredNode& seed : scratch.seeds) {
+    for (std::size_t s = 0; s < scratch.seeds.size(); ++s) {
+        const ScoredNode& seed = scratch.seeds[s];
         if (scratch.visited.size() >= params.max_visited) break;
         if (!scratch.visit(seed.node)) continue;
         scratch.push_visited(seed.node, 0, invalid_id, invalid_id);
+        if (by_seed) scratch.origin_weights.push_back((*params.seed_weights)[s]);
     }
     // Levels 1..hops.
     std::size_t level_begin = 0;
@@ -153,16 +161,35 @@ void traverse_and_score(const GraphView& graph, const VectorStore& store, const 
     // scale and squared norm) as it reached it.
     simd::active().dot_rows_i8_prefetched(q.codes.data(), store.codes_data(), store.code_stride(),
                                           scratch.visited.data(), count, store.dim(), scratch.dots.data());
-    for (std::size_t i = 0; i < count; ++i) {
-        node_id_t node = scratch.visited[i];
-        float score = score_from_dot(metric, scratch.dots[i], q.scale, q.sq_norm, store.scale(node), store.sq_norm(node));
-        // Decay always moves a score down: a negative score (l2, opposed vectors) is divided. A
-        // score of 0 stays 0: a decay power that overflows float to inf would make it NaN.
-        if (decay && score != 0.f) score = score > 0.f ? score * scratch.decay_pow[scratch.visited_hops[i]]
-                                                       : score / scratch.decay_pow[scratch.visited_hops[i]];
-        scratch.scores[i] = score;
+    if (by_seed) {
+        // Seed-propagated scores: a node inherits its seed's weight through its parent (BFS
+        // order: a parent is always before its children), decayed per hop past the first.
+        scratch.similarities.resize(count);
+        scratch.origin_weights.resize(count);
+        for (std::size_t i = 0; i < count; ++i) {
+            const node_id_t node = scratch.visited[i];
+            scratch.similarities[i] =
+                score_from_dot(metric, scratch.dots[i], q.scale, q.sq_norm, store.scale(node), store.sq_norm(node));
+            const std::uint32_t parent = scratch.visited_parent[i];
+            if (parent != invalid_id) scratch.origin_weights[i] = scratch.origin_weights[parent];
+            const std::uint32_t hop = scratch.visited_hops[i];
+            const float weight = scratch.origin_weights[i];
+            scratch.scores[i] = decay && hop > 1 && weight != 0.f ? weight * scratch.decay_pow[hop - 1] : weight;
+        }
+    } else {
+        for (std::size_t i = 0; i < count; ++i) {
+            node_id_t node = scratch.visited[i];
+            float score =
+                score_from_dot(metric, scratch.dots[i], q.scale, q.sq_norm, store.scale(node), store.sq_norm(node));
+            // Decay always moves a score down: a negative score (l2, opposed vectors) is divided. A
+            // score of 0 stays 0: a decay power that overflows float to inf would make it NaN.
+            if (decay && score != 0.f) score = score > 0.f ? score * scratch.decay_pow[scratch.visited_hops[i]]
+                                                           : score / scratch.decay_pow[scratch.visited_hops[i]];
+            scratch.scores[i] = score;
+        }
     }
-    select_top_k(scratch.visited.data(), scratch.scores.data(), count, params.k, scratch.order);
+    select_top_k(scratch.visited.data(), scratch.scores.data(), by_seed ? scratch.similarities.data() : nullptr,
+                 scratch.visited_hops.data(), params.min_hop, count, params.k, scratch.order);
     hits.reserve(scratch.order.size());
     for (std::uint32_t i : scratch.order) hits.push_back({scratch.visited[i], scratch.scores[i], scratch.visited_hops[i], i});
 }

@@ -278,7 +278,8 @@ SearchRequest make_request(std::int64_t k, std::int64_t seeds, std::int64_t hops
                            std::int64_t max_fanout, const std::string& direction, const py::object& rels,
                            const py::object& labels, const py::object& tenants, std::int64_t ts_min,
                            std::int64_t ts_max, double hop_decay, bool exact, std::int64_t ef, const py::object& where,
-                           const py::object& extra_seeds = py::none()) {
+                           const py::object& extra_seeds = py::none(), const py::object& exclude = py::none(),
+                           const py::object& seed_weights = py::none(), std::int64_t min_hop = 0) {
     SearchRequest r;
     r.k = k;
     r.seeds = seeds;
@@ -295,6 +296,9 @@ SearchRequest make_request(std::int64_t k, std::int64_t seeds, std::int64_t hops
     r.exact = exact;
     r.ef = ef;
     if (!extra_seeds.is_none()) r.extra_seeds = encode_keys(extra_seeds, "extra_seeds");
+    if (!exclude.is_none()) r.exclude = encode_keys(exclude, "exclude");
+    if (!seed_weights.is_none()) r.seed_weights = seed_weights.cast<std::vector<float>>();
+    r.min_hop = min_hop;
     // where: a list of (name, values or None, int_min, int_max, real_min, real_max), built by the facade.
     if (!where.is_none()) {
         for (auto item : where.cast<py::list>()) {
@@ -830,10 +834,12 @@ class PyEngine {
                      std::int64_t max_visited, std::int64_t max_fanout, const std::string& direction,
                      const py::object& rels, const py::object& labels, const py::object& tenants, std::int64_t ts_min,
                      std::int64_t ts_max, double hop_decay, bool exact, std::int64_t ef, const py::object& where,
-                     const py::object& extra_seeds) {
+                     const py::object& extra_seeds, const py::object& exclude, const py::object& seed_weights,
+                     std::int64_t min_hop) {
         auto q = check_float_array(query, "query", 1, dim());
         SearchRequest request = make_request(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
-                                             ts_min, ts_max, hop_decay, exact, ef, where, extra_seeds);
+                                             ts_min, ts_max, hop_decay, exact, ef, where, extra_seeds, exclude,
+                                             seed_weights, min_hop);
         Result<SearchResult> result = Status::internal("not run");
         {
             GilRelease release;
@@ -893,10 +899,10 @@ class PyEngine {
                           std::int64_t max_visited, std::int64_t max_fanout, const std::string& direction,
                           const py::object& rels, const py::object& labels, const py::object& tenants,
                           std::int64_t ts_min, std::int64_t ts_max, double hop_decay, bool exact, std::int64_t ef,
-                          std::size_t threads, const py::object& where) {
+                          std::size_t threads, const py::object& where, const py::object& exclude) {
         auto q = check_float_array(queries, "queries", 2, dim());
         SearchRequest request = make_request(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
-                                             ts_min, ts_max, hop_decay, exact, ef, where);
+                                             ts_min, ts_max, hop_decay, exact, ef, where, py::none(), exclude);
         auto count = static_cast<std::size_t>(q.shape(0));
         Status valid;
         {
@@ -1086,7 +1092,8 @@ void bind_engine(py::module_& m) {
              py::arg("max_visited"), py::arg("max_fanout"), py::arg("direction"), py::arg("rels"), py::arg("labels"),
              py::arg("tenants"), py::arg("ts_min") = ts_lo, py::arg("ts_max") = ts_hi, py::arg("hop_decay") = 1.0,
              py::arg("exact") = false, py::arg("ef") = 0, py::arg("where") = py::none(),
-             py::arg("extra_seeds") = py::none())
+             py::arg("extra_seeds") = py::none(), py::arg("exclude") = py::none(),
+             py::arg("seed_weights") = py::none(), py::arg("min_hop") = 0)
         .def("admits", &PyEngine::admits, py::arg("keys"), py::arg("labels"), py::arg("tenants"),
              py::arg("ts_min") = ts_lo, py::arg("ts_max") = ts_hi, py::arg("where") = py::none())
         .def("admitted_keys", &PyEngine::admitted_keys, py::arg("labels"), py::arg("tenants"), py::arg("ts_min"),
@@ -1096,7 +1103,7 @@ void bind_engine(py::module_& m) {
              py::arg("hops"), py::arg("max_visited"), py::arg("max_fanout"), py::arg("direction"), py::arg("rels"),
              py::arg("labels"), py::arg("tenants"), py::arg("ts_min") = ts_lo, py::arg("ts_max") = ts_hi,
              py::arg("hop_decay") = 1.0, py::arg("exact") = false, py::arg("ef") = 0, py::arg("threads") = 0,
-             py::arg("where") = py::none())
+             py::arg("where") = py::none(), py::arg("exclude") = py::none())
         .def("upsert_nodes", &PyEngine::upsert_nodes, py::arg("keys"), py::arg("vectors"), py::arg("labels"),
              py::arg("tenants"), py::arg("ts"), py::arg("texts"), py::arg("props"))
         .def("delete_nodes", &PyEngine::delete_nodes, py::arg("keys"), py::arg("missing_ok"))

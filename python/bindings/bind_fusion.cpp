@@ -1,5 +1,6 @@
-// Weighted Reciprocal Rank Fusion over lists of Python keys: the accumulation and top-n
-// selection of vecgraph.fusion.rrf (which checks the arguments and documents the semantics).
+// Weighted Reciprocal Rank Fusion, and the convex combination of scored lists, over lists of
+// Python keys: the accumulation and top-n selection of vecgraph.fusion.rrf and
+// vecgraph.fusion.convex (which check the arguments and document the semantics).
 //
 //   score(d) = sum over lists i holding d of  w_i / (k + rank_i(d)),  ranks from 1
 //   (Cormack, Clarke and Buettcher, SIGIR 2009)
@@ -92,10 +93,13 @@ py::tuple frozen(const py::handle& seq) {
     return py::reinterpret_steal<py::tuple>(t);
 }
 
-py::list rrf_fuse(const py::list& key_lists, const std::vector<double>& weights, double k, py::ssize_t top_n,
-                  bool with_ranks) {
+// The fusion of rrf_fuse and convex_fuse: a key's score sums, over the lists that hold it (its
+// first rank in each), w_i / (k + rank) or, with `scores`, w_i * scores[i][rank - 1].
+py::list fuse_lists(const py::list& key_lists, const std::vector<std::vector<double>>* scores,
+                    const std::vector<double>& weights, double k, py::ssize_t top_n, bool with_ranks) {
     const std::size_t count = static_cast<std::size_t>(key_lists.size());
-    if (weights.size() != count) throw py::value_error("rrf_fuse: one weight per list is needed");
+    if (weights.size() != count) throw py::value_error("fusion: one weight per list is needed");
+    if (scores && scores->size() != count) throw py::value_error("fusion: one score list per list is needed");
     std::vector<py::tuple> lists;
     lists.reserve(count);
     std::vector<PyObject* const*> items(count);
@@ -106,6 +110,9 @@ py::list rrf_fuse(const py::list& key_lists, const std::vector<double>& weights,
         sizes[i] = PyTuple_GET_SIZE(lists[i].ptr());
         items[i] = reinterpret_cast<PyObject* const*>(&PyTuple_GET_ITEM(lists[i].ptr(), 0));
         total += static_cast<std::size_t>(sizes[i]);
+        if (scores && (*scores)[i].size() != static_cast<std::size_t>(sizes[i]))
+            throw py::value_error("fusion: list " + std::to_string(i) + " has " + std::to_string(sizes[i]) +
+                                  " keys and " + std::to_string((*scores)[i].size()) + " scores");
     }
     KeyTable table(total);
     // Only with_ranks: every counted occurrence (entry, list, rank), to report the ranks of the
@@ -124,7 +131,7 @@ py::list rrf_fuse(const py::list& key_lists, const std::vector<double>& weights,
             Entry& entry = table.entries()[e];
             if (entry.last_list == list) continue;  // repeated within this list: first rank counts
             const auto rank = static_cast<std::int32_t>(r + 1);
-            entry.score += w / (k + static_cast<double>(rank));
+            entry.score += scores ? w * (*scores)[i][static_cast<std::size_t>(r)] : w / (k + static_cast<double>(rank));
             entry.last_list = list;
             if (rank < entry.best_rank) {
                 entry.best_rank = rank;
@@ -179,9 +186,24 @@ py::list rrf_fuse(const py::list& key_lists, const std::vector<double>& weights,
     return out;
 }
 
+py::list rrf_fuse(const py::list& key_lists, const std::vector<double>& weights, double k, py::ssize_t top_n,
+                  bool with_ranks) {
+    return fuse_lists(key_lists, nullptr, weights, k, top_n, with_ranks);
+}
+
+py::list convex_fuse(const py::list& key_lists, const std::vector<std::vector<double>>& scores,
+                     const std::vector<double>& weights, py::ssize_t top_n, bool with_ranks) {
+    return fuse_lists(key_lists, &scores, weights, 0.0, top_n, with_ranks);
+}
+
 }  // namespace
 
 void bind_fusion(py::module_& m) {
+    m.def("convex_fuse", &convex_fuse, py::arg("key_lists"), py::arg("score_lists"), py::arg("weights"),
+          py::arg("top_n"), py::arg("with_ranks"),
+          "Convex combination of scored lists: a key scores the sum over the lists holding it (first "
+          "rank) of weight * its score there; order and output as rrf_fuse. Arguments are checked by "
+          "vecgraph.fusion.convex.");
     m.def("rrf_fuse", &rrf_fuse, py::arg("key_lists"), py::arg("weights"), py::arg("k"), py::arg("top_n"),
           py::arg("with_ranks"),
           "Weighted RRF of lists (list or tuple) of hashable keys, best first: [(key, score)] or "

@@ -8,7 +8,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Engine', 'FILTER_SCAN_AUTO', 'FILTER_SCAN_AUTO_FLOOR', 'active_isa', 'available_isas', 'check_wal_tail', 'dot_rows_i8', 'quantize', 'rrf_fuse', 'scan_i8']
+__all__: list[str] = ['Engine', 'FILTER_SCAN_AUTO', 'FILTER_SCAN_AUTO_FLOOR', 'active_isa', 'available_isas', 'check_wal_tail', 'convex_fuse', 'dot_rows_i8', 'quantize', 'rrf_fuse', 'scan_i8']
 class Engine:
     """
     Core engine; use vecgraph.Graph instead.
@@ -83,9 +83,9 @@ class Engine:
         ...
     def score_edges(self, query: numpy.ndarray, edge_ids: numpy.ndarray) -> numpy.typing.NDArray[numpy.float32]:
         ...
-    def search(self, query: numpy.ndarray, k: typing.SupportsInt | typing.SupportsIndex, seeds: typing.SupportsInt | typing.SupportsIndex, hops: typing.SupportsInt | typing.SupportsIndex, max_visited: typing.SupportsInt | typing.SupportsIndex, max_fanout: typing.SupportsInt | typing.SupportsIndex, direction: str, rels: typing.Any, labels: typing.Any, tenants: typing.Any, ts_min: typing.SupportsInt | typing.SupportsIndex = -9223372036854775808, ts_max: typing.SupportsInt | typing.SupportsIndex = 9223372036854775807, hop_decay: typing.SupportsFloat | typing.SupportsIndex = 1.0, exact: bool = False, ef: typing.SupportsInt | typing.SupportsIndex = 0, where: typing.Any = None, extra_seeds: typing.Any = None) -> tuple:
+    def search(self, query: numpy.ndarray, k: typing.SupportsInt | typing.SupportsIndex, seeds: typing.SupportsInt | typing.SupportsIndex, hops: typing.SupportsInt | typing.SupportsIndex, max_visited: typing.SupportsInt | typing.SupportsIndex, max_fanout: typing.SupportsInt | typing.SupportsIndex, direction: str, rels: typing.Any, labels: typing.Any, tenants: typing.Any, ts_min: typing.SupportsInt | typing.SupportsIndex = -9223372036854775808, ts_max: typing.SupportsInt | typing.SupportsIndex = 9223372036854775807, hop_decay: typing.SupportsFloat | typing.SupportsIndex = 1.0, exact: bool = False, ef: typing.SupportsInt | typing.SupportsIndex = 0, where: typing.Any = None, extra_seeds: typing.Any = None, exclude: typing.Any = None, seed_weights: typing.Any = None, min_hop: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
         ...
-    def search_batch(self, queries: numpy.ndarray, k: typing.SupportsInt | typing.SupportsIndex, seeds: typing.SupportsInt | typing.SupportsIndex, hops: typing.SupportsInt | typing.SupportsIndex, max_visited: typing.SupportsInt | typing.SupportsIndex, max_fanout: typing.SupportsInt | typing.SupportsIndex, direction: str, rels: typing.Any, labels: typing.Any, tenants: typing.Any, ts_min: typing.SupportsInt | typing.SupportsIndex = -9223372036854775808, ts_max: typing.SupportsInt | typing.SupportsIndex = 9223372036854775807, hop_decay: typing.SupportsFloat | typing.SupportsIndex = 1.0, exact: bool = False, ef: typing.SupportsInt | typing.SupportsIndex = 0, threads: typing.SupportsInt | typing.SupportsIndex = 0, where: typing.Any = None) -> list:
+    def search_batch(self, queries: numpy.ndarray, k: typing.SupportsInt | typing.SupportsIndex, seeds: typing.SupportsInt | typing.SupportsIndex, hops: typing.SupportsInt | typing.SupportsIndex, max_visited: typing.SupportsInt | typing.SupportsIndex, max_fanout: typing.SupportsInt | typing.SupportsIndex, direction: str, rels: typing.Any, labels: typing.Any, tenants: typing.Any, ts_min: typing.SupportsInt | typing.SupportsIndex = -9223372036854775808, ts_max: typing.SupportsInt | typing.SupportsIndex = 9223372036854775807, hop_decay: typing.SupportsFloat | typing.SupportsIndex = 1.0, exact: bool = False, ef: typing.SupportsInt | typing.SupportsIndex = 0, threads: typing.SupportsInt | typing.SupportsIndex = 0, where: typing.Any = None, exclude: typing.Any = None) -> list:
         ...
     def seed_index_complete(self) -> bool:
         ...
@@ -151,6 +151,10 @@ def dot_rows_i8(query: numpy.ndarray, base: numpy.ndarray, rows: numpy.ndarray, 
 def quantize(vectors: numpy.ndarray, metric: str) -> tuple[numpy.typing.NDArray[numpy.int8], numpy.typing.NDArray[numpy.float32]]:
     """
     Quantize (n, dim) float32 vectors to int8 codes and float32 scales.
+    """
+def convex_fuse(key_lists: list, score_lists: collections.abc.Sequence[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]], weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], top_n: typing.SupportsInt | typing.SupportsIndex, with_ranks: bool) -> list:
+    """
+    Convex combination of scored lists: a key scores the sum over the lists holding it (first rank) of weight * its score there; order and output as rrf_fuse. Arguments are checked by vecgraph.fusion.convex.
     """
 def rrf_fuse(key_lists: list, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], k: typing.SupportsFloat | typing.SupportsIndex, top_n: typing.SupportsInt | typing.SupportsIndex, with_ranks: bool) -> list:
     """

@@ -13,6 +13,8 @@ Subcommands:
               found, how fast, and how close the HNSW path is to the exact one
   wordnet     build (or reopen) a WordNet 3.0 graph, answer its held-out questions through every
               channel, and print quality, latency and example answers with their paths
+  eval        run your own judged queries (JSONL) through each retrieval channel and print
+              recall@k, MRR@k, nDCG@k, latency and wins / losses against the best channel
   info        version, kernel ISA and the ISAs this CPU can run
 
 Errors go to stderr as ``vecgraph <subcommand>: error: <message>``; the exit code is 1 for a
@@ -670,6 +672,89 @@ def _cmd_wordnet(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- eval
+
+
+def _run_spec(text: str) -> tuple:
+    """argparse type for --run: ``NAME=JSON``, JSON an object of hybrid_search arguments."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=JSON, e.g. bm25='{{\"channels\": [\"bm25\"]}}' or hybrid='{{}}', got {text!r}")
+    try:
+        kwargs = json.loads(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"run {name!r}: expected a JSON object of hybrid_search arguments "
+                                         f"after '=', got {value!r} ({exc})") from None
+    if not isinstance(kwargs, dict):
+        raise argparse.ArgumentTypeError(f"run {name!r}: expected a JSON object of hybrid_search arguments "
+                                         f"after '=', got {value!r}")
+    return name, kwargs
+
+
+def _queries(count: int) -> str:
+    return f"{count:,} quer{'y' if count == 1 else 'ies'}"
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from . import evaluate
+
+    runs = None
+    if args.runs:  # (args.run is the subcommand's function)
+        runs = {}
+        for name, kwargs in args.runs:
+            if name in runs:
+                args.parser.error(f"argument --run: run {name!r} is given twice; run names must be unique")
+            runs[name] = kwargs
+    names = list(runs) if runs is not None else list(evaluate.default_runs())
+    if args.baseline is not None and args.baseline not in names:
+        args.parser.error(f"argument --baseline: expected one of the runs ({', '.join(map(repr, names))}), "
+                          f"got {args.baseline!r}")
+    with _open_graph(args.folder, read_only=True) as graph:
+        try:
+            queries = evaluate.load_queries(args.queries, dim=graph.dim)
+        except OSError as exc:
+            raise CommandError(f"cannot read {args.queries}: {exc.strerror or exc}") from None
+        recorded = graph.embedder
+        needs = sum(1 for q in queries if q.get("vector") is None and q.get("text") is not None)
+        embedder = None
+        if args.embedder is not None:
+            embedder = _load_embedder(args.embedder, args.parser)
+            _check_embedder_arg(args, embedder, graph.dim, recorded)
+        elif needs and recorded is not None:
+            spec = recorded.get("spec") or recorded["name"]
+            try:
+                embedder = _load_embedder(spec)
+            except (CommandError, Error) as exc:
+                raise CommandError(f"the graph at {args.folder} was built with embedder "
+                                   f"{recorded['name']!r}, which cannot be loaded by {spec!r} ({exc}); "
+                                   "pass --embedder SPEC") from exc
+        elif needs:
+            print(f"vecgraph eval: note: {_queries(needs)} without a vector, and the graph at {args.folder} "
+                  "records no embedder (nor was --embedder given): they run through bm25 and entity only",
+                  file=sys.stderr)
+        report = evaluate.evaluate(graph, queries, k=args.k, runs=runs, embedder=embedder,
+                                   baseline=args.baseline)
+    if report.unknown_relevant:
+        print(f"vecgraph eval: note: {_n(report.unknown_relevant, 'relevant key')} of the judgments "
+              f"{'is' if report.unknown_relevant == 1 else 'are'} not in the graph (keys are compared with "
+              "their type: 42 is not '42'; in JSON, grade int keys as [[42, 2]] pairs)", file=sys.stderr)
+    if args.json:
+        _print_json(report.to_dict())
+        return 0
+    print(report.table())
+    notes = [f"{_queries(len(report.qids))}, k={report.k}"]
+    if report.embedded:
+        notes.append(f"{_n(report.embedded, 'query text')} embedded with {embedder.name} in "
+                     f"{report.embed_seconds:.2f} s (not in the latencies)")
+    if report.baseline is not None:
+        why = " (the best single channel)" if args.baseline is None else ""
+        notes.append(f"baseline {report.baseline}{why}: queries whose nDCG@{report.k} is better / worse")
+    print(f"({'; '.join(notes)})")
+    return 0
+
+
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the line breaks of descriptions and example epilogs."""
 
@@ -895,7 +980,7 @@ def build_parser() -> argparse.ArgumentParser:
         "pointers as edges, its lemmas as aliases. A second run reopens the folder instead of building\n"
         "it again. Then answer the held-out questions (sense: a usage example, find its synset;\n"
         "relation: find the hypernym, whole, group or opposite of a word in a usage example) through\n"
-        "each channel (dense, BM25, entity, graph-guided, hybrid RRF) and print recall@10, MRR@10,\n"
+        "each channel (dense, BM25, entity, graph-guided, hybrid) and print recall@10, MRR@10,\n"
         "nDCG@10, p50 / p99 latency, whether the quality bars hold, and example answers with paths.",
         _examples("vecgraph wordnet", "vecgraph wordnet --limit 200", "vecgraph wordnet wn.vg --json > figures.json",
                   "vecgraph query ~/.cache/vecgraph/wordnet.vg 'a small domesticated feline'"))
@@ -910,6 +995,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--synsets", type=_int_in(10, 1_000_000), metavar="N",
                    help="build from the first N synsets only, with the questions inside them (quick runs)")
     p.add_argument("--rebuild", action="store_true", help="build the folder again even if it holds the graph")
+
+    p = command(
+        "eval", _cmd_eval, "evaluate retrieval on your own judged queries",
+        "Run each query of QUERIES (JSONL: one object per line, {\"qid\": str, \"text\": str, \"vector\":\n"
+        "[numbers], \"relevant\": [keys] or {key: grade}, \"exclude\": [keys]}: qid, relevant and text or\n"
+        "vector required) through each run, one hybrid_search call at a time, on the graph in FOLDER\n"
+        "(opened read-only). Texts without a vector are embedded first with the graph's recorded\n"
+        "embedder (or --embedder), outside the latencies. Default runs: each channel alone (dense,\n"
+        "bm25, entity, graph: those the queries can feed), hybrid (every channel, the default fusion)\n"
+        "and hybrid (rrf). Prints a Markdown table of recall@k, MRR@k, nDCG@k, p50 / p99 latency\n"
+        "and, per run, the queries whose nDCG@k is better / worse than the baseline's (default: the\n"
+        "best single channel); --json prints every figure, per query too.",
+        _examples("vecgraph eval docs.vg queries.jsonl",
+                  "vecgraph eval docs.vg queries.jsonl -k 5 --json > figures.json",
+                  "vecgraph eval docs.vg queries.jsonl --run bm25='{\"channels\": [\"bm25\"]}' "
+                  "--run hybrid='{}' --run rrf='{\"fusion\": \"rrf\"}' --baseline bm25",
+                  "vecgraph eval docs.vg queries.jsonl "
+                  "--run 'graph 1 hop={\"channels\": [\"graph\"], \"hops\": 1}'"))
+    p.add_argument("folder", metavar="FOLDER", help="graph folder")
+    p.add_argument("queries", metavar="QUERIES.jsonl", help="judged queries, one JSON object per line")
+    p.add_argument("-k", "--k", type=_int_in(1, _MAX_HYBRID_K), default=10, metavar="K",
+                   help=f"cutoff of the metrics and results per search (default 10, at most "
+                        f"{_MAX_HYBRID_K:,})")
+    p.add_argument("--embedder", metavar="SPEC",
+                   help="embedder for query texts without a vector (default: the one the graph recorded)")
+    p.add_argument("--run", type=_run_spec, action="append", dest="runs", metavar="NAME=JSON",
+                   help="a run: its name and a JSON object of hybrid_search arguments (not text, vector, k "
+                        "or exclude_keys); repeat for several; replaces the default runs")
+    p.add_argument("--baseline", metavar="NAME",
+                   help="the run the others are compared with query by query (default: the best single "
+                        "channel)")
+    p.add_argument("--json", action="store_true", help="print every figure as one JSON object")
 
     command("info", _cmd_info, "version and SIMD kernels in use",
             "Print the version, the int8 kernel set in use and the ones this CPU can run.",

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple, Optional, Union
 from . import _core
 from .errors import InvalidArgumentError
 
-__all__ = ["rrf", "rrf_with_ranks", "Fused", "DEFAULT_K"]
+__all__ = ["rrf", "rrf_with_ranks", "fuse", "convex", "minmax", "Fused", "DEFAULT_K"]
 
 DEFAULT_K = 60
 """The RRF constant of Cormack et al. (2009): a document at rank 1 scores 1/61."""
@@ -125,15 +125,20 @@ def _fuse(key_lists: list, ws: Any, k: float, top_n: int, with_ranks: bool, name
     try:
         return _core.rrf_fuse(key_lists, ws, k, top_n, with_ranks)
     except TypeError:
-        for i, keys in enumerate(key_lists):
-            for j, key in enumerate(keys):
-                try:
-                    hash(key)
-                except TypeError:
-                    where = f"list {names[i]!r}" if names is not None else f"list {i}"
-                    raise TypeError(f"{where} item {j} is unhashable ({type(key).__name__} {key!r}); keys must be "
-                                    "hashable, such as str or int") from None
+        _name_unhashable(key_lists, names)
         raise
+
+
+def _name_unhashable(key_lists: list, names: Optional[list]) -> None:
+    """Raises TypeError naming the first unhashable key by its list and position, if any."""
+    for i, keys in enumerate(key_lists):
+        for j, key in enumerate(keys):
+            try:
+                hash(key)
+            except TypeError:
+                where = f"list {names[i]!r}" if names is not None else f"list {i}"
+                raise TypeError(f"{where} item {j} is unhashable ({type(key).__name__} {key!r}); keys must be "
+                                "hashable, such as str or int") from None
 
 
 def _top_n_arg(top_n: Any) -> int:
@@ -317,3 +322,125 @@ def _check_top_n(top_n: Any) -> Optional[int]:
     if top_n < 1:
         raise InvalidArgumentError(f"top_n must be >= 1 (or None for all), got {top_n}")
     return int(top_n)
+
+
+def minmax(scores: Sequence[float]) -> list[float]:
+    """Scores mapped onto [0, 1] by the list's own range: (s - min) / (max - min); a list whose
+    scores are all equal maps to 1.0 each (every item is as good as the best).
+
+    Raises:
+        TypeError: a score that is not a real number. ValueError: a score that is not finite.
+    """
+    values = []
+    for i, x in enumerate(scores):
+        if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x):
+            if isinstance(x, numbers.Real) and not isinstance(x, bool):
+                raise ValueError(f"scores[{i}] must be finite, got {x!r}")
+            raise TypeError(f"scores[{i}] must be a real number, got {type(x).__name__} {x!r:.40}")
+        values.append(float(x))
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    if not high > low:
+        return [1.0] * len(values)
+    if math.isfinite(high - low):
+        span = high - low
+        return [(x - low) / span for x in values]
+    half_low, span = low / 2, high / 2 - low / 2  # the range overflows float64: halve everything
+    return [(x / 2 - half_low) / span for x in values]
+
+
+def convex(lists: Mapping[str, Sequence[Any]], scores: Mapping[str, Sequence[float]],
+           weights: Optional[Mapping[str, float]] = None, top_n: Optional[int] = None) -> list[Fused]:
+    """Fuses named lists by a convex combination of their (already normalised) scores:
+    ``score(d) = Σ_c w_c · s_c(d)``, where ``s_c(d)`` is d's score in list c and 0 where c does
+    not hold d (Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval",
+    ACM TOIS 2023; the weights need not sum to 1, which scales every score alike).
+
+    The accumulation and the top-n selection run in C++ (``_core.convex_fuse``); the sum is
+    taken in list order in float64, as :func:`_convex_reference` does in plain Python.
+
+    Args:
+        lists: name -> keys, best first (any hashable keys). scores: name -> one finite score
+            per key, normalised to a common scale (e.g. :func:`minmax`). weights: name ->
+            weight >= 0 (default 1.0; names not in ``lists`` are refused).
+        top_n: at most this many results (>= 1; None: all).
+
+    Returns:
+        ``[Fused(key, score, ranks), ...]`` best first, ``ranks`` a dict name -> rank (from 1)
+        or None. Ties break as in :func:`rrf`: by the key's best rank in any list, then the
+        first list giving it that rank. A key repeated within a list counts at its first rank.
+
+    Raises:
+        ValueError: a list and its scores of different lengths; a score that is not finite.
+        InvalidArgumentError: a weight that is negative or not finite, ``top_n < 1``.
+        TypeError: lists or scores of the wrong type; an unhashable key.
+    """
+    names, key_lists, ws, score_lists = _check_scored(lists, scores, weights)
+    fused = _fuse_scored(key_lists, score_lists, ws, _top_n_arg(top_n), names)
+    return [Fused(key, score, dict(zip(names, ranks))) for key, score, ranks in fused]
+
+
+def _check_scored(lists: Any, scores: Any, weights: Any) -> tuple:
+    if not isinstance(lists, Mapping) or not isinstance(scores, Mapping):
+        raise TypeError("lists and scores must be mappings name -> list, got "
+                        f"{type(lists).__name__} and {type(scores).__name__}")
+    names, key_lists, ws = _check(dict(lists), None if weights is None else dict(weights))
+    score_lists = []
+    for name, keys in zip(names, key_lists):
+        if name not in scores:
+            raise ValueError(f"scores has no list {name!r}")
+        values = scores[name]
+        values = values.tolist() if hasattr(values, "tolist") else list(values)
+        if len(values) != len(keys):
+            raise ValueError(f"list {name!r} has {len(keys)} keys and {len(values)} scores")
+        for j, value in enumerate(values):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise ValueError(f"scores[{name!r}][{j}] must be a finite number, got {value!r}")
+        score_lists.append([float(v) for v in values])
+    return names, key_lists, ws, score_lists
+
+
+def _fuse_scored(key_lists: list, score_lists: list, ws: list, top_n: int, names: list) -> list:
+    try:
+        return _core.convex_fuse(key_lists, score_lists, ws, top_n, True)
+    except TypeError:
+        _name_unhashable(key_lists, names)
+        raise
+
+
+def _convex_reference(lists: Any, scores: Any, weights: Any = None, top_n: Any = None) -> list:
+    """:func:`convex` in plain Python, the reference the C++ kernel is tested against:
+    ``[(key, score, ranks tuple)]`` best first."""
+    names, key_lists, ws, score_lists = _check_scored(lists, scores, weights)
+    total: dict = {}
+    best: dict = {}
+    first_ranks: list = []
+    for i, (keys, values) in enumerate(zip(key_lists, score_lists)):
+        first: dict = {}
+        for r, (key, value) in enumerate(zip(keys, values), start=1):
+            if key in first:
+                continue
+            first[key] = r
+            total[key] = total.get(key, 0.0) + ws[i] * value
+            if key not in best or (r, i) < best[key]:
+                best[key] = (r, i)
+        first_ranks.append(first)
+    order = sorted(total, key=lambda key: (-total[key], best[key]))
+    top_n = _check_top_n(top_n)
+    if top_n is not None:
+        del order[top_n:]
+    return [(key, total[key], tuple(ranks.get(key) for ranks in first_ranks)) for key in order]
+
+
+def fuse(lists: Mapping[str, Sequence[Any]], scores: Mapping[str, Sequence[float]], *, method: str = "convex",
+         weights: Optional[Mapping[str, float]] = None, rrf_k: float = DEFAULT_K,
+         top_n: Optional[int] = None) -> list[Fused]:
+    """Fuses named ranked lists that carry scores, by ``method``: ``"convex"``
+    (:func:`convex`, over the scores as given) or ``"rrf"`` (:func:`rrf_with_ranks`; the
+    scores are not read). Returns ``[Fused(key, score, ranks), ...]`` best first."""
+    if method == "convex":
+        return convex(lists, scores, weights, top_n)
+    if method == "rrf":
+        return rrf_with_ranks(dict(lists), weights=dict(weights or {}), k=rrf_k, top_n=top_n)
+    raise InvalidArgumentError(f"unknown fusion method {method!r}; choose convex or rrf")

@@ -287,6 +287,23 @@ def _keys(values: Any, name: str, int_arrays: bool = False) -> Sequence:
     return values
 
 
+def _exclude_keys(values: Any) -> Optional[list]:
+    """``exclude_keys`` as a list of keys for the core (a set is accepted: order does not
+    matter here), or None for none."""
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"exclude_keys must be a collection of keys, not a single {type(values).__name__}; "
+                        "wrap it in a list")
+    if isinstance(values, dict) or not isinstance(values, Iterable):
+        raise TypeError(f"exclude_keys must be a list, tuple, set or array of keys, got {type(values).__name__}")
+    out = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    for i, key in enumerate(out):
+        if isinstance(key, bool) or not isinstance(key, (str, numbers.Integral)):
+            raise TypeError(f"exclude_keys[{i}] must be a str or int key, got {type(key).__name__} {key!r:.40}")
+    return out or None
+
+
 def _strings(values: Any, name: str, count: int, one_for_all: bool = True) -> Optional[list]:
     """None, one str for every row (when ``one_for_all``), or a sequence of ``count`` str / None."""
     if values is None:
@@ -898,9 +915,9 @@ class Graph:
         sync: str = "always",
         sync_interval_ms: int = 100,
         segment_bytes: int = 64 << 20,
-        connectivity: int = storage.DEFAULT_HNSW["connectivity"],
-        expansion_add: int = storage.DEFAULT_HNSW["expansion_add"],
-        expansion_search: int = storage.DEFAULT_HNSW["expansion_search"],
+        connectivity: Optional[int] = None,
+        expansion_add: Optional[int] = None,
+        expansion_search: Optional[int] = None,
         threads: Optional[int] = None,
         auto_compact_edges: int = 100_000,
         filterable: Optional[dict] = None,
@@ -958,7 +975,11 @@ class Graph:
             sync_interval_ms: period of "interval" syncing, in milliseconds.
             segment_bytes: WAL segment size; a new segment file starts past it.
             connectivity, expansion_add, expansion_search, threads, auto_compact_edges: as for
-                :class:`Graph`; the HNSW parameters of an existing graph come from its MANIFEST.
+                :class:`Graph` (None: the defaults of :data:`vecgraph.storage.DEFAULT_HNSW` for a
+                new graph). An existing graph's HNSW parameters come from its MANIFEST:
+                ``expansion_search`` (the beam width at search) given here applies to this open
+                (the MANIFEST keeps its own value); ``connectivity`` and ``expansion_add`` are
+                fixed when the index is built, so a value other than the MANIFEST's is refused.
             filterable: as for :class:`Graph`, declared when the graph is created and kept in
                 its MANIFEST; when opening an existing graph it may be omitted, and if given
                 must equal what the MANIFEST holds.
@@ -998,6 +1019,10 @@ class Graph:
             raise InvalidArgumentError(f"sync_interval_ms must be in [1, 86400000] (one day), got {sync_interval_ms}")
         segment_bytes = _count_at_least(segment_bytes, "segment_bytes", 4096)
         _count_at_least(auto_compact_edges, "auto_compact_edges", 0, " (0: never)")
+        for name, value in (("connectivity", connectivity), ("expansion_add", expansion_add),
+                            ("expansion_search", expansion_search)):
+            if value is not None:
+                _count_at_least(value, name, 1)
         background_indexing = _flag(background_indexing, "background_indexing")
         read_only = _flag(read_only, "read_only") or _inspect
         # Checked before the folder is touched; Graph() resolves them again.
@@ -1063,6 +1088,10 @@ class Graph:
                 _check_folder_takes_a_graph(folder, dim)  # again under the LOCK
                 metric = metric or "cos"
                 declared = _filterable(filterable)
+                connectivity = storage.DEFAULT_HNSW["connectivity"] if connectivity is None else connectivity
+                expansion_add = storage.DEFAULT_HNSW["expansion_add"] if expansion_add is None else expansion_add
+                if expansion_search is None:
+                    expansion_search = storage.DEFAULT_HNSW["expansion_search"]
                 manifest = storage.new_manifest(
                     _count(dim, "dim"), metric,
                     {"connectivity": connectivity, "expansion_add": expansion_add,
@@ -1081,6 +1110,16 @@ class Graph:
                     raise InvalidArgumentError(
                         f"{folder} holds a graph with metric {manifest['metric']!r}, metric={metric!r} was given")
                 hnsw = manifest["hnsw"]
+                for name, given in (("connectivity", connectivity), ("expansion_add", expansion_add)):
+                    if given is not None and hnsw.get(name) is not None and _count(given, name) != hnsw[name]:
+                        raise InvalidArgumentError(
+                            f"{folder} holds an HNSW index built with {name}={hnsw[name]}; {name}={given!r} was "
+                            "given, but it is fixed when the index is built (leave it out to open the folder; "
+                            f"another {name} needs a new graph built with it)")
+                connectivity = hnsw.get("connectivity", storage.DEFAULT_HNSW["connectivity"])
+                expansion_add = hnsw.get("expansion_add", storage.DEFAULT_HNSW["expansion_add"])
+                if expansion_search is None:
+                    expansion_search = hnsw.get("expansion_search", storage.DEFAULT_HNSW["expansion_search"])
                 declared = manifest.get("filterable") or {}
                 if filterable is not None and _filterable(filterable) != declared:
                     raise InvalidArgumentError(
@@ -1088,10 +1127,8 @@ class Graph:
                         "was given (they are fixed when a graph is created)")
 
                 def empty_graph() -> "Graph":
-                    g = cls(manifest["dim"], manifest["metric"],
-                            connectivity=hnsw.get("connectivity", connectivity),
-                            expansion_add=hnsw.get("expansion_add", expansion_add),
-                            expansion_search=hnsw.get("expansion_search", expansion_search),
+                    g = cls(manifest["dim"], manifest["metric"], connectivity=connectivity,
+                            expansion_add=expansion_add, expansion_search=expansion_search,
                             threads=threads, auto_compact_edges=auto_compact_edges, filterable=declared,
                             full_scan_max_nodes=full_scan_max_nodes, filter_scan_max_nodes=filter_scan_max_nodes)
                     g._engine.defer_indexing(True)  # HNSW: from the cached file, or one pass at the end
@@ -1985,11 +2022,10 @@ class Graph:
                 keys = [storage.decode_key(k) for k in storage.strings_array(state["keys"], pa.large_binary()).to_pylist()]
                 aliases = storage.strings_array(state["aliases"], pa.large_string()).to_pylist()
                 for key, joined in zip(keys, aliases):
-                    names = joined.split(hybrid.ALIAS_SEPARATOR) if joined else []
+                    if joined:
+                        index.add(key, joined.split(hybrid.ALIAS_SEPARATOR))
                     if isinstance(key, str):
-                        names.append(key)
-                    if names:
-                        index.add(key, names)
+                        index.add(key, [key], alias=False)
                 self._entities = index
             return self._entities
 
@@ -2060,6 +2096,7 @@ class Graph:
         where: Optional[dict] = None,
         since: Any = None,
         until: Any = None,
+        exclude_keys: Optional[Iterable[Key]] = None,
     ) -> SearchResult:
         """Graph-guided vector search.
 
@@ -2100,7 +2137,12 @@ class Graph:
                 (or with None for it) never passes.
             hop_decay: score multiplier per hop (> 0; 1.0: none).
             exact: brute-force seeds instead of HNSW.
-            ef: HNSW expansion at search (None or 0: the graph's expansion_search).
+            ef: HNSW beam width at search (None or 0: the graph's ``expansion_search``; raised
+                to ``seeds`` when smaller). A wider beam finds more of the exact nearest seeds
+                (higher recall against ``exact=True``) and takes longer.
+            exclude_keys: keys (a list, set or array) that the search neither returns nor
+                walks through, as if a filter rejected them (leave-one-out evaluation, "more
+                like this" without the item itself); keys not in the graph are ignored.
 
         Returns:
             SearchResult with keys, scores (float32), hops (int32) and paths, best first.
@@ -2119,8 +2161,11 @@ class Graph:
                                  ts_min, ts_max, hop_decay, exact, ef, since, until)
         # where (and extra_seeds) go positionally: pybind11 takes keyword arguments a slow way
         # (about 5 µs a call).
-        return SearchResult(self._engine.search(_float_array(query, "query", 1), *args,
-                                                _where(where, self._filterable)), self._engine)
+        if exclude_keys is None:
+            return SearchResult(self._engine.search(_float_array(query, "query", 1), *args,
+                                                    _where(where, self._filterable)), self._engine)
+        return SearchResult(self._engine.search(_float_array(query, "query", 1), *args, _where(where, self._filterable),
+                                                None, _exclude_keys(exclude_keys)), self._engine)
 
     def search_batch(
         self,
@@ -2144,6 +2189,7 @@ class Graph:
         where: Optional[dict] = None,
         since: Any = None,
         until: Any = None,
+        exclude_keys: Optional[Iterable[Key]] = None,
     ) -> list[SearchResult]:
         """:meth:`search` for each row of an (n, dim) array of queries, on ``threads`` threads
         (default: all cores), with the GIL released. Returns n results in query order.
@@ -2151,7 +2197,8 @@ class Graph:
 
         Args:
             queries: (n, dim) array of numbers, converted to float32.
-            threads: worker threads (>= 1; None: all cores). The other arguments: as :meth:`search`.
+            threads: worker threads (>= 1; None: all cores). The other arguments: as :meth:`search`
+                (``exclude_keys`` applies to every query).
 
         Raises:
             DimensionMismatchError: rows that are not of the graph's dim.
@@ -2162,7 +2209,7 @@ class Graph:
                                  ts_min, ts_max, hop_decay, exact, ef, since, until)
         threads = 0 if threads is None else _threads(threads, "threads")
         raw = self._engine.search_batch(_float_array(queries, "queries", 2), *args, threads,
-                                        _where(where, self._filterable))
+                                        _where(where, self._filterable), _exclude_keys(exclude_keys))
         return [SearchResult(r, self._engine) for r in raw]
 
     def hybrid_search(
@@ -2173,6 +2220,7 @@ class Graph:
         *,
         channels: Sequence[str] = hybrid.CHANNELS,
         weights: Optional[dict] = None,
+        fusion: str = hybrid.DEFAULT_FUSION,
         embedder: Any = None,
         tenants: Optional[Sequence[str]] = None,
         labels: Optional[Sequence[str]] = None,
@@ -2187,27 +2235,38 @@ class Graph:
         max_fanout: int = 256,
         depth: Optional[int] = None,
         rrf_k: float = 60.0,
+        ef: Optional[int] = None,
+        exclude_keys: Optional[Iterable[Key]] = None,
+        entity_keys: Union[bool, Sequence[str]] = True,
+        graph_seeds: bool = False,
+        graph_scoring: str = "seed",
         parallel: bool = True,
     ) -> "hybrid.HybridResult":
-        """Search by text and/or vector through several channels and fuse them by rank.
+        """Search by text and/or vector through several channels and fuse them.
 
-        Channels (see :mod:`vecgraph.hybrid`): ``dense`` (nearest node vectors), ``bm25``
-        (BM25 over node texts), ``graph`` (graph-guided search seeded by the query vector and
-        by the nodes the text names), ``entity`` (the nodes the text names by key or alias).
-        Each channel that its input allows runs (dense and graph need a vector, or ``text``
-        with an ``embedder``; bm25 and entity need ``text``) and returns up to ``depth``
-        keys; the lists are fused by weighted RRF, score(d) = Σ_c w_c / (rrf_k + rank_c(d))
-        (Cormack, Clarke & Büttcher, SIGIR 2009). The BM25 channel runs in a second thread
-        beside the others when ``parallel``.
+        Channels (see :mod:`vecgraph.hybrid` for what each adds): ``dense`` (nearest node
+        vectors), ``bm25`` (BM25 over node texts), ``entity`` (the nodes the text names by key
+        or alias, weighted by how specific each name is), ``graph`` (what walks from the
+        entity and vector seeds reach, hop >= 1: the graph's own evidence, not the seeds
+        again). Each channel that its input allows runs (dense and graph need a vector, or
+        ``text`` with an ``embedder``; bm25 and entity need ``text``) and returns up to
+        ``depth`` keys with scores; the lists are fused by ``fusion``. The BM25 channel runs in
+        a second thread beside the others when ``parallel``.
 
         Args:
             text: the query text (None or "" for none).
             vector: (dim,) query vector; computed from ``text`` by ``embedder`` when None.
             k: results wanted (>= 1).
             channels: names from ``("dense", "bm25", "graph", "entity")``.
-            weights: {channel: weight >= 0}, default 1.0 each; a channel of weight 0 is not run.
-                A weight for a channel not in ``channels`` is ignored (one weights dict can serve
-                calls with different channels).
+            weights: {channel: weight >= 0}; a channel not named takes the fusion's default
+                (:data:`vecgraph.hybrid.DEFAULT_WEIGHTS`: convex dense 1, bm25 1, graph 0.25,
+                entity 4; rrf 1.0 each). A channel of weight 0 is not run. A weight for a
+                channel not in ``channels`` is ignored (one weights dict can serve calls with
+                different channels).
+            fusion: how the lists are fused (see :data:`vecgraph.hybrid.FUSIONS` and
+                :func:`vecgraph.fusion.fuse`): ``"rrf"`` is weighted Reciprocal Rank Fusion,
+                score(d) = Σ_c w_c / (rrf_k + rank_c(d)) (Cormack, Clarke & Büttcher, SIGIR
+                2009); the default weighs each channel by the evidence of its own scores.
             embedder: embeds ``text`` when no vector is given (checked against the graph's
                 recorded embedder, see :meth:`use_embedder`).
             tenants, labels, where, since, until: filters, applied inside every channel (as
@@ -2215,21 +2274,42 @@ class Graph:
             seeds, hops, rels, direction, max_visited, max_fanout: the graph channel's
                 traversal (as in :meth:`search`).
             depth: how many keys each channel contributes (default max(3 k, 30), at most 100,000).
-            rrf_k: the RRF constant (> 0).
+            rrf_k: the RRF constant (> 0), used by ``fusion="rrf"``.
+            ef: HNSW beam width of the dense channel's search (None or 0: at least
+                :data:`vecgraph.hybrid.HYBRID_MIN_EF`, the graph's ``expansion_search`` and
+                ``depth``, which keeps its recall against an exact search >= 0.97 on the
+                real data sets measured; see bench/README.md).
+            exclude_keys: keys that no channel returns and no walk passes through (as in
+                :meth:`search`).
+            entity_keys: whether node keys are entity names as well as aliases: True (every
+                str key), False (aliases only) or a list of labels whose nodes' keys are names.
+            graph_seeds: the graph channel also lists its seeds (hop 0: the nodes the text
+                names and the nearest nodes), as :meth:`search` does; by default it lists only
+                what the walks reach, which the dense and entity channels do not rank.
+            graph_scoring: how the graph channel ranks what it lists: ``"seed"`` (default) by
+                the strength of the seed each node's path starts from (its normalised dense or
+                entity score) times 0.5 per hop past the first, ties by similarity to the query;
+                ``"similarity"`` by similarity to the query, as :meth:`search` does.
 
         Returns:
             :class:`vecgraph.hybrid.HybridResult`: hits (key, fused score, rank per channel,
-            path), scored traversed edges, and :meth:`~vecgraph.hybrid.HybridResult.to_context`.
+            path), each channel's ranked keys and scores, scored traversed edges, and
+            :meth:`~vecgraph.hybrid.HybridResult.to_context`.
 
         Raises:
-            InvalidArgumentError: neither text nor vector; an unknown channel; a negative or
-                non-finite weight or rrf_k; weight 0 on every channel that can run; bad filters
-                (as in :meth:`search`).
+            InvalidArgumentError: neither text nor vector; an unknown channel or fusion; a
+                negative or non-finite weight or rrf_k; weight 0 on every channel that can run;
+                bad filters (as in :meth:`search`).
             TypeError: text that is not a str; a weight or rrf_k that is not a real number;
-                ``parallel`` that is not a bool.
+                ``parallel`` or ``graph_seeds`` that is not a bool; ``exclude_keys`` or
+                ``entity_keys`` of the wrong type.
         """
-        chosen, channel_weights = hybrid.check_channels(channels, weights)
+        fusion = hybrid.check_fusion(fusion)
+        chosen, channel_weights = hybrid.check_channels(channels, weights, fusion)
         parallel = _flag(parallel, "parallel")
+        graph_seeds = _flag(graph_seeds, "graph_seeds")
+        graph_scoring = hybrid.check_graph_scoring(graph_scoring)
+        entity_keys = hybrid.check_entity_keys(entity_keys)
         if text is not None and not isinstance(text, str):
             raise TypeError(f"text must be str or None, got {type(text).__name__}")
         text = text or None
@@ -2245,17 +2325,20 @@ class Graph:
         for name, value, least in (("seeds", seeds, 1), ("hops", hops, 0), ("max_visited", max_visited, 1),
                                    ("max_fanout", max_fanout, 1)):
             _count_at_least(value, name, least)
+        if ef is not None:
+            ef = _count_at_least(ef, "ef", 0) or None  # 0: the default, as in search()
+        exclude = _exclude_keys(exclude_keys)
         if vector is None and text is not None and embedder is not None:
             vector = self.embed_query(text, embedder)
         if vector is None and text is None:
             raise InvalidArgumentError("hybrid_search needs text, a vector, or both")
         query = _float_array(vector, "vector", 1) if vector is not None else None
         args = self._search_args(depth, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
-                                 None, None, 1.0, False, None, since, until)
+                                 None, None, 1.0, False, ef, since, until)
         conditions = _where(where, self._filterable)
-        ts_min, ts_max = args[9], args[10]
-        if ts_min > ts_max:
-            raise InvalidArgumentError(f"the time window is empty: since/ts_min ({ts_min}) is after until/ts_max ({ts_max})")
+        if args[9] > args[10]:
+            raise InvalidArgumentError(
+                f"the time window is empty: since/ts_min ({args[9]}) is after until/ts_max ({args[10]})")
         runnable = tuple(c for c in chosen if (c in ("dense", "graph") and query is not None)
                          or (c in ("bm25", "entity") and text is not None))
         if not runnable:
@@ -2265,86 +2348,97 @@ class Graph:
         if not any(channel_weights[c] > 0 for c in runnable):
             raise InvalidArgumentError(f"every channel that can run ({', '.join(runnable)}) has weight 0")
         runnable = tuple(c for c in runnable if channel_weights[c] > 0)  # weight 0: not run at all
+        dense_ef = ef if ef is not None else max(hybrid.HYBRID_MIN_EF, depth, self._hnsw["expansion_search"])
+        return hybrid.run(self, text=text, query=query, k=k, runnable=runnable, weights=channel_weights,
+                          fusion=fusion, args=args, conditions=conditions, depth=depth, dense_ef=dense_ef,
+                          exclude=exclude, entity_keys=entity_keys, graph_seeds=graph_seeds,
+                          graph_scoring=graph_scoring, rrf_k=rrf_k, parallel=parallel)
 
-        def admitted(keys: list) -> list:
-            if not keys:
-                return []
-            flags = self._engine.admits(keys, args[7], args[8], ts_min, ts_max, conditions)
-            return [key for key, ok in zip(keys, flags) if ok]
+    def hybrid_search_batch(
+        self,
+        texts: Optional[Sequence[Optional[str]]] = None,
+        vectors: Any = None,
+        k: int = 10,
+        *,
+        exclude_keys: Optional[Sequence[Optional[Iterable[Key]]]] = None,
+        threads: Optional[int] = None,
+        embedder: Any = None,
+        **options: Any,
+    ) -> list["hybrid.HybridResult"]:
+        """:meth:`hybrid_search` for many queries, on ``threads`` threads (the core searches
+        release the GIL). Returns one result per query, in query order; every query is checked
+        before any runs.
 
-        def fail_where(keys: list) -> list:
-            # Only the where conditions: the BM25 search applies tenants, labels and the time window
-            # itself (sending them again for each candidate cost O(candidates x names listed)).
-            # One call per block of candidates: a call per key cost ~10 µs, 0.3 s for 30,000.
-            return [not ok for ok in self._engine.admits(keys, None, None, _INT64_MIN, _INT64_MAX, conditions)]
+        Args:
+            texts: n query texts (None or "" for none), or None for no texts.
+            vectors: (n, dim) array of query vectors, or None (computed from ``texts`` by
+                ``embedder`` in one batch when given).
+            k: results wanted per query.
+            exclude_keys: None, or n collections of keys (one per query; None for none) that
+                that query must not return nor walk through (leave-one-out evaluation).
+            threads: worker threads (>= 1; None: 2, the threads one hybrid_search uses). Each
+                query's channels then run in its own thread, one after another.
+            embedder: embeds ``texts`` when no vectors are given.
+            options: any other keyword argument of :meth:`hybrid_search`, for every query.
 
-        def bm25() -> list:
-            only = None
-            if conditions:
-                # A where that admits few nodes is applied inside the BM25 search as the list of
-                # their keys (about 5 µs a key); checking ranked candidates instead reads about
-                # depth * nodes / admitted of them (about 11 µs each). The two meet near
-                # sqrt(2 * depth * nodes) admitted nodes.
-                limit = math.isqrt(2 * depth * max(1, len(self)))
-                only = self._engine.admitted_keys(args[7], args[8], ts_min, ts_max, conditions, limit)
-            if only is not None:  # the listed keys pass the tenants, labels and time window too
-                return [key for key, _ in self._bm25(text, depth, keys=only)]
-            found = self._bm25(text, depth, tenants=args[8], labels=args[7],
-                               ts_min=None if ts_min == _INT64_MIN else ts_min,
-                               ts_max=None if ts_max == _INT64_MAX else ts_max,
-                               exclude_many=fail_where if conditions else None)
-            # Tenants, labels and the time window are applied inside the BM25 search; deletes reach the index
-            # with the write that makes them, so only where conditions need the graph here.
-            return [key for key, _ in found]
+        Raises:
+            ValueError: texts, vectors and exclude_keys of different lengths; no queries.
+            The errors of :meth:`hybrid_search`, for the first query that raises them.
+        """
+        if "parallel" in options or "vector" in options or "text" in options:
+            raise TypeError("hybrid_search_batch takes texts and vectors (plural) and runs each query's channels in "
+                            "its own thread; text, vector and parallel are not arguments here")
+        if texts is None and vectors is None:
+            raise InvalidArgumentError("hybrid_search_batch needs texts, vectors, or both")
+        if texts is not None:
+            if isinstance(texts, str) or not isinstance(texts, Sequence):
+                raise TypeError(f"texts must be a list of str (one per query), got {type(texts).__name__}")
+            texts = list(texts)
+        if vectors is None and texts is not None and embedder is not None:
+            for i, text in enumerate(texts):
+                if not isinstance(text, str) or not text:
+                    raise InvalidArgumentError(f"texts[{i}] is {text!r}: with an embedder and no vectors every query "
+                                               "needs a text to embed")
+            vectors = self.embed_query(texts, embedder)
+        matrix = _float_array(vectors, "vectors", 2) if vectors is not None else None
+        count = len(texts) if texts is not None else len(matrix)
+        if matrix is not None and len(matrix) != count:
+            raise ValueError(f"vectors has {len(matrix)} rows, texts has {count} items (one per query)")
+        if exclude_keys is not None:
+            if isinstance(exclude_keys, (str, bytes)) or not isinstance(exclude_keys, Sequence):
+                raise TypeError("exclude_keys must be a list with one collection of keys (or None) per query, got "
+                                f"{type(exclude_keys).__name__}")
+            if len(exclude_keys) != count:
+                raise ValueError(f"exclude_keys has {len(exclude_keys)} items, expected {count} (one per query)")
+        if count == 0:
+            raise ValueError("hybrid_search_batch needs at least one query")
+        if matrix is not None:  # every row checked before any query runs, named by its row
+            if matrix.shape[1] != self.dim:
+                raise DimensionMismatchError(f"vectors have dim {matrix.shape[1]}, graph has dim {self.dim}")
+            finite = np.isfinite(matrix).all(axis=1)
+            if not finite.all():
+                row = int(np.argmin(finite))
+                raise InvalidArgumentError(f"vectors row {row} holds NaN or inf")
+            if self.metric == "cos" and not np.any(matrix, axis=1).all():
+                row = int(np.argmin(np.any(matrix, axis=1)))
+                raise InvalidArgumentError(f"vectors row {row} is all zeros, which has no direction under 'cos'")
+        threads = 2 if threads is None else _threads(threads, "threads")
 
-        future = None
-        if "bm25" in runnable and parallel and len(runnable) > 1:
-            try:
-                future = hybrid._pool().submit(bm25)
-            except RuntimeError:  # the interpreter is shutting down: bm25 runs inline below
-                pass
-        lists: dict = {}
-        named = admitted(self._entity_index().match(text)) if text is not None and (
-            "entity" in runnable or "graph" in runnable) else []
-        graph_result = None
-        similar: list = []
-        if "dense" in runnable:
-            dense_args = (depth, max(depth, args[1]), 0) + args[3:]
-            similar = self._engine.search(query, *dense_args, conditions)[0]
-            lists["dense"] = similar[:depth]
-        if "graph" in runnable:
-            if "dense" in runnable:
-                # The dense channel's best nodes are the similarity seeds: one HNSW search, not two.
-                extra = named + [key for key in similar[: args[1]] if key not in set(named)]
-                graph_args = (args[0], 0) + args[2:]
-                raw = self._engine.search(query, *graph_args, conditions, extra or None) \
-                    if extra else self._engine.search(query, *args, conditions)
-            else:
-                raw = self._engine.search(query, *args, conditions, named or None)
-            graph_result = SearchResult(raw, self._engine)
-            lists["graph"] = list(graph_result.keys)
-        if "entity" in runnable:
-            lists["entity"] = named[:depth]
-        if "bm25" in runnable:
-            lists["bm25"] = future.result() if future is not None else bm25()
-        ordered = {c: lists[c] for c in runnable}
-        fused = rrf_with_ranks(ordered, weights=[channel_weights[c] for c in runnable], k=rrf_k, top_n=k)
-        paths = {}
-        if graph_result is not None:
-            positions = {(type(key), key): i for i, key in enumerate(graph_result.keys)}
-            for f in fused:
-                i = positions.get((type(f.key), f.key))
-                if i is not None:
-                    paths[(type(f.key), f.key)] = graph_result.paths[i]
-        hits = [hybrid.HybridHit(f.key, float(f.score), {c: f.ranks.get(c) for c in runnable},
-                                 paths.get((type(f.key), f.key), [])) for f in fused]
-        edge_ids = np.zeros(0, np.uint32)
-        if graph_result is not None and hits:
-            keep = [positions[(type(h.key), h.key)] for h in hits if (type(h.key), h.key) in positions]
-            offsets, ids = graph_result._offsets, graph_result._edges
-            edge_ids = np.concatenate([ids[offsets[i] : offsets[i + 1]] for i in keep]) if keep else edge_ids
-        edges = hybrid.score_edges(self, edge_ids, query, text, rrf_k)
-        return hybrid.HybridResult(hits, edges, runnable, ordered, self)
+        def one(i: int) -> "hybrid.HybridResult":
+            return self.hybrid_search(texts[i] if texts is not None else None,
+                                      matrix[i] if matrix is not None else None, k,
+                                      exclude_keys=exclude_keys[i] if exclude_keys is not None else None,
+                                      parallel=False, **options)
+
+        first = one(0)  # checks the arguments before the others run
+        if count == 1:
+            return [first]
+        if threads == 1:
+            return [first] + [one(i) for i in range(1, count)]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(threads, count - 1), thread_name_prefix="vecgraph-batch") as pool:
+            return [first] + list(pool.map(one, range(1, count)))
 
     # ---------------------------------------------------------------- reads
 

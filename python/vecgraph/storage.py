@@ -55,7 +55,7 @@ SNAPSHOT_FILES = ("nodes.arrow", "edges.arrow")
 HNSW_FILE = "hnsw.usearch"
 # The HNSW parameters of a graph made without them (Graph, Graph.open, a restore of a snapshot
 # whose description has none). A graph's own parameters are kept in its MANIFEST.
-DEFAULT_HNSW = {"connectivity": 24, "expansion_add": 128, "expansion_search": 64}
+DEFAULT_HNSW = {"connectivity": 24, "expansion_add": 128, "expansion_search": 128}
 
 __all__ = ["FolderLock", "read_manifest", "write_manifest", "new_manifest", "write_snapshot", "load_snapshot"]
 

@@ -827,15 +827,24 @@ class TextIndex:
 
         def page(limit: int, offset: int) -> list:
             def run() -> list:
-                hits = searcher.search(query, limit, count=False, offset=offset).hits
-                return [(float(score), _decode_doc_key(searcher.doc(address)["key"][0]))
-                        for score, address in hits]
+                return [(float(score), address)
+                        for score, address in searcher.search(query, limit, count=False, offset=offset).hits]
 
             try:
                 return _call(run, self._where(), "search")
             except ValueError as exc:
                 raise CorruptionError(f"text index {self._where()}: search failed ({exc}); "
                                       "the index is damaged, rebuild it") from exc
+
+        def key_of(address: Any) -> Key:
+            # Stored keys are read only for the rows a search returns or must order (see _ranked_pages).
+            try:
+                return _decode_doc_key(searcher.doc(address)["key"][0])
+            except BaseException as exc:
+                if isinstance(exc, (ValueError, KeyError, IndexError)) or type(exc).__name__ == "PanicException":
+                    raise CorruptionError(f"text index {self._where()}: reading a document failed ({exc}); "
+                                          "the index is damaged, rebuild it") from exc
+                raise
 
         # tantivy sizes its collector by the page: never more than the documents there are
         most = max(1, int(searcher.num_docs))
@@ -852,7 +861,7 @@ class TextIndex:
         # The first page holds the first block and max(k, 32) more rows (a page yields only the
         # rows scored above its last one, and a second page fetches four times as many).
         first_page = block_size - 1 + k + max(k, _FIRST_PAGE_MIN)
-        rows = _ranked_pages(page, min(first_page, most), most)
+        rows = _ranked_pages(page, key_of, min(first_page, most), most)
         if drops is None:
             return list(itertools.islice(rows, k))
         out: list = []
@@ -868,6 +877,34 @@ class TextIndex:
         if block:
             _admit_block(block, drops, out, k)
         return out
+
+    def document_frequencies(self, terms: Sequence[str], kind: str = "node") -> tuple[int, list[int]]:
+        """How many documents the index holds (node and edge texts alike), and how many of
+        those of ``kind`` hold each term.
+
+        These are the statistics BM25's idf reads (see the class docstring): ``terms`` are
+        index terms as :func:`tokenize` makes them (already normalised); a term no document
+        holds counts 0. Deleted and replaced documents count until tantivy merges their
+        segments away, as they do in BM25's own idf.
+
+        Args:
+            terms: index terms (str). kind: ``"node"`` or ``"edge"``.
+
+        Returns:
+            ``(documents, [document frequency per term])``, ints >= 0.
+
+        Raises:
+            TypeError: a term that is not a str. InvalidArgumentError: an unknown kind.
+            Error: the index is closed.
+        """
+        kind = _check_kind(kind)
+        terms = list(terms)
+        for i, term in enumerate(terms):
+            if not isinstance(term, str):
+                raise TypeError(f"terms[{i}] must be a str, got {type(term).__name__}")
+        searcher = self._reading()
+        documents = int(searcher.num_docs)
+        return documents, [int(searcher.doc_freq(kind, term)) for term in terms]
 
     def count(self, kind: Optional[str] = None) -> int:
         """Number of documents stored (of ``kind`` ``"node"`` / ``"edge"``; None: both)."""
@@ -1164,37 +1201,48 @@ def _admit_block(block: list, drops: Callable[[list], Sequence[bool]], out: list
     return False
 
 
-def _ranked_pages(page: Callable[[int, int], list], limit: int, most: int) -> Iterator[tuple[Key, float]]:
+def _ranked_pages(page: Callable[[int, int], list], key_of: Callable[[Any], Key], limit: int,
+                  most: int) -> Iterator[tuple[Key, float]]:
     """(key, score) of every match, best first, ties by key (see TextIndex.search).
 
-    ``page(limit, offset)`` returns (score, key) pairs ordered by score only (ties in the
-    index's own order). Rows tied with a page's last score may continue on the next page, so a
-    page yields only its rows scored strictly better than its last row, in (score, key) order,
-    and the next page starts after them, fetching four times as many rows (at most ``most``,
-    the documents of the index, and at most _TIE_BLOCK unless the first page was larger). The
-    last page (fewer rows than asked, or ``most`` asked) yields everything. A page that one
-    tie group fills is yielded in key order and the next page starts after it: a tie group
-    larger than a page is ordered by key within each page, the pages in the index's order.
+    ``page(limit, offset)`` returns (score, address) pairs ordered by score only (ties in the
+    index's own order); ``key_of(address)`` reads a row's key, which is done only for the rows
+    yielded (a group of tied rows at a time, to order it by key), so a caller that takes the
+    first k rows reads about k keys. Rows tied with a page's last score may continue on the
+    next page, so a page yields only its rows scored strictly better than its last row, and the
+    next page starts after them, fetching four times as many rows (at most ``most``, the
+    documents of the index, and at most _TIE_BLOCK unless the first page was larger). The last
+    page (fewer rows than asked, or ``most`` asked) yields everything. A page that one tie group
+    fills is yielded in key order and the next page starts after it: a tie group larger than a
+    page is ordered by key within each page, the pages in the index's order.
     """
     offset = 0
     while True:
-        rows = page(limit, offset)
-        ordered = sorted(rows, key=lambda row: (-row[0], _key_order(row[1])))
-        if len(rows) < limit or limit >= most:
-            for score, key in ordered:
-                yield key, score
-            return
-        last = ordered[-1][0]
+        rows = sorted(page(limit, offset), key=lambda row: -row[0])  # stable: ties keep the index's order
+        final = len(rows) < limit or limit >= most
+        last = rows[-1][0] if rows else 0.0
         count = 0
-        for score, key in ordered:
-            if score <= last:
+        i = 0
+        while i < len(rows):
+            score = rows[i][0]
+            if not final and score <= last:
                 break
-            count += 1
-            yield key, score
-        if count == 0 and limit >= _TIE_BLOCK:  # one tie group fills the page: key order within it
-            for score, key in ordered:
+            j = i + 1
+            while j < len(rows) and rows[j][0] == score:
+                j += 1
+            group = [key_of(address) for _, address in rows[i:j]]
+            if j - i > 1:
+                group.sort(key=_key_order)
+            for key in group:
                 yield key, score
-            count = len(ordered)
+            count += j - i
+            i = j
+        if final:
+            return
+        if count == 0 and limit >= _TIE_BLOCK:  # one tie group fills the page: key order within it
+            for key in sorted((key_of(address) for _, address in rows), key=_key_order):
+                yield key, last
+            count = len(rows)
         offset += count
         limit = min(limit * 4, most, max(limit, _TIE_BLOCK))
 

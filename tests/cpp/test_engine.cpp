@@ -173,6 +173,57 @@ TEST_CASE("filters apply to every node reached: a rejected node is not walked th
     CHECK_EQ(engine->search(q.data(), 4, request).value().hits.size(), 0u);
 }
 
+TEST_CASE("excluded keys are neither returned nor walked through") {
+    auto engine = chain();
+    std::vector<float> q = {1, 0, 0, 0};
+    SearchRequest request;
+    request.seeds = 1;
+    request.exact = true;
+    request.hops = 3;
+    request.direction = Direction::out;
+    request.exclude = text_keys({"b", "no such key"});
+    auto result = engine->search(q.data(), 4, request);
+    REQUIRE(result.ok());
+    auto keys = keys_of(*engine, result.value());  // a is the seed; c and d lie behind b
+    REQUIRE(keys.size() == 1u);
+    CHECK_EQ(keys[0], "a");
+    request.exclude = text_keys({"a"});  // the next best seed is b, and the walk goes on from it
+    keys = keys_of(*engine, engine->search(q.data(), 4, request).value());
+    REQUIRE(keys.size() == 3u);
+    CHECK_EQ(keys[0], "b");
+}
+
+TEST_CASE("seed-propagated scores: a node scores its seed's weight, halved per hop past the first") {
+    auto engine = chain();
+    std::vector<float> q = {0, 0, 0, 1};  // most like e, which links nowhere
+    SearchRequest request;
+    request.seeds = 0;
+    request.hops = 3;
+    request.direction = Direction::out;
+    request.hop_decay = 0.5;
+    request.min_hop = 1;
+    request.extra_seeds = text_keys({"a", "e"});
+    request.seed_weights = {0.8f, 1.0f};
+    auto result = engine->search(q.data(), 4, request);
+    REQUIRE(result.ok());
+    const SearchResult& r = result.value();
+    auto keys = keys_of(*engine, r);
+    REQUIRE(keys.size() == 3u);  // the seeds a and e are walked from, not returned (min_hop 1)
+    CHECK_EQ(keys[0], "b");
+    CHECK_EQ(keys[1], "c");
+    CHECK_EQ(keys[2], "d");
+    CHECK_EQ(r.hits[0].score, 0.8f);
+    CHECK_EQ(r.hits[1].score, 0.4f);
+    CHECK_EQ(r.hits[2].score, 0.2f);
+    request.seed_weights = {0.8f};  // one weight per extra seed
+    CHECK(!engine->search(q.data(), 4, request).ok());
+    request.seed_weights = {0.8f, -1.0f};
+    CHECK(!engine->search(q.data(), 4, request).ok());
+    request.seed_weights = {0.8f, 1.0f};
+    request.seeds = 2;  // similarity seeds have no weight
+    CHECK(!engine->search(q.data(), 4, request).ok());
+}
+
 TEST_CASE("rejected batches change nothing") {
     auto engine = chain();
     float nan = std::nanf("");

@@ -151,6 +151,15 @@ struct SearchRequest {
     /// this order; keys not in the graph or rejected by the filters are skipped. With
     /// extra seeds, `seeds` may be 0: no similarity seeds at all.
     std::vector<std::string> extra_seeds;
+    /// Encoded keys of nodes that the search neither returns nor walks through (a filter that
+    /// rejects exactly them); keys not in the graph are ignored.
+    std::vector<std::string> exclude;
+    /// Seed-propagated scoring (empty: off): one weight >= 0 per extra seed, and seeds must be
+    /// 0. Each node the walk reaches then scores the weight of the seed its path starts from,
+    /// times hop_decay ** (hop - 1) past the first hop (see TraversalParams::seed_weights).
+    std::vector<float> seed_weights;
+    /// Nodes fewer hops than this from their seed are walked through but not returned.
+    std::int64_t min_hop = 0;
     bool exact = false;     // brute-force seeds instead of HNSW
     std::int64_t ef = 0;    // HNSW expansion at search; 0: the graph's default
 };

@@ -86,8 +86,9 @@ class NodeFilter {
     /// Clears every condition: everything passes. Keeps the masks' memory for the next
     /// search (a NodeFilter lives in a search context and is reset by each search).
     void reset() noexcept {
-        by_label_ = by_tenant_ = by_ts_ = false;
+        by_label_ = by_tenant_ = by_ts_ = by_exclusion_ = false;
         label_ok_.clear();
+        excluded_.clear();
         tenant_ok_.clear();
         for (std::size_t i = 0; i < count_props_; ++i) props_[i].str_ok.clear();
         count_props_ = 0;
@@ -105,6 +106,13 @@ class NodeFilter {
     IdMask& allow_tenants() noexcept {
         by_tenant_ = true;
         return tenant_ok_;
+    }
+    /// Rejects the nodes whose flag is set in the returned mask (indexed by node id; the caller
+    /// fits it to the node count and sets the excluded nodes): keys a search must never return
+    /// nor walk through (leave-one-out evaluation, "more like this").
+    IdMask& exclude_nodes() noexcept {
+        by_exclusion_ = true;
+        return excluded_;
     }
     /// The label and tenant masks as set for this search (clear when not filtering by them).
     const IdMask& label_mask() const noexcept { return label_ok_; }
@@ -125,12 +133,13 @@ class NodeFilter {
         c.str_ok = std::move(str_ok);
         return c;
     }
-    bool active() const noexcept { return by_label_ || by_tenant_ || by_ts_ || count_props_ > 0; }
+    bool active() const noexcept { return by_label_ || by_tenant_ || by_ts_ || by_exclusion_ || count_props_ > 0; }
 
     /// True when admits() must be called: a condition is set or some node is deleted.
     bool needed(const NodeColumns& nodes) const noexcept { return active() || nodes.dead; }
     bool admits(const NodeColumns& nodes, node_id_t node) const noexcept {
         if (nodes.dead && nodes.dead[node]) return false;
+        if (by_exclusion_ && excluded_.admits(node)) return false;
         if (by_label_ && !label_ok_.admits(nodes.labels[node])) return false;
         if (by_tenant_ && !tenant_ok_.admits(nodes.tenants[node])) return false;
         if (by_ts_ && (nodes.ts[node] < ts_min_ || nodes.ts[node] > ts_max_)) return false;
@@ -157,8 +166,8 @@ class NodeFilter {
     }
 
   private:
-    bool by_label_ = false, by_tenant_ = false, by_ts_ = false;
-    IdMask label_ok_, tenant_ok_;
+    bool by_label_ = false, by_tenant_ = false, by_ts_ = false, by_exclusion_ = false;
+    IdMask label_ok_, tenant_ok_, excluded_;
     std::vector<PropCondition> props_;  // the first count_props_ are this search's; the rest keep memory
     std::size_t count_props_ = 0;
     std::int64_t ts_min_ = std::numeric_limits<std::int64_t>::min();

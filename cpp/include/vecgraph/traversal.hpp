@@ -42,6 +42,13 @@ struct TraversalParams {
     Direction direction = Direction::both;
     const std::vector<std::uint8_t>* rel_ok = nullptr;  // indexed by rel id; nullptr admits every rel
     double hop_decay = 1.0;  // per-hop decay d = float(hop_decay ** hop): score * d, or score / d if negative
+    /// Nodes nearer than this many hops to their seed are walked through but not returned.
+    std::size_t min_hop = 0;
+    /// Seed-propagated scoring (nullptr: off): one weight per entry of TraversalScratch::seeds.
+    /// A visited node then scores the weight of the seed its path starts from times
+    /// float(hop_decay ** max(hop - 1, 0)), instead of its similarity to the query; equal
+    /// scores are ordered by that similarity, then by node id.
+    const std::vector<float>* seed_weights = nullptr;
 };
 
 struct Hit {
@@ -62,6 +69,9 @@ struct TraversalScratch {
     std::vector<std::uint32_t> order;
     std::vector<float> decay_pow;        // float(hop_decay ** hop) for hop = 0..deepest visited
     std::vector<ScoredNode> seeds;
+    std::vector<float> seed_weights;     // with seed-propagated scoring: one per entry of `seeds`
+    std::vector<float> origin_weights;   // ... and the weight of each visited node's seed
+    std::vector<float> similarities;     // ... and each visited node's similarity (the tie-break)
     std::vector<const std::vector<node_id_t>*> member_lists, member_lists_other;  // a filter's label or tenant lists
     std::vector<std::uint8_t> rel_ok;
     std::vector<edge_id_t> path;         // one hit's path while results are assembled
