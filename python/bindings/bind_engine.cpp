@@ -296,7 +296,7 @@ SearchRequest make_request(std::int64_t k, std::int64_t seeds, std::int64_t hops
     r.exact = exact;
     r.ef = ef;
     if (!extra_seeds.is_none()) r.extra_seeds = encode_keys(extra_seeds, "extra_seeds");
-    if (!exclude.is_none()) r.exclude = encode_keys(exclude, "exclude");
+    if (!exclude.is_none()) r.exclude = encode_keys(exclude, "exclude_keys");
     if (!seed_weights.is_none()) r.seed_weights = seed_weights.cast<std::vector<float>>();
     r.min_hop = min_hop;
     // where: a list of (name, values or None, int_min, int_max, real_min, real_max), built by the facade.

@@ -377,8 +377,19 @@ def convex(lists: Mapping[str, Sequence[Any]], scores: Mapping[str, Sequence[flo
         TypeError: lists or scores of the wrong type; an unhashable key.
     """
     names, key_lists, ws, score_lists = _check_scored(lists, scores, weights)
-    fused = _fuse_scored(key_lists, score_lists, ws, _top_n_arg(top_n), names)
-    return [Fused(key, score, dict(zip(names, ranks))) for key, score, ranks in fused]
+    try:
+        return convex_unchecked(names, key_lists, score_lists, ws, _top_n_arg(top_n))
+    except TypeError:
+        _name_unhashable(key_lists, names)
+        raise
+
+
+def convex_unchecked(names: list, key_lists: list, score_lists: list, weights: list, top_n: int) -> list[Fused]:
+    """:func:`convex` on arguments already known to be sound (lists of hashable keys, as many
+    finite float scores, weights >= 0, ``top_n`` -1 for all): for callers whose lists are their
+    own, such as hybrid search, which would pay for the checks on every query."""
+    return [Fused(key, score, dict(zip(names, ranks)))
+            for key, score, ranks in _core.convex_fuse(key_lists, score_lists, weights, top_n, True)]
 
 
 def _check_scored(lists: Any, scores: Any, weights: Any) -> tuple:
@@ -399,14 +410,6 @@ def _check_scored(lists: Any, scores: Any, weights: Any) -> tuple:
                 raise ValueError(f"scores[{name!r}][{j}] must be a finite number, got {value!r}")
         score_lists.append([float(v) for v in values])
     return names, key_lists, ws, score_lists
-
-
-def _fuse_scored(key_lists: list, score_lists: list, ws: list, top_n: int, names: list) -> list:
-    try:
-        return _core.convex_fuse(key_lists, score_lists, ws, top_n, True)
-    except TypeError:
-        _name_unhashable(key_lists, names)
-        raise
 
 
 def _convex_reference(lists: Any, scores: Any, weights: Any = None, top_n: Any = None) -> list:

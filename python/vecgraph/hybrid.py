@@ -36,8 +36,7 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence, Unio
 import numpy as np
 
 from .errors import InvalidArgumentError
-from . import _core
-from .fusion import Fused, fuse, minmax, rrf_with_ranks
+from .fusion import convex_unchecked, fuse, minmax, rrf_with_ranks
 from .text import _decode_key, _encode_key
 
 __all__ = ["CHANNELS", "FUSIONS", "DEFAULT_FUSION", "HybridHit", "HybridResult", "ScoredEdge", "EntityIndex",
@@ -115,7 +114,7 @@ class EntityIndex:
                 tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(normal)]
                 if not tokens or len(tokens) > MAX_NAME_TOKENS:
                     continue
-                normal = normal[tokens[0][0] : tokens[-1][1]]  # as match() cuts candidates from a text
+                normal = normal[tokens[0][0] : tokens[-1][1]]  # as mentions() cuts candidates from a text
                 if normal in _stopwords():
                     continue  # a name that is a stopword ("in", "a") would match nearly every text
                 holders = self._names.setdefault(normal, {})
@@ -165,18 +164,6 @@ class EntityIndex:
                         found.append(Mention(candidate, spans[i][0], tuple((h[0], h[1]) for h in ordered)))
         found.sort(key=lambda m: (-len(m.name), m.start, m.name))
         return found
-
-    def match(self, text: str) -> list:
-        """Keys of the nodes whose names occur in ``text``: longest match first, then the
-        earliest, then the name; each key once."""
-        seen, out = set(), []
-        for mention in self.mentions(text):
-            for key, _ in mention.holders:
-                marker = (type(key), key)
-                if marker not in seen:
-                    seen.add(marker)
-                    out.append(key)
-        return out
 
 
 def name_terms(name: str) -> list:
@@ -521,13 +508,9 @@ ENTITY_HALF_SCORE = 0.25
 GRAPH_HOP_DECAY = 0.5
 #: The dense channel's smallest default HNSW beam width (see :meth:`vecgraph.Graph.hybrid_search`).
 HYBRID_MIN_EF = 128
-#: How much an ambiguous name's weight falls with the number of nodes holding it, when there is
-#: no query vector to choose among them: weight = idf / holders ** ENTITY_AMBIGUITY_POWER.
+#: How much an ambiguous name's weight falls with the number of nodes holding it:
+#: weight = idf / holders ** ENTITY_AMBIGUITY_POWER.
 ENTITY_AMBIGUITY_POWER = 1.0
-#: With a query vector, the holders of a name may share its weight by the softmax of their
-#: similarities to the query at this temperature (see :func:`entity_scores`). None (the
-#: default): evenly; on the development sets the softmax (0.02-0.1) made the fusion no better.
-ENTITY_CONTEXT_TEMPERATURE: Optional[float] = None
 
 
 def check_fusion(fusion: Any) -> str:
@@ -570,18 +553,11 @@ def firing_names(specificity: dict, documents: int, max_df_share: float = ENTITY
 
 
 def entity_scores(mentions: Sequence[Mention], specificity: dict, fire: set, *,
-                  admitted: Optional[set] = None, similarity: Optional[dict] = None,
-                  temperature: Optional[float] = ENTITY_CONTEXT_TEMPERATURE,
-                  ambiguity_power: float = ENTITY_AMBIGUITY_POWER) -> dict:
+                  admitted: Optional[set] = None, ambiguity_power: float = ENTITY_AMBIGUITY_POWER) -> dict:
     """Scores of the nodes that the mentions name: the sum, over the distinct firing names that
-    name a node, of the name's idf times the share of it the node takes among the nodes holding
-    the name (the name's holders that ``admitted`` lets through). With ``similarity`` (each
-    holder's similarity to the query vector) and a ``temperature``, the share is the softmax of
-    the holders' similarities, exp(sim / temperature) / Σ exp(...): the context of the query
-    picks the sense of an ambiguous name (entity disambiguation by context similarity, as in
-    Milne & Witten, "Learning to link with Wikipedia", CIKM 2008); otherwise it is
-    ``1 / holders ** ambiguity_power``. Either way an ambiguous name weighs less than a unique
-    one of the same idf.
+    name a node, of the name's idf / ``holders ** ambiguity_power`` (``holders``: the nodes
+    holding the name that ``admitted`` lets through), so an ambiguous name weighs less than a
+    unique one of the same idf.
 
     Args:
         mentions: :class:`Mention` list. specificity: {name: (idf, share)} from
@@ -596,27 +572,15 @@ def entity_scores(mentions: Sequence[Mention], specificity: dict, fire: set, *,
     for mention in mentions:
         if mention.name not in fire:
             continue
-        holders = []
-        for key, _ in mention.holders:
-            marker = (type(key), key)
-            if admitted is None or marker in admitted:
-                holders.append((key, marker))
+        holders = [(key, (type(key), key)) for key, _ in mention.holders
+                   if admitted is None or (type(key), key) in admitted]
         if not holders:
             continue
-        idf = specificity[mention.name][0]
-        if similarity and temperature:
-            sims = [similarity.get(marker, 0.0) / temperature for _, marker in holders]
-            top = max(sims)
-            exps = [math.exp(x - top) for x in sims]
-            total = sum(exps)
-            shares = [x / total for x in exps]
-        else:
-            shares = [1.0 / len(holders) ** ambiguity_power] * len(holders)
-        for (key, marker), share in zip(holders, shares):
+        weight = specificity[mention.name][0] / len(holders) ** ambiguity_power
+        for key, marker in holders:
             if (marker, mention.name) in counted:
                 continue
             counted.add((marker, mention.name))
-            weight = idf * share
             entry = out.get(marker)
             if entry is None:
                 out[marker] = [key, weight, mention.start]
@@ -675,7 +639,7 @@ def _entity_channel(graph: Any, text: str, query: Optional[np.ndarray], args: tu
         flags = graph._engine.admits(candidates, args[7], args[8], args[9], args[10], conditions)
         excluded = {(type(key), key) for key in exclude} if exclude else set()
         admitted = {(type(key), key) for key, ok in zip(candidates, flags) if ok and (type(key), key) not in excluded}
-    scored = entity_scores(mentions, specificity, fire, admitted=admitted, similarity=similarity)
+    scored = entity_scores(mentions, specificity, fire, admitted=admitted)
 
     def order(marker: tuple) -> tuple:
         entry = scored[marker]
@@ -696,39 +660,34 @@ def entity_weight(score: float, best: Optional[float] = None) -> float:
     return 0.5 * relative + 0.5 * score / (score + ENTITY_HALF_SCORE)
 
 
+def _normalized(channel: str, values: list) -> list:
+    if channel == "entity":
+        best = max(values) if values else 0.0
+        return [entity_weight(v, best) for v in values]
+    if channel == "graph":
+        return list(values)
+    return minmax(values)
+
+
 def normalized_scores(scores: dict) -> dict:
     """Each channel's scores on [0, 1] for the convex fusion: dense and bm25 by the min-max of
     their own list (their raw scales differ from query to query), entity by
     :func:`entity_weight` (its scores are idf sums, comparable across queries), graph as
     the walk scores them (seed strengths on [0, 1], see :func:`seed_strengths`)."""
-    out = {}
-    for channel, values in scores.items():
-        if channel == "entity":
-            best = max(values) if values else 0.0
-            out[channel] = [entity_weight(v, best) for v in values]
-        elif channel == "graph":
-            out[channel] = list(values)
-        else:
-            out[channel] = minmax(values)
-    return out
+    return {channel: _normalized(channel, values) for channel, values in scores.items()}
 
 
-def seed_strengths(dense_keys: list, dense_scores: list, entity_keys: Optional[list],
-                   entity_scores_: Optional[list]) -> dict:
+def seed_strengths(dense_keys: list, dense_normal: list, entity_keys: list, entity_normal: list) -> dict:
     """How strongly each seed of the graph channel matches the query, on [0, 1]: the best of
-    its min-max normalised dense score and its :func:`entity_weight`. The graph channel ranks
+    its normalised dense and entity scores (:func:`normalized_scores`). The graph channel ranks
     the nodes a walk reaches (hop >= 1) by the strength of the seed their path starts from,
     times ``GRAPH_HOP_DECAY ** (hop - 1)``, ties by their own similarity to the query: what the
     graph knows is that they are linked to a node that matches the query (score propagation
     over a document graph: Diaz, "Regularizing ad hoc retrieval scores", CIKM 2005)."""
-    strength: dict = {}
-    for key, value in zip(dense_keys, minmax(dense_scores)):
-        strength[(type(key), key)] = value
-    if entity_keys:
-        best = max(entity_scores_)
-        for key, value in zip(entity_keys, entity_scores_):
-            marker = (type(key), key)
-            strength[marker] = max(strength.get(marker, 0.0), entity_weight(value, best))
+    strength = {(type(key), key): value for key, value in zip(dense_keys, dense_normal)}
+    for key, value in zip(entity_keys, entity_normal):
+        marker = (type(key), key)
+        strength[marker] = max(strength.get(marker, 0.0), value)
     return strength
 
 
@@ -794,9 +753,11 @@ def run(graph: Any, *, text: Optional[str], query: Optional[np.ndarray], k: int,
         dense_keys, dense_scores = raw[0], [float(x) for x in raw[1]]
         if "dense" in runnable:
             lists["dense"], scores["dense"] = dense_keys, dense_scores
+    normal: dict = {}  # the channels' scores on [0, 1], for the seeds' strengths and the fusion
     if "graph" in runnable:
         seeds = args[1]
-        strength = seed_strengths(dense_keys, dense_scores, named, named_scores)
+        normal["dense"], normal["entity"] = _normalized("dense", dense_scores), _normalized("entity", named_scores)
+        strength = seed_strengths(dense_keys, normal["dense"], named, normal["entity"])
         starts: list = []
         known: set = set()
         for key in list(named) + list(dense_keys[:seeds]):  # every node the text names, and the nearest
@@ -823,9 +784,9 @@ def run(graph: Any, *, text: Optional[str], query: Optional[np.ndarray], k: int,
     ordered_scores = {c: scores[c] for c in runnable}
     if fusion == "convex":
         # The lists and scores are the channels' own (hashable keys, finite floats): no checks.
-        normal = normalized_scores(ordered_scores)
-        fused = [Fused(key, score, dict(zip(runnable, ranks))) for key, score, ranks in _core.convex_fuse(
-            [ordered[c] for c in runnable], [normal[c] for c in runnable], [weights[c] for c in runnable], k, True)]
+        fused = convex_unchecked(list(runnable), [ordered[c] for c in runnable],
+                                 [normal[c] if c in normal else _normalized(c, ordered_scores[c]) for c in runnable],
+                                 [weights[c] for c in runnable], k)
     else:
         fused = fuse(ordered, ordered_scores, method=fusion, weights={c: weights[c] for c in runnable}, rrf_k=rrf_k,
                      top_n=k)

@@ -841,7 +841,7 @@ class TextIndex:
             try:
                 return _decode_doc_key(searcher.doc(address)["key"][0])
             except BaseException as exc:
-                if isinstance(exc, (ValueError, KeyError, IndexError)) or type(exc).__name__ == "PanicException":
+                if isinstance(exc, (ValueError, KeyError, IndexError)) or _is_panic(exc):
                     raise CorruptionError(f"text index {self._where()}: reading a document failed ({exc}); "
                                           "the index is damaged, rebuild it") from exc
                 raise
@@ -1124,13 +1124,18 @@ def _write(fn: Callable[[], Any], where: str) -> Any:
         raise StorageError(f"text index {where}: a write failed ({exc}); the disk may be full") from exc
 
 
+def _is_panic(exc: BaseException) -> bool:
+    """pyo3's PanicException (a BaseException): tantivy met data it cannot read."""
+    return type(exc).__name__ == "PanicException"
+
+
 def _call(fn: Callable[[], Any], where: str, doing: str) -> Any:
     """``fn()``, with a panic inside tantivy (pyo3's PanicException, a BaseException: tantivy
     met data it cannot read) turned into CorruptionError."""
     try:
         return fn()
     except BaseException as exc:
-        if type(exc).__name__ == "PanicException":
+        if _is_panic(exc):
             raise CorruptionError(f"text index {where}: {doing} failed inside tantivy ({exc}); the index "
                                   "is damaged, rebuild it") from exc
         raise

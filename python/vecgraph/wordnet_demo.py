@@ -41,6 +41,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .evaluate import mrr_at_k, ndcg_at_k, recall_at_k  # noqa: F401 (also this module's API)
+
 __all__ = [
     "DEFAULT_FOLDER",
     "RELATION_SETTINGS",
@@ -65,38 +67,6 @@ NODE_BATCH = 8192
 
 
 # ====================================================================== metrics
-
-
-def _relevant_set(relevant: Iterable) -> set:
-    found = set(relevant)
-    if not found:
-        raise ValueError("relevant is empty: the metric is undefined for a query without relevant items")
-    return found
-
-
-def recall_at_k(ranked: Sequence, relevant: Iterable, k: int = K) -> float:
-    """The share of the relevant items found in the first ``k`` of ``ranked``."""
-    rel = _relevant_set(relevant)
-    return len(rel.intersection(ranked[:k])) / len(rel)
-
-
-def mrr_at_k(ranked: Sequence, relevant: Iterable, k: int = K) -> float:
-    """1 / rank of the first relevant item among the first ``k`` of ``ranked`` (0 if none)."""
-    rel = _relevant_set(relevant)
-    for rank, key in enumerate(ranked[:k], 1):
-        if key in rel:
-            return 1.0 / rank
-    return 0.0
-
-
-def ndcg_at_k(ranked: Sequence, relevant: Iterable, k: int = K) -> float:
-    """Normalised discounted cumulative gain with binary relevance:
-    DCG = sum over relevant items at ranks i <= k of 1 / log2(i + 1), divided by the DCG of the
-    ideal ranking (every relevant item first, at most ``k`` of them)."""
-    rel = _relevant_set(relevant)
-    dcg = sum(1.0 / math.log2(rank + 1) for rank, key in enumerate(ranked[:k], 1) if key in rel)
-    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(rel), k) + 1))
-    return dcg / ideal
 
 
 def _percentiles(values_ns: Sequence[int]) -> dict:

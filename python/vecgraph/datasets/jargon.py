@@ -325,8 +325,7 @@ def load(split: Optional[str] = "heldout", root: Optional[PathLike] = None,
 
     Raises FileNotFoundError, naming the missing file, when the package is not installed.
     """
-    if split not in ("heldout", "dev", None):
-        raise ValueError(f"split must be 'heldout', 'dev' or None, got {split!r}")
+    manpages._check_split(split)
     tables, _ = build(root, cache)
     return manpages._select(tables, split)
 

@@ -993,11 +993,15 @@ def _cached_build(name: str, digest: str, make: Callable[[], tuple],
     return tables, counts
 
 
-def _select(tables: dict, split: Optional[str]) -> dict:
-    import pyarrow.compute as pc
-
+def _check_split(split: Optional[str]) -> None:
     if split not in ("heldout", "dev", None):
         raise ValueError(f"split must be 'heldout', 'dev' or None, got {split!r}")
+
+
+def _select(tables: dict, split: Optional[str]) -> dict:
+    """The tables with only the queries of ``split`` (checked before anything is built)."""
+    import pyarrow.compute as pc
+
     tables = dict(tables)
     if split is not None:
         queries = tables["queries"]
@@ -1024,8 +1028,7 @@ def load(split: Optional[str] = "heldout", root: Optional[PathLike] = None,
 
     Raises FileNotFoundError, naming the missing path, when the packages are not installed.
     """
-    if split not in ("heldout", "dev", None):
-        raise ValueError(f"split must be 'heldout', 'dev' or None, got {split!r}")
+    _check_split(split)
     tables, _ = build(root, cache)
     return _select(tables, split)
 
