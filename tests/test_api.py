@@ -634,7 +634,7 @@ def _outcome(fn, *args):
 
 
 def test_search_argument_fast_path_equals_the_checked_path():
-    """Graph._search_args takes the common call (plain ints, no filters) in one expression; for
+    """vecgraph.arguments._search_args takes the common call (plain ints, no filters) in one expression; for
     every mix of plain, unusual and bad values it returns what the full checks return, or raises
     the same error."""
     from hypothesis import given, settings, strategies as st
@@ -664,7 +664,7 @@ def test_search_argument_fast_path_equals_the_checked_path():
                 args[position] = data.draw(plain)
         for position in data.draw(st.lists(st.integers(0, len(common) - 1), max_size=2)):
             args[position] = data.draw(odd[position])
-        fast, checked = _outcome(graph._search_args, *args), _outcome(graph._search_args_checked, *args)
+        fast, checked = _outcome(vg.arguments._search_args, *args), _outcome(vg.arguments._search_args_checked, *args)
         if fast[0] or checked[0]:
             assert fast == checked
         else:

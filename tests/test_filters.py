@@ -265,7 +265,7 @@ def test_admitted_keys_lists_what_admits_admits_in_node_order():
     """Engine.admitted_keys against Engine.admits over every key, on random labels, tenants,
     ts and props with deleted nodes: the same keys, in node order, by the member-list path
     (a label or tenant filter) and by the row scan; None once more than `limit` are admitted."""
-    from vecgraph.graph import _where
+    from vecgraph.arguments import _where
 
     rng = np.random.default_rng(11)
     n = 3000

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vecgraph as vg
-from vecgraph import _core, fusion, hybrid
+from vecgraph import _core, entities, fusion, hybrid
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
@@ -106,7 +106,7 @@ def test_a_name_that_is_a_common_word_of_the_corpus_does_not_fire_alone():
     keys = ["copy"] + [f"doc{i}" for i in range(1, n)]
     g.add_nodes(keys, unit_rows(rng, n, 4), texts=texts)
     g.add_aliases("doc7", ["zanzibar"])
-    # "copy" is in 25% of the texts (above hybrid.ENTITY_MAX_DF_SHARE): it names nothing alone.
+    # "copy" is in 25% of the texts (above entities.ENTITY_MAX_DF_SHARE): it names nothing alone.
     assert g.hybrid_search("how do I copy a file", k=5, channels=["entity"]).keys == []
     assert g.hybrid_search("copy to zanzibar", k=5, channels=["entity"]).keys == ["doc7"]
 
@@ -129,7 +129,7 @@ def test_name_specificity_is_the_sum_of_idf_and_the_product_of_shares():
         df = {"open": 50, "file": 10, "zap": 0}
         return 100, [df[t] for t in terms]
 
-    spec = hybrid.name_specificity(["open", "open file", "zap"], frequencies)
+    spec = entities.name_specificity(["open", "open file", "zap"], frequencies)
 
     def idf(n):
         return math.log(1 + (100 - n + 0.5) / (n + 0.5))
@@ -137,8 +137,8 @@ def test_name_specificity_is_the_sum_of_idf_and_the_product_of_shares():
     assert spec["open"] == pytest.approx((idf(50), 0.5))
     assert spec["open file"] == pytest.approx((idf(50) + idf(10), 0.05))
     assert spec["zap"] == pytest.approx((idf(0), 0.0))
-    assert hybrid.name_specificity(["x"], lambda terms: (0, [0])) == {"x": (1.0, 0.0)}
-    assert hybrid.name_terms("A7-Pro controller") == ["a7-pro", "controller"]
+    assert entities.name_specificity(["x"], lambda terms: (0, [0])) == {"x": (1.0, 0.0)}
+    assert entities.name_terms("A7-Pro controller") == ["a7-pro", "controller"]
 
 
 def test_document_frequencies_count_node_texts():

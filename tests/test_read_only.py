@@ -101,7 +101,7 @@ def test_read_only_refuses_writes_and_changes_nothing(tmp_path):
                 write()
         # The core refuses too (a write reaching it past the facade).
         with pytest.raises(ReadOnlyError, match="open read-only"):
-            r._engine.delete_nodes(vg.graph._keys([1], "keys"), False)
+            r._engine.delete_nodes(vg.arguments._keys([1], "keys"), False)
         assert len(r) == n and r._engine.last_lsn() == lsn and 1 in r and r.aliases(1) == []
         assert r.stats()["read_only"] is True
     assert _tree(folder) == before

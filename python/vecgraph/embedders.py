@@ -33,12 +33,14 @@ from __future__ import annotations
 import importlib
 import inspect
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import Any, Optional, Protocol, Union, runtime_checkable
 
 import numpy as np
 
+from . import storage
+from .arguments import _keys
 from .errors import DimensionMismatchError, InvalidArgumentError
 
 __all__ = ["Embedder", "WordLlamaEmbedder", "load", "check_embedder", "check_output", "embed"]
@@ -245,3 +247,93 @@ def spec_of(embedder: Any) -> Optional[str]:
         return _SPECS.get(embedder)
     except TypeError:
         return None
+
+
+# ------------------------------------------------------------------ the Graph methods
+# Bound as vecgraph.Graph.use_embedder and vecgraph.Graph.embed_query.
+
+def use_embedder(graph: Any, embedder: Any) -> None:
+    """Record ``embedder`` (any object with ``name``, ``dim`` and ``__call__``, see
+    :mod:`vecgraph.embedders`) as the one that builds this graph's vectors, or check that it
+    is the one already recorded. The first call records it (for a folder graph, durably in
+    the MANIFEST); later calls, also after a reopen, accept only the same name and dim.
+
+    Raises:
+        DimensionMismatchError: the embedder's dim is not the graph's dim.
+        InvalidArgumentError: another embedder name is recorded.
+        TypeError: not an embedder.
+        ReadOnlyError: nothing recorded yet and the graph is closed.
+    """
+    embedder = check_embedder(embedder)
+    name, dim = embedder.name, int(embedder.dim)
+    if dim != graph.dim:
+        recorded = graph.embedder
+        built = f"; it was built with embedder {recorded['name']!r}" if recorded else ""
+        raise DimensionMismatchError(
+            f"embedder {name!r} makes {dim}-d vectors, the graph's dim is {graph.dim}{built}")
+    with graph._checkpoint_lock:  # a concurrent checkpoint commits the MANIFEST it copied
+        recorded = graph.embedder
+        if recorded is not None:
+            if recorded["name"] != name:
+                raise InvalidArgumentError(
+                    f"the graph was built with embedder {recorded['name']!r} (dim {recorded['dim']}); "
+                    f"refusing embedder {name!r} (dim {dim}): its vectors are not comparable")
+            return
+        graph._check_writable("recording an embedder needs")
+        record = {"name": name, "dim": dim}
+        spec = spec_of(embedder)
+        if spec is not None and spec != name:
+            record["spec"] = spec  # how to load it again (vecgraph query)
+        if graph._manifest is not None:
+            manifest = dict(graph._manifest, embedder=record)
+            try:
+                storage.write_manifest(graph._path, manifest)
+            except OSError as e:
+                raise storage.StorageError(f"cannot record the embedder in {graph._path}: {e}") from e
+            graph._manifest = manifest
+        else:
+            graph._embedder = record
+
+
+def embed_query(graph: Any, text: Union[str, Sequence[str]], embedder: Any) -> np.ndarray:
+    """Embed query text(s) with ``embedder``, after checking that it is the embedder this
+    graph was built with (if one was recorded) and that its dim is the graph's. Queries do
+    not record an embedder.
+
+    >>> hits = g.search(g.embed_query("who makes widgets?", emb), k=5)        # doctest: +SKIP
+    >>> batch = g.search_batch(g.embed_query(["q1", "q2"], emb), k=5)          # doctest: +SKIP
+
+    Args:
+        text: one non-empty str, or a sequence of them.
+        embedder: see :mod:`vecgraph.embedders`.
+
+    Returns:
+        float32 array of shape (dim,) for one str, (n, dim) for a sequence.
+
+    Raises:
+        DimensionMismatchError: the embedder's dim (or the shape it returned) is wrong.
+        InvalidArgumentError: another embedder is recorded; an empty text; NaN/inf returned.
+        TypeError: text is not a str or a sequence of str; not an embedder.
+    """
+    embedder = check_embedder(embedder)
+    name, dim = embedder.name, int(embedder.dim)
+    recorded = graph.embedder
+    if dim != graph.dim:
+        built = f"; it was built with embedder {recorded['name']!r}" if recorded else ""
+        raise DimensionMismatchError(
+            f"query embedder {name!r} makes {dim}-d vectors, the graph's dim is {graph.dim}{built}")
+    if recorded is not None and recorded["name"] != name:
+        raise InvalidArgumentError(
+            f"the graph was built with embedder {recorded['name']!r} (dim {recorded['dim']}); "
+            f"refusing query embedder {name!r} (dim {dim}): its vectors are not comparable")
+    single = isinstance(text, str)
+    if not single and (not isinstance(text, Iterable) or isinstance(text, (bytes, dict, set, frozenset))):
+        raise TypeError(f"text must be a str or a sequence of str, got {type(text).__name__}")
+    texts = [text] if single else list(_keys(text, "text"))
+    for row, item in enumerate(texts):
+        if not isinstance(item, str):
+            raise TypeError(f"text {row} must be a str, got {type(item).__name__}")
+        if not item:
+            raise InvalidArgumentError(f"text {row} is empty; a query needs some text to embed")
+    vectors = embed(embedder, texts)
+    return vectors[0] if single else vectors

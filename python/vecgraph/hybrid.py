@@ -27,377 +27,25 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
 import threading
-import unicodedata
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from .errors import InvalidArgumentError
+from .arguments import (_count, _count_at_least, _exclude_keys, _flag, _float_array, _real, _search_args,
+                        _threads, _where)
+from .entities import entity_scores, firing_names, name_specificity
+from .errors import DimensionMismatchError, InvalidArgumentError
 from .fusion import convex_unchecked, fuse, minmax, rrf_with_ranks
-from .text import _decode_key, _encode_key
+from .results import Edge, HybridHit, HybridResult, Key, ScoredEdge, SearchResult, estimate_tokens
 
-__all__ = ["CHANNELS", "FUSIONS", "DEFAULT_FUSION", "HybridHit", "HybridResult", "ScoredEdge", "EntityIndex",
-           "Mention", "estimate_tokens", "name_specificity", "entity_scores"]
+__all__ = ["CHANNELS", "FUSIONS", "DEFAULT_FUSION", "DEFAULT_WEIGHTS", "HybridHit", "HybridResult", "ScoredEdge",
+           "estimate_tokens", "hybrid_search", "hybrid_search_batch"]
 
 CHANNELS = ("dense", "bm25", "graph", "entity")
-ALIAS_SEPARATOR = "\x1f"
-
-# Name matching: a CJK character is a token of its own (no spaces between words); otherwise a
-# run of letters and digits, joined by - _ . ' inside (so "A7-Pro" and "v2.0" stay whole) and
-# ending in any + or # ("C++", "C#" are not "C").
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+(?:[-_.'][^\W_{_CJK}]+)*[+#]*")
-MAX_NAME_TOKENS = 32
-_JOINERS = re.compile(r"[-_]")
-
-
-def _stopwords() -> frozenset:
-    from .text import STOPWORDS
-
-    return STOPWORDS
-
-
-def normalize_name(name: str) -> str:
-    """How names are compared: Unicode NFC, casefolded, ``-`` and ``_`` read as spaces, and
-    whitespace collapsed to one space (so "A7-Pro", "a7 pro" and "A7_PRO" are one name)."""
-    return " ".join(_JOINERS.sub(" ", unicodedata.normalize("NFC", name).casefold()).split())
-
-
-def _plain_key(key: Any) -> Any:
-    """A key as the graph stores and returns it: a str, or a plain int for any integer type
-    (np.int64, IntEnum, ...), so that the same node's key is one dict key here however the
-    caller spelled it (the text index's key rule)."""
-    return _decode_key(*_encode_key(key, "key"))
-
-
-class Mention(NamedTuple):
-    """A name of the entity index found in a text: the normalised name, where it starts in
-    the normalised text, and the nodes holding it as ``(key, via_alias)`` pairs (``via_alias``:
-    the name is one of the node's aliases, not only its key)."""
-
-    name: str
-    start: int
-    holders: tuple
-
-
-class EntityIndex:
-    """Names (the str keys of nodes and their aliases, normalised by :func:`normalize_name`)
-    mapped to node keys, and the lookup of the names a text mentions.
-
-    A name matches where it starts and ends at token boundaries of the text (a CJK character
-    is a token by itself, so a Chinese name matches inside a sentence without spaces). A name
-    is kept from its first token to its last, so what comes before or after them does not
-    have to be in the text ("U.S.A." matches "made in the U.S.A", "Yahoo!" matches "Yahoo
-    mail"). Names that are stopwords of :mod:`vecgraph.text` ("in", "a", "the", ...), that hold
-    no token (only symbols or emoji) or more than :data:`MAX_NAME_TOKENS` tokens are not
-    matched. Each holder of a name records whether the name is one of its aliases or only its
-    key (so that keys can be left out of matching, see :meth:`mentions`). Keys of deleted
-    nodes may linger here; callers check results against the graph.
-    """
-
-    def __init__(self) -> None:
-        self._names: dict[str, dict] = {}  # name -> {(type, key): [key, via_alias]}
-        self._by_key: dict = {}  # (type, key) -> its names, to forget them when the node goes
-        self._max_tokens = 1
-        self._lock = threading.Lock()
-
-    def add(self, key: Any, names: Sequence[str], *, alias: bool = True) -> None:
-        """Makes each of ``names`` a name of node ``key`` (``alias=False``: the key itself)."""
-        key = _plain_key(key)
-        marker = (type(key), key)
-        with self._lock:
-            for name in names:
-                normal = normalize_name(name)
-                tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(normal)]
-                if not tokens or len(tokens) > MAX_NAME_TOKENS:
-                    continue
-                normal = normal[tokens[0][0] : tokens[-1][1]]  # as mentions() cuts candidates from a text
-                if normal in _stopwords():
-                    continue  # a name that is a stopword ("in", "a") would match nearly every text
-                holders = self._names.setdefault(normal, {})
-                entry = holders.get(marker)
-                if entry is None:
-                    holders[marker] = [key, alias]
-                else:
-                    entry[1] = entry[1] or alias
-                self._by_key.setdefault(marker, set()).add(normal)
-                self._max_tokens = max(self._max_tokens, len(tokens))
-
-    def add_keys(self, keys: Sequence[Any]) -> None:
-        """Each str key is a name of its own node."""
-        for key in keys:
-            if isinstance(key, str):
-                self.add(key, [key], alias=False)
-
-    def forget(self, keys: Sequence[Any]) -> None:
-        """Drop every name of these keys (their nodes were deleted)."""
-        with self._lock:
-            for key in map(_plain_key, keys):
-                marker = (type(key), key)
-                for normal in self._by_key.pop(marker, ()):
-                    holders = self._names.get(normal)
-                    if holders is not None:
-                        holders.pop(marker, None)
-                        if not holders:
-                            del self._names[normal]
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-    def mentions(self, text: str) -> list:
-        """Every name found in ``text``, as :class:`Mention`, longest name first, then the
-        earliest, then by name (overlapping names are all reported)."""
-        normal = normalize_name(text)
-        spans = [(m.start(), m.end()) for m in _TOKEN.finditer(normal)]
-        found: list = []
-        with self._lock:
-            names, width = self._names, self._max_tokens
-            for i in range(len(spans)):
-                for j in range(i, min(i + width, len(spans))):
-                    candidate = normal[spans[i][0] : spans[j][1]]
-                    holders = names.get(candidate)
-                    if holders:
-                        ordered = sorted(holders.values(), key=lambda h: (type(h[0]).__name__, repr(h[0])))
-                        found.append(Mention(candidate, spans[i][0], tuple((h[0], h[1]) for h in ordered)))
-        found.sort(key=lambda m: (-len(m.name), m.start, m.name))
-        return found
-
-
-def name_terms(name: str) -> list:
-    """The BM25 index terms of an entity name (:func:`vecgraph.text.tokenize`), each word once:
-    the parts that the tokenizer adds after an identifier ("a7-pro" -> "a7", "pro") are left
-    out, as the identifier itself is the word the name holds."""
-    from .text import tokenize
-
-    terms: list = []
-    whole = ""
-    for term in tokenize(name):
-        if whole and term != whole and term in whole:
-            continue  # a part of the identifier before it
-        whole = term if any(c in term for c in "-_.'") else ""
-        if term not in terms:
-            terms.append(term)
-    return terms
-
-
-#: A name whose estimated share of documents holding it is above this does not fire alone: it
-#: is a common word of the corpus ("copy", "get", "time"), not a specific mention.
-ENTITY_MAX_DF_SHARE = 0.01
-
-
-def name_specificity(names: Sequence[str], document_frequencies: Callable) -> dict:
-    """The specificity of each entity name: the inverse document frequency of the name in the
-    graph's texts, estimated as the sum of its words' BM25 idf (their independence assumed:
-    Robertson & Zaragoza 2009, idf = ln(1 + (N - n + 0.5) / (n + 0.5))), and the estimated
-    share of the N documents that hold every word of it (the product of the words' shares).
-
-    Args:
-        names: normalised names. document_frequencies: ``terms -> (N, [n per term])``, as
-            :meth:`vecgraph.text.TextIndex.document_frequencies`.
-
-    Returns:
-        {name: (idf, share)}; with no document in the index every name has idf 1 and share 0
-        (nothing is known to be common).
-    """
-    terms_of = {name: name_terms(name) for name in names}
-    every = sorted({t for terms in terms_of.values() for t in terms})
-    count, frequencies = document_frequencies(every) if every else (0, [])
-    df = dict(zip(every, frequencies))
-    out = {}
-    for name, terms in terms_of.items():
-        if count <= 0 or not terms:
-            out[name] = (1.0, 0.0)
-            continue
-        idf = 0.0
-        share = 1.0
-        for term in terms:
-            n = min(df[term], count)
-            idf += math.log(1.0 + (count - n + 0.5) / (n + 0.5))
-            share *= n / count
-        out[name] = (idf, share)
-    return out
-
-
-class ScoredEdge(NamedTuple):
-    """A traversed edge that carries text or a vector, scored against the query.
-
-    ``score`` is the RRF of the edge's rank by vector similarity and its rank by text match
-    (``vector_score``: similarity of its vector to the query vector, None without one;
-    ``text_score``: the share of the query's terms found in its text, None without text).
-    """
-
-    src: Any
-    rel: str
-    dst: Any
-    weight: float
-    text: str
-    score: float
-    vector_score: Optional[float]
-    text_score: Optional[float]
-
-
-class HybridHit(NamedTuple):
-    """One fused result: the node's key, its fused RRF score, its rank (from 1) in each
-    channel that ran (None where that channel did not return it), and the path of edges the
-    graph channel walked to it (empty for a seed or a node the graph channel did not reach)."""
-
-    key: Any
-    score: float
-    ranks: dict
-    path: list
-
-
-def estimate_tokens(text: str) -> int:
-    """A tokenizer-free estimate of the tokens ``text`` costs an LLM: one per 4 characters
-    (the usual rule of thumb for English with BPE tokenizers), at least one per word."""
-    return max(math.ceil(len(text) / 4), len(text.split()))
-
-
-class HybridResult:
-    """The fused results of :meth:`vecgraph.Graph.hybrid_search`, best first.
-
-    Attributes:
-        hits: list of :class:`HybridHit`.
-        edges: traversed edges with text or a vector, best first (:class:`ScoredEdge`).
-        channels: the channels that ran, in fusion order.
-        lists: each channel's ranked keys (before fusion).
-        channel_scores: each channel's scores, in the order of ``lists`` (dense and graph:
-            similarity to the query vector; bm25: BM25; entity: the specificity of the names
-            that matched, see :func:`entity_scores`).
-
-    A result pickles (for another process, or a cache): the copy holds what
-    :meth:`to_context` reads from the graph as it was when pickled (each hit's label and text,
-    the edges between hits), so it needs no graph.
-    """
-
-    def __init__(self, hits: list, edges: list, channels: tuple, lists: dict, graph: Any,
-                 frozen: Optional[tuple] = None, scores: Optional[dict] = None) -> None:
-        self.hits = hits
-        self.edges = edges
-        self.channels = channels
-        self.lists = lists
-        self.channel_scores = scores if scores is not None else {c: [] for c in lists}
-        self._graph = graph
-        self._frozen = frozen  # (nodes {(type, key): node dict}, edges between hits) once pickled
-
-    def __reduce__(self) -> tuple:
-        nodes = {}
-        for hit in self.hits:
-            node = self._node(hit.key)
-            if node is not None:
-                nodes[(type(hit.key), hit.key)] = {"label": node.get("label"), "text": node.get("text")}
-        frozen = (nodes, self._edges_between_hits())
-        return (HybridResult, (self.hits, self.edges, self.channels, self.lists, None, frozen, self.channel_scores))
-
-    def _node(self, key: Any) -> Optional[dict]:
-        """The node ``key`` as get_node() gives it, or None when it was deleted since the search."""
-        if self._frozen is not None:
-            return self._frozen[0].get((type(key), key))
-        try:
-            return self._graph.get_node(key)
-        except Exception:  # deleted since the search
-            return None
-
-    @property
-    def keys(self) -> list:
-        return [h.key for h in self.hits]
-
-    @property
-    def scores(self) -> np.ndarray:
-        return np.array([h.score for h in self.hits], dtype=np.float64)
-
-    def __len__(self) -> int:
-        return len(self.hits)
-
-    def __iter__(self) -> Iterator[HybridHit]:
-        return iter(self.hits)
-
-    def __getitem__(self, i: Union[int, slice]) -> Union[HybridHit, list]:
-        try:
-            return self.hits[i]
-        except IndexError:
-            raise IndexError(f"result index {i} out of range for {len(self.hits)} hits") from None
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{h.key!r}: {h.score:.5f}" for h in self.hits[:5])
-        more = ", ..." if len(self.hits) > 5 else ""
-        return f"HybridResult({len(self.hits)} hits: {{{shown}{more}}}, channels={self.channels})"
-
-    def _edges_between_hits(self) -> list:
-        """Edges from one hit to another that were not scored (not traversed), after the scored ones."""
-        if self._frozen is not None:
-            return list(self._frozen[1])
-        members = {(type(h.key), h.key) for h in self.hits}
-        scored = {(type(e.src), e.src, e.rel, type(e.dst), e.dst) for e in self.edges}
-        found = []
-        for hit in self.hits:
-            try:
-                ids = self._graph._engine.neighbor_ids(hit.key, "out")
-            except Exception:  # deleted since the search
-                continue
-            for src, rel, dst, weight, text, _props, _vector in self._graph._engine.edge_details(ids):
-                if (type(dst), dst) in members and (type(src), src, rel, type(dst), dst) not in scored:
-                    found.append(ScoredEdge(src, rel, dst, float(weight), text, 0.0, None, None))
-        return found
-
-    def to_context(self, max_tokens: int = 1500, *, count_tokens: Optional[Callable[[str], int]] = None) -> str:
-        """The results as prompt-ready text within ``max_tokens``, most relevant first.
-
-        One line per node, ``[key] (label) text``, in fused order, each followed by the lines
-        of the edges between nodes already listed, ``[src --rel--> dst] text`` (scored edges
-        first, then the other edges between hits).
-        Every line is tagged with its key(s) so an answer can cite it. Lines are added while
-        they fit the budget; a line that does not fit is left out (never cut in the middle).
-
-        Args:
-            max_tokens: the budget (>= 1), counted by ``count_tokens`` (default
-                :func:`estimate_tokens`; pass a real tokenizer's ``len(encode(text))`` for exact counts).
-
-        Returns:
-            The lines joined by newlines ("" when nothing fits).
-        """
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-            raise TypeError(f"max_tokens must be an int >= 1, got {type(max_tokens).__name__} {max_tokens!r}")
-        if max_tokens < 1:
-            raise InvalidArgumentError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
-        counter = count_tokens or estimate_tokens
-
-        def count(text: str) -> int:
-            n = counter(text)
-            if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
-                raise InvalidArgumentError(f"count_tokens must return an int >= 0, returned {n!r} for {text[:40]!r}")
-            return int(n)
-
-        lines: list[str] = []
-        used = 0
-        listed: set = set()
-        edges = list(self.edges) + self._edges_between_hits()
-        for hit in self.hits:
-            node = self._node(hit.key)
-            if node is None:
-                continue
-            label = f" ({node['label']})" if node.get("label") else ""
-            text = " ".join((node.get("text") or "").split())
-            line = f"[{hit.key}]{label} {text}".rstrip()
-            cost = count(line) + (1 if lines else 0)
-            if used + cost > max_tokens:
-                continue
-            lines.append(line)
-            used += cost
-            listed.add((type(hit.key), hit.key))
-            for edge in list(edges):
-                if (type(edge.src), edge.src) in listed and (type(edge.dst), edge.dst) in listed:
-                    edges.remove(edge)
-                    text = " ".join(edge.text.split())
-                    edge_line = f"[{edge.src} --{edge.rel}--> {edge.dst}] {text}".rstrip()
-                    cost = count(edge_line) + 1
-                    if used + cost <= max_tokens:
-                        lines.append(edge_line)
-                        used += cost
-        return "\n".join(lines)
+_MAX_HYBRID_K = 100_000  # the largest k and depth
 
 
 # ------------------------------------------------------------------------------------ search
@@ -409,7 +57,7 @@ _POOL_LOCK = threading.Lock()
 def _forget_pool_after_fork() -> None:
     """In a forked child: the pool's threads stayed in the parent, so a job submitted to it
     would never run; the next parallel search makes a new one. (Called by the fork handler
-    of vecgraph.graph.)"""
+    of vecgraph.folder.)"""
     global _POOL, _POOL_LOCK
     _POOL = None
     _POOL_LOCK = threading.Lock()
@@ -488,29 +136,34 @@ def score_edges(graph: Any, edge_ids: np.ndarray, vector: Optional[np.ndarray], 
     return [ScoredEdge(*candidates[f.key][:5], f.score, candidates[f.key][5], candidates[f.key][6]) for f in fused]
 
 
-# ------------------------------------------------------------------------------- the channels
-
 #: Fusion methods of :meth:`vecgraph.Graph.hybrid_search`: ``"convex"`` (the default) and
 #: ``"rrf"`` (see the module docstring).
 FUSIONS = ("convex", "rrf")
+
+
 DEFAULT_FUSION = "convex"
+
+
 #: Channel weights when the caller gives none, per fusion. The convex weights were chosen on the
 #: development halves of three data sets (bench/README.md, "Hybrid retrieval"); RRF keeps 1.0.
 DEFAULT_WEIGHTS = {
     "convex": {"dense": 1.0, "bm25": 1.0, "graph": 0.25, "entity": 4.0},
     "rrf": {"dense": 1.0, "bm25": 1.0, "graph": 1.0, "entity": 1.0},
 }
+
+
 #: The entity channel's score s (the specificity of the names that matched) enters the convex
 #: fusion half relative to the query's best entity score and half absolute, saturating: a score
 #: of ENTITY_HALF_SCORE gives the absolute half 0.5 (see :func:`entity_weight`).
 ENTITY_HALF_SCORE = 0.25
+
+
 #: A walk's evidence halves with each hop past the first (see :func:`graph_scores`).
 GRAPH_HOP_DECAY = 0.5
+
+
 #: The dense channel's smallest default HNSW beam width (see :meth:`vecgraph.Graph.hybrid_search`).
 HYBRID_MIN_EF = 128
-#: How much an ambiguous name's weight falls with the number of nodes holding it:
-#: weight = idf / holders ** ENTITY_AMBIGUITY_POWER.
-ENTITY_AMBIGUITY_POWER = 1.0
 
 
 def check_fusion(fusion: Any) -> str:
@@ -541,53 +194,6 @@ def check_entity_keys(entity_keys: Any) -> Union[bool, list]:
         if not isinstance(label, str):
             raise TypeError(f"entity_keys[{i}] must be a label (str), got {type(label).__name__}")
     return labels
-
-
-def firing_names(specificity: dict, documents: int, max_df_share: float = ENTITY_MAX_DF_SHARE) -> set:
-    """The names that may name a node on their own: those whose estimated share of the
-    ``documents`` holding them is at most ``max(max_df_share, 3 / documents)``; a name that is a
-    common word of the corpus ("copy", "get", "time") does not fire. With no documents every
-    name fires (nothing is known to be common)."""
-    limit = max(max_df_share, 3.0 / documents) if documents > 0 else math.inf
-    return {name for name, (_, share) in specificity.items() if share <= limit}
-
-
-def entity_scores(mentions: Sequence[Mention], specificity: dict, fire: set, *,
-                  admitted: Optional[set] = None, ambiguity_power: float = ENTITY_AMBIGUITY_POWER) -> dict:
-    """Scores of the nodes that the mentions name: the sum, over the distinct firing names that
-    name a node, of the name's idf / ``holders ** ambiguity_power`` (``holders``: the nodes
-    holding the name that ``admitted`` lets through), so an ambiguous name weighs less than a
-    unique one of the same idf.
-
-    Args:
-        mentions: :class:`Mention` list. specificity: {name: (idf, share)} from
-            :func:`name_specificity`. fire: the names that may fire (:func:`firing_names`).
-        admitted: markers ``(type(key), key)`` of the holders that pass the filters (None: all).
-
-    Returns:
-        {(type, key): [key, score, first position]} of the nodes named by a firing name.
-    """
-    out: dict = {}
-    counted: set = set()
-    for mention in mentions:
-        if mention.name not in fire:
-            continue
-        holders = [(key, (type(key), key)) for key, _ in mention.holders
-                   if admitted is None or (type(key), key) in admitted]
-        if not holders:
-            continue
-        weight = specificity[mention.name][0] / len(holders) ** ambiguity_power
-        for key, marker in holders:
-            if (marker, mention.name) in counted:
-                continue
-            counted.add((marker, mention.name))
-            entry = out.get(marker)
-            if entry is None:
-                out[marker] = [key, weight, mention.start]
-            else:
-                entry[1] += weight
-                entry[2] = min(entry[2], mention.start)
-    return out
 
 
 def _entity_channel(graph: Any, text: str, query: Optional[np.ndarray], args: tuple, conditions: Any,
@@ -697,8 +303,6 @@ def run(graph: Any, *, text: Optional[str], query: Optional[np.ndarray], k: int,
         parallel: bool) -> HybridResult:
     """The channels and the fusion of :meth:`vecgraph.Graph.hybrid_search`, its arguments
     checked (``args``: the tuple of ``Graph._search_args`` for ``depth`` results)."""
-    from .graph import Edge, SearchResult
-
     engine = graph._engine
     ts_min, ts_max = args[9], args[10]
     int64_min, int64_max = -(2**63), 2**63 - 1
@@ -809,3 +413,234 @@ def run(graph: Any, *, text: Optional[str], query: Optional[np.ndarray], k: int,
                       paths.get((type(f.key), f.key), [])) for f in fused]
     edges = score_edges(graph, edge_ids, query, text, rrf_k)
     return HybridResult(hits, edges, runnable, ordered, graph, scores=ordered_scores)
+
+
+# ------------------------------------------------------------------ the Graph methods
+# Bound as vecgraph.Graph.hybrid_search and vecgraph.Graph.hybrid_search_batch.
+
+def hybrid_search(
+    graph: Any,
+    text: Optional[str] = None,
+    vector: Any = None,
+    k: int = 10,
+    *,
+    channels: Sequence[str] = CHANNELS,
+    weights: Optional[dict] = None,
+    fusion: str = DEFAULT_FUSION,
+    embedder: Any = None,
+    tenants: Optional[Sequence[str]] = None,
+    labels: Optional[Sequence[str]] = None,
+    where: Optional[dict] = None,
+    since: Any = None,
+    until: Any = None,
+    seeds: int = 8,
+    hops: int = 2,
+    rels: Optional[Sequence[str]] = None,
+    direction: str = "both",
+    max_visited: int = 2000,
+    max_fanout: int = 256,
+    depth: Optional[int] = None,
+    rrf_k: float = 60.0,
+    ef: Optional[int] = None,
+    exclude_keys: Optional[Iterable[Key]] = None,
+    entity_keys: Union[bool, Sequence[str]] = True,
+    graph_seeds: bool = False,
+    graph_scoring: str = "seed",
+    parallel: bool = True,
+) -> HybridResult:
+    """Search by text and/or vector through several channels and fuse them.
+
+    Channels (see :mod:`vecgraph.hybrid` for what each adds): ``dense`` (nearest node
+    vectors), ``bm25`` (BM25 over node texts), ``entity`` (the nodes the text names by key
+    or alias, weighted by how specific each name is), ``graph`` (what walks from the
+    entity and vector seeds reach, hop >= 1: the graph's own evidence, not the seeds
+    again). Each channel that its input allows runs (dense and graph need a vector, or
+    ``text`` with an ``embedder``; bm25 and entity need ``text``) and returns up to
+    ``depth`` keys with scores; the lists are fused by ``fusion``. The BM25 channel runs in
+    a second thread beside the others when ``parallel``.
+
+    Args:
+        text: the query text (None or "" for none).
+        vector: (dim,) query vector; computed from ``text`` by ``embedder`` when None.
+        k: results wanted (>= 1).
+        channels: names from ``("dense", "bm25", "graph", "entity")``.
+        weights: {channel: weight >= 0}; a channel not named takes the fusion's default
+            (:data:`vecgraph.DEFAULT_WEIGHTS`: convex dense 1, bm25 1, graph 0.25,
+            entity 4; rrf 1.0 each). A channel of weight 0 is not run. A weight for a
+            channel not in ``channels`` is ignored (one weights dict can serve calls with
+            different channels).
+        fusion: how the lists are fused (see :data:`vecgraph.FUSIONS` and
+            :func:`vecgraph.fusion.fuse`): ``"rrf"`` is weighted Reciprocal Rank Fusion,
+            score(d) = Σ_c w_c / (rrf_k + rank_c(d)) (Cormack, Clarke & Büttcher, SIGIR
+            2009); the default weighs each channel by the evidence of its own scores.
+        embedder: embeds ``text`` when no vector is given (checked against the graph's
+            recorded embedder, see :meth:`use_embedder`).
+        tenants, labels, where, since, until: filters, applied inside every channel (as
+            in :meth:`search`).
+        seeds, hops, rels, direction, max_visited, max_fanout: the graph channel's
+            traversal (as in :meth:`search`).
+        depth: how many keys each channel contributes (default max(3 k, 30), at most 100,000).
+        rrf_k: the RRF constant (> 0), used by ``fusion="rrf"``.
+        ef: HNSW beam width of the dense channel's search (None or 0: at least
+            :data:`vecgraph.HYBRID_MIN_EF`, the graph's ``expansion_search`` and
+            ``depth``, which keeps its recall against an exact search >= 0.97 on the
+            real data sets measured; see bench/README.md).
+        exclude_keys: keys that no channel returns and no walk passes through (as in
+            :meth:`search`).
+        entity_keys: whether node keys are entity names as well as aliases: True (every
+            str key), False (aliases only) or a list of labels whose nodes' keys are names.
+        graph_seeds: the graph channel also lists its seeds (hop 0: the nodes the text
+            names and the nearest nodes), as :meth:`search` does; by default it lists only
+            what the walks reach, which the dense and entity channels do not rank.
+        graph_scoring: how the graph channel ranks what it lists: ``"seed"`` (default) by
+            the strength of the seed each node's path starts from (its normalised dense or
+            entity score) times 0.5 per hop past the first, ties by similarity to the query;
+            ``"similarity"`` by similarity to the query, as :meth:`search` does.
+
+    Returns:
+        :class:`vecgraph.results.HybridResult`: hits (key, fused score, rank per channel,
+        path), each channel's ranked keys and scores, scored traversed edges, and
+        :meth:`~vecgraph.HybridResult.to_context`.
+
+    Raises:
+        InvalidArgumentError: neither text nor vector; an unknown channel or fusion; a
+            negative or non-finite weight or rrf_k; weight 0 on every channel that can run;
+            bad filters (as in :meth:`search`).
+        TypeError: text that is not a str; a weight or rrf_k that is not a real number;
+            ``parallel`` or ``graph_seeds`` that is not a bool; ``exclude_keys`` or
+            ``entity_keys`` of the wrong type.
+    """
+    fusion = check_fusion(fusion)
+    chosen, channel_weights = check_channels(channels, weights, fusion)
+    parallel = _flag(parallel, "parallel")
+    graph_seeds = _flag(graph_seeds, "graph_seeds")
+    graph_scoring = check_graph_scoring(graph_scoring)
+    entity_keys = check_entity_keys(entity_keys)
+    if text is not None and not isinstance(text, str):
+        raise TypeError(f"text must be str or None, got {type(text).__name__}")
+    text = text or None
+    k = _count(k, "k")
+    if not 1 <= k <= _MAX_HYBRID_K:
+        raise InvalidArgumentError(f"k must be in [1, {_MAX_HYBRID_K:,}], got {k}")
+    depth = min(max(3 * k, 30), _MAX_HYBRID_K) if depth is None else _count(depth, "depth")
+    if not 1 <= depth <= _MAX_HYBRID_K:
+        raise InvalidArgumentError(f"depth must be in [1, {_MAX_HYBRID_K:,}], got {depth}")
+    rrf_k = _real(rrf_k, "rrf_k")
+    if not (rrf_k > 0 and math.isfinite(rrf_k)):
+        raise InvalidArgumentError(f"rrf_k must be finite and > 0, got {rrf_k}")
+    for name, value, least in (("seeds", seeds, 1), ("hops", hops, 0), ("max_visited", max_visited, 1),
+                               ("max_fanout", max_fanout, 1)):
+        _count_at_least(value, name, least)
+    if ef is not None:
+        ef = _count_at_least(ef, "ef", 0) or None  # 0: the default, as in search()
+    exclude = _exclude_keys(exclude_keys)
+    if vector is None and text is not None and embedder is not None:
+        vector = graph.embed_query(text, embedder)
+    if vector is None and text is None:
+        raise InvalidArgumentError("hybrid_search needs text, a vector, or both")
+    query = _float_array(vector, "vector", 1) if vector is not None else None
+    args = _search_args(depth, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
+                             None, None, 1.0, False, ef, since, until)
+    conditions = _where(where, graph._filterable)
+    if args[9] > args[10]:
+        raise InvalidArgumentError(
+            f"the time window is empty: since/ts_min ({args[9]}) is after until/ts_max ({args[10]})")
+    runnable = tuple(c for c in chosen if (c in ("dense", "graph") and query is not None)
+                     or (c in ("bm25", "entity") and text is not None))
+    if not runnable:
+        raise InvalidArgumentError(
+            f"none of the channels {list(chosen)} can run: dense and graph need a vector (or text with an "
+            "embedder), bm25 and entity need text")
+    if not any(channel_weights[c] > 0 for c in runnable):
+        raise InvalidArgumentError(f"every channel that can run ({', '.join(runnable)}) has weight 0")
+    runnable = tuple(c for c in runnable if channel_weights[c] > 0)  # weight 0: not run at all
+    dense_ef = ef if ef is not None else max(HYBRID_MIN_EF, depth, graph._hnsw["expansion_search"])
+    return run(graph, text=text, query=query, k=k, runnable=runnable, weights=channel_weights,
+                      fusion=fusion, args=args, conditions=conditions, depth=depth, dense_ef=dense_ef,
+                      exclude=exclude, entity_keys=entity_keys, graph_seeds=graph_seeds,
+                      graph_scoring=graph_scoring, rrf_k=rrf_k, parallel=parallel)
+
+
+def hybrid_search_batch(
+    graph: Any,
+    texts: Optional[Sequence[Optional[str]]] = None,
+    vectors: Any = None,
+    k: int = 10,
+    *,
+    exclude_keys: Optional[Sequence[Optional[Iterable[Key]]]] = None,
+    threads: Optional[int] = None,
+    embedder: Any = None,
+    **options: Any,
+) -> list[HybridResult]:
+    """:meth:`hybrid_search` for many queries, on ``threads`` threads (the core searches
+    release the GIL). Returns one result per query, in query order; every query is checked
+    before any runs.
+
+    Args:
+        texts: n query texts (None or "" for none), or None for no texts.
+        vectors: (n, dim) array of query vectors, or None (computed from ``texts`` by
+            ``embedder`` in one batch when given).
+        k: results wanted per query.
+        exclude_keys: None, or n collections of keys (one per query; None for none) that
+            that query must not return nor walk through (leave-one-out evaluation).
+        threads: worker threads (>= 1; None: 2, the threads one hybrid_search uses). Each
+            query's channels then run in its own thread, one after another.
+        embedder: embeds ``texts`` when no vectors are given.
+        options: any other keyword argument of :meth:`hybrid_search`, for every query.
+
+    Raises:
+        ValueError: texts, vectors and exclude_keys of different lengths; no queries.
+        The errors of :meth:`hybrid_search`, for the first query that raises them.
+    """
+    if "parallel" in options or "vector" in options or "text" in options:
+        raise TypeError("hybrid_search_batch takes texts and vectors (plural) and runs each query's channels in "
+                        "its own thread; text, vector and parallel are not arguments here")
+    if texts is None and vectors is None:
+        raise InvalidArgumentError("hybrid_search_batch needs texts, vectors, or both")
+    if texts is not None:
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise TypeError(f"texts must be a list of str (one per query), got {type(texts).__name__}")
+        texts = list(texts)
+    if vectors is None and texts is not None and embedder is not None:
+        for i, text in enumerate(texts):
+            if not isinstance(text, str) or not text:
+                raise InvalidArgumentError(f"texts[{i}] is {text!r}: with an embedder and no vectors every query "
+                                           "needs a text to embed")
+        vectors = graph.embed_query(texts, embedder)
+    matrix = _float_array(vectors, "vectors", 2) if vectors is not None else None
+    count = len(texts) if texts is not None else len(matrix)
+    if matrix is not None and len(matrix) != count:
+        raise ValueError(f"vectors has {len(matrix)} rows, texts has {count} items (one per query)")
+    if exclude_keys is not None:
+        if isinstance(exclude_keys, (str, bytes)) or not isinstance(exclude_keys, Sequence):
+            raise TypeError("exclude_keys must be a list with one collection of keys (or None) per query, got "
+                            f"{type(exclude_keys).__name__}")
+        if len(exclude_keys) != count:
+            raise ValueError(f"exclude_keys has {len(exclude_keys)} items, expected {count} (one per query)")
+    if count == 0:
+        raise ValueError("hybrid_search_batch needs at least one query")
+    if matrix is not None:  # every row checked before any query runs, named by its row
+        if matrix.shape[1] != graph.dim:
+            raise DimensionMismatchError(f"vectors have dim {matrix.shape[1]}, graph has dim {graph.dim}")
+        finite = np.isfinite(matrix).all(axis=1)
+        if not finite.all():
+            row = int(np.argmin(finite))
+            raise InvalidArgumentError(f"vectors row {row} holds NaN or inf")
+        if graph.metric == "cos" and not np.any(matrix, axis=1).all():
+            row = int(np.argmin(np.any(matrix, axis=1)))
+            raise InvalidArgumentError(f"vectors row {row} is all zeros, which has no direction under 'cos'")
+    threads = 2 if threads is None else _threads(threads, "threads")
+
+    def one(i: int) -> HybridResult:
+        return hybrid_search(graph, texts[i] if texts is not None else None,
+                             matrix[i] if matrix is not None else None, k,
+                             exclude_keys=exclude_keys[i] if exclude_keys is not None else None,
+                             parallel=False, **options)
+
+    first = one(0)  # checks the arguments before the others run
+    if count == 1:
+        return [first]
+    if threads == 1:
+        return [first] + [one(i) for i in range(1, count)]
+    with ThreadPoolExecutor(max_workers=min(threads, count - 1), thread_name_prefix="vecgraph-batch") as pool:
+        return [first] + list(pool.map(one, range(1, count)))
