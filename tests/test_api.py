@@ -624,58 +624,6 @@ def test_hop_decay_beyond_float32_gives_no_nan(decay):
     assert scores["c"] == expected and np.signbit(scores["c"]) == np.signbit(expected)
 
 
-def _outcome(fn, *args):
-    """(True, result with each item's type) or (False, exception type and message)."""
-    try:
-        result = fn(*args)
-    except Exception as exc:  # noqa: BLE001 - the two paths must fail alike
-        return False, (type(exc), str(exc))
-    return True, tuple((type(item), item) for item in result)
-
-
-def test_search_argument_fast_path_equals_the_checked_path():
-    """vecgraph.arguments._search_args takes the common call (plain ints, no filters) in one expression; for
-    every mix of plain, unusual and bad values it returns what the full checks return, or raises
-    the same error."""
-    from hypothesis import given, settings, strategies as st
-
-    graph = vg.Graph(4)
-    ints = st.one_of(st.integers(-3, 3000), st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, True, False]),
-                     st.builds(np.int64, st.integers(0, 50)), st.sampled_from([2.0, "3", None]))
-    optional_ints = st.one_of(st.none(), ints)
-    names = st.one_of(st.none(), st.sampled_from(["a", ["a", "b"], ("x",), [], 3, [1]]))
-    directions = st.sampled_from(["out", "in", "both", "BOTH", "", None, b"out", 1])
-    decays = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1, 0, True, "1", None]),
-                       st.builds(np.float32, st.floats(0, 1, width=32)))
-    flags = st.sampled_from([True, False, np.bool_(True), 0, 1, None, "yes"])
-    times = st.one_of(st.none(), st.sampled_from([0, -5, 2**63, 1.5]))
-
-    common = (10, 8, 2, 2000, 256, "both", None, None, None, None, None, 1.0, False, None)
-    odd = (ints, ints, ints, ints, ints, directions, names, names, names, times, times, decays, flags, optional_ints)
-    plain = st.integers(0, 5000)  # plain ints near the common call's
-
-    @settings(max_examples=800, deadline=None)
-    @given(data=st.data())
-    def check(data):
-        # The common call with a few positions changed: most draws stay near the fast path's edge.
-        args = list(common)
-        for position in (0, 1, 2, 3, 4, 13):
-            if data.draw(st.booleans()):
-                args[position] = data.draw(plain)
-        for position in data.draw(st.lists(st.integers(0, len(common) - 1), max_size=2)):
-            args[position] = data.draw(odd[position])
-        fast, checked = _outcome(vg.arguments._search_args, *args), _outcome(vg.arguments._search_args_checked, *args)
-        if fast[0] or checked[0]:
-            assert fast == checked
-        else:
-            assert fast[1][0] is checked[1][0] and fast[1][1] == checked[1][1]
-
-    check()
-    # The common call itself takes the fast path and gives the core's tuple.
-    assert graph._search_args(10, 8, 2, 2000, 256, "both", None, None, None, None, None, 1.0, False, None) == (
-        10, 8, 2, 2000, 256, "both", None, None, None, -(2**63), 2**63 - 1, 1.0, False, 0)
-
-
 def _hard_graph(n: int, **kwargs) -> tuple[vg.Graph, np.ndarray]:
     """n unclustered 32-d nodes (a hard case for a greedy HNSW walk), built on one thread so
     that the HNSW graph is the same on every run, with a ring of edges; and 200 queries."""
@@ -819,22 +767,3 @@ def test_a_graph_cannot_be_copied_shallow_or_deep():
                                      "the same data")
 
 
-def test_a_search_result_pickles_with_its_paths():
-    import pickle
-
-    g = vg.Graph(3)
-    g.add_nodes(["a", "b", "c"], np.eye(3, dtype=np.float32) + 0.1)
-    g.add_edges(["a", "b"], ["b", "c"], rels=["r", "s"], weights=[1.0, 2.0])
-    q = np.array([1, 0.1, 0.1], np.float32)
-    res = g.search(q, k=3, seeds=1, hops=2)
-    batch = g.search_batch(np.stack([q, q]), k=3, seeds=1, hops=2)
-    copied = pickle.loads(pickle.dumps(res))
-    copied_batch = pickle.loads(pickle.dumps(batch))
-    g.close()  # the copies need no graph
-    assert copied.keys == res.keys == ["a", "b", "c"]
-    np.testing.assert_array_equal(copied.scores, res.scores)
-    assert copied.scores.dtype == np.float32 and list(copied.hops) == [0, 1, 2]
-    assert copied.paths[2] == [vg.graph.Edge("a", "r", "b", 1.0), vg.graph.Edge("b", "s", "c", 2.0)] and copied.paths == res.paths
-    assert list(copied) == list(res) and (copied.count_seeds, copied.count_visited) == (1, 3)
-    assert [r.keys for r in copied_batch] == [res.keys] * 2 and copied_batch[1].paths == res.paths
-    assert repr(copied) == repr(res)

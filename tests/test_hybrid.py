@@ -330,26 +330,6 @@ def test_to_context_keeps_the_budget_and_tags_every_line():
         res.to_context(max_tokens="5")
 
 
-def test_a_result_pickles_with_what_to_context_reads():
-    import pickle
-
-    g = team()
-    g.add_edges(["orion"], ["ada"], rels=["inspired_by"], texts=["named for her notes"])  # not walked
-    res = g.hybrid_search("Who leads Orion?", vector=unit(0, 0, 1, 0), k=4)
-    context = res.to_context(max_tokens=10_000)
-    assert "[orion --inspired_by--> ada] named for her notes" in context.splitlines()
-    copied = pickle.loads(pickle.dumps(res))
-    g.delete_nodes(["ada"])  # the copy keeps the graph as it was when pickled; the result reads it live
-    assert "[ada]" not in res.to_context(max_tokens=10_000)
-    g.close()
-    assert copied.hits == res.hits and copied.edges == res.edges and copied.keys == res.keys
-    assert copied.channels == res.channels and copied.lists == res.lists
-    assert copied.to_context(max_tokens=10_000) == context
-    assert pickle.loads(pickle.dumps(copied)).to_context(max_tokens=10_000) == context
-    small = copied.to_context(max_tokens=12)
-    assert 0 < len(small) < len(context) and context.startswith(small)
-
-
 def test_the_command_runs_hybrid_queries(tmp_path):
     import json
     import os

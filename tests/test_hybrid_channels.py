@@ -5,7 +5,6 @@ HNSW beam (ef) per call moves recall as it should."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import vecgraph as vg
-from vecgraph import _core, entities, fusion, hybrid
+from vecgraph import _core, fusion, hybrid
 
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
@@ -122,23 +121,6 @@ def test_entity_keys_false_leaves_keys_out_and_keeps_aliases():
     assert set(g.hybrid_search(text, k=5, channels=["entity"], entity_keys=["project"]).keys) == {"orion", "vega"}
     with pytest.raises(TypeError, match="entity_keys"):
         g.hybrid_search(text, channels=["entity"], entity_keys="project")
-
-
-def test_name_specificity_is_the_sum_of_idf_and_the_product_of_shares():
-    def frequencies(terms):
-        df = {"open": 50, "file": 10, "zap": 0}
-        return 100, [df[t] for t in terms]
-
-    spec = entities.name_specificity(["open", "open file", "zap"], frequencies)
-
-    def idf(n):
-        return math.log(1 + (100 - n + 0.5) / (n + 0.5))
-
-    assert spec["open"] == pytest.approx((idf(50), 0.5))
-    assert spec["open file"] == pytest.approx((idf(50) + idf(10), 0.05))
-    assert spec["zap"] == pytest.approx((idf(0), 0.0))
-    assert entities.name_specificity(["x"], lambda terms: (0, [0])) == {"x": (1.0, 0.0)}
-    assert entities.name_terms("A7-Pro controller") == ["a7-pro", "controller"]
 
 
 def test_document_frequencies_count_node_texts():
