@@ -907,8 +907,8 @@ Status Engine::apply_edges(const EdgeBatch& batch, PreparedEdges& prepared) {
             }
         }
         if (!bulk)
-            for (std::size_t e = first; e < total; ++e)
-                delta_.add(edge_src_[e], edge_dst_[e], static_cast<edge_id_t>(e), edge_weights_[e], edge_rels_[e]);
+            delta_.add_range(EdgeColumns{edge_src_.data(), edge_dst_.data(), edge_rels_.data(), edge_weights_.data(), total},
+                             first);
     }
     return Status::OK();
 }
@@ -1138,11 +1138,9 @@ void Engine::install_base(CsrGraph next, std::size_t count_edges, const std::uin
     // added while the CSR was built stay in a delta, made here before the engine lock, so that
     // running out of memory ends the compaction (std::bad_alloc) before it changes anything;
     // edges deleted meanwhile stay flagged in edge_dead_, which traversal checks.
-    DeltaAdjacency delta;
-    delta.slot.reserve(delta_.slot.capacity());
-    delta.slot.assign(delta_.slot.size(), 0);
-    for (std::size_t e = count_edges; e < edge_src_.size(); ++e)
-        delta.add(edge_src_[e], edge_dst_[e], static_cast<edge_id_t>(e), edge_weights_[e], edge_rels_[e]);
+    DeltaAdjacency delta = delta_.rebased(
+        EdgeColumns{edge_src_.data(), edge_dst_.data(), edge_rels_.data(), edge_weights_.data(), edge_src_.size()},
+        count_edges);
     std::size_t dead_since = 0;
     if (dead_at_build)
         for (std::size_t e = 0; e < count_edges; ++e) dead_since += edge_dead_[e] && !dead_at_build[e];

@@ -16,10 +16,10 @@
 // when it moves the row buffer or grows the seed index, for the inserts still running).
 //
 // Delta graph and compaction. Edges added since the base CSR was built live in a delta
-// (DeltaAdjacency, per-node sorted lists) that traversal merges with the CSR in the same
-// (weight desc, edge id asc) order. Compaction builds the next CSR from the edge columns off
-// to the side (searches and the CSR they read are untouched), then swaps it in under the
-// exclusive lock. It runs on compact(), and on a background thread once the delta holds
+// (DeltaAdjacency, per-node sorted lists; delta_graph.hpp) that traversal merges with the CSR
+// in the same (weight desc, edge id asc) order. Compaction builds the next CSR from the edge
+// columns off to the side (searches and the CSR they read are untouched), then swaps it in
+// under the exclusive lock. It runs on compact(), and on a background thread once the delta holds
 // more than max(auto_compact_edges, base edges / 8) edges or deleted edges.
 //
 // Deletes are tombstones: a deleted node keeps its row and id (its key is released and can
@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "vecgraph/csr_graph.hpp"
+#include "vecgraph/delta_graph.hpp"
 #include "vecgraph/detail/context_pool.hpp"
 #include "vecgraph/detail/interner.hpp"
 #include "vecgraph/detail/key_index.hpp"

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "vecgraph/csr_graph.hpp"
+#include "vecgraph/delta_graph.hpp"
 #include "vecgraph/node_filter.hpp"
 #include "vecgraph/seed_index.hpp"
 #include "vecgraph/types.hpp"
@@ -100,77 +101,6 @@ struct TraversalScratch {
     }
 };
 
-/// Traversal order of two adjacency entries: weight descending, then edge id ascending.
-inline bool comes_before(const AdjEntry& a, const AdjEntry& b) noexcept {
-    return a.weight > b.weight || (a.weight == b.weight && a.edge < b.edge);
-}
-
-/// Edges added since the base CSR was built (the delta graph): per node with delta edges, its
-/// out- and in-lists kept in traversal order. A node finds its lists through one 4-byte slot
-/// indexed by node id (0: no delta edges), so a node without delta edges costs one read and an
-/// added edge costs two array reads, never a hash lookup.
-struct DeltaAdjacency {
-    struct Lists {
-        node_id_t node = invalid_id;
-        std::vector<AdjEntry> out, in;
-    };
-    std::vector<std::uint32_t> slot;  // indexed by node id: 0, or 1 + the index of its Lists
-    std::vector<Lists> lists;
-    std::size_t count_edges = 0;
-
-    /// The delta lists of node u, or nullptr when u has no delta edges.
-    const Lists* lists_at(node_id_t u) const noexcept {
-        const std::uint32_t s = u < slot.size() ? slot[u] : 0;
-        return s ? &lists[s - 1] : nullptr;
-    }
-    void add(node_id_t src, node_id_t dst, edge_id_t edge, float weight, rel_id_t rel) {
-        insert(lists_of(src).out, AdjEntry{dst, edge, weight, rel});
-        insert(lists_of(dst).in, AdjEntry{src, edge, weight, rel});
-        ++count_edges;
-    }
-    std::size_t memory_bytes() const noexcept {
-        return slot.capacity() * sizeof(std::uint32_t) + lists.capacity() * sizeof(Lists) +
-               count_edges * 2 * sizeof(AdjEntry);
-    }
-
-  private:
-    Lists& lists_of(node_id_t u) {
-        std::uint32_t& s = slot[u];
-        if (!s) {
-            lists.emplace_back().node = u;
-            s = static_cast<std::uint32_t>(lists.size());
-        }
-        return lists[s - 1];
-    }
-    static void insert(std::vector<AdjEntry>& list, const AdjEntry& entry) {
-        list.insert(std::upper_bound(list.begin(), list.end(), entry, comes_before), entry);
-    }
-};
-
-/// What traversal reads: the immutable base CSR, the delta since it, and edge tombstones.
-struct GraphView {
-    const CsrGraph* base = nullptr;
-    const DeltaAdjacency* delta = nullptr;  // nullptr: no delta
-    const std::uint8_t* edge_dead = nullptr;  // one flag per edge id, or nullptr: no edge is deleted
-};
-
-namespace detail {
-// One direction of a node's edges: the base CSR run and the delta run, merged in traversal order.
-struct EdgeRun {
-    const AdjEntry *a = nullptr, *a_end = nullptr, *b = nullptr, *b_end = nullptr;
-    bool empty() const noexcept { return a == a_end && b == b_end; }
-    const AdjEntry* front() const noexcept {
-        if (a == a_end) return b;
-        if (b == b_end) return a;
-        return comes_before(*b, *a) ? b : a;
-    }
-    void pop(const AdjEntry* taken) noexcept {
-        if (taken == a) ++a;
-        else ++b;
-    }
-};
-}  // namespace detail
-
 /// Calls fn(neighbor, edge) for the allowed edges of node u in traversal order (weight desc,
 /// edge id asc; base and delta merged, out- and in-lists merged under Direction::both, a
 /// self-loop once; deleted edges skipped), at most params.max_fanout of them; stops early when
@@ -181,28 +111,10 @@ bool for_each_allowed_edge(const GraphView& graph, node_id_t u, const TraversalP
     detail::EdgeRun out, in;
     const bool in_base = u < base.count_nodes();
     const DeltaAdjacency::Lists* delta = graph.delta ? graph.delta->lists_at(u) : nullptr;
-    if (params.direction != Direction::in) {
-        if (in_base) {
-            const Adjacency& adj = base.out();
-            out.a = adj.entries.data() + adj.offsets[u];
-            out.a_end = adj.entries.data() + adj.offsets[u + 1];
-        }
-        if (delta) {
-            out.b = delta->out.data();
-            out.b_end = delta->out.data() + delta->out.size();
-        }
-    }
-    if (params.direction != Direction::out) {
-        if (in_base) {
-            const Adjacency& adj = base.in();
-            in.a = adj.entries.data() + adj.offsets[u];
-            in.a_end = adj.entries.data() + adj.offsets[u + 1];
-        }
-        if (delta) {
-            in.b = delta->in.data();
-            in.b_end = delta->in.data() + delta->in.size();
-        }
-    }
+    if (params.direction != Direction::in)
+        out = detail::EdgeRun::of(base.out(), in_base, u, delta ? &delta->out : nullptr);
+    if (params.direction != Direction::out)
+        in = detail::EdgeRun::of(base.in(), in_base, u, delta ? &delta->in : nullptr);
     const std::uint8_t* rel_ok = params.rel_ok ? params.rel_ok->data() : nullptr;
     const std::uint8_t* edge_dead = graph.edge_dead;
     const bool both = params.direction == Direction::both;
