@@ -2,7 +2,7 @@
 //
 // USearch stores only the graph and the keys; distances are computed by our own metric over
 // the int8 VectorStore, so vectors are held once. Keys are node ids. USearch builds and links
-// the graph; searches walk it with a loop of our own (seed_index.cpp, "search walk"): USearch's
+// the graph; searches walk it with a loop of our own (seed_index_walk.hpp): USearch's
 // search algorithm with two candidates expanded per step (DiskANN's beam width), the next two
 // candidates' neighbour lists requested ahead, and the new neighbours of both measured with one
 // gathered kernel call; its recall matches USearch's search, its result lists need not be
