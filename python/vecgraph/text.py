@@ -1,9 +1,11 @@
-"""The text channel: a tokenizer for English, CJK and identifier-heavy text, and a BM25 index.
+"""The text channel: a BM25 index of node and edge texts.
 
-:func:`tokenize` turns text into the terms both documents and queries are indexed by;
-:class:`TextIndex` keeps documents (node or edge texts with their key, tenant, label and ts)
-in a tantivy index (a full-text search library: incremental adds and deletes, top-k by
-block-max WAND) and ranks them by Okapi BM25 (k1 = 1.2, b = 0.75).
+:func:`tokenize` (:mod:`vecgraph.tokenizer`: English, CJK and identifier-heavy text) turns
+text into the terms both documents and queries are indexed by; :class:`TextIndex` keeps
+documents (node or edge texts with their key, tenant, label and ts) in a tantivy index (a
+full-text search library: incremental adds and deletes, top-k by block-max WAND) and ranks them
+by Okapi BM25 (k1 = 1.2, b = 0.75). Its arguments are checked and encoded by
+:mod:`vecgraph.text_checks`; a search reads the ranking through :mod:`vecgraph.text_pages`.
 
 >>> tokenize("Widget A7-Pro costs $99 (see ERR_0x9941)")
 ['widget', 'a7-pro', 'a7', 'pro', 'costs', '99', 'see', 'err_0x9941', 'err', '0x9941']
@@ -17,24 +19,17 @@ block-max WAND) and ranks them by Okapi BM25 (k1 = 1.2, b = 0.75).
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import itertools
 import json
-import logging
-import numbers
 import os
 import re
 import shutil
 import sys
 import tempfile
 import threading
-import unicodedata
 import weakref
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Callable, Optional, Union
-
-import numpy as np
 
 from .errors import (
     CorruptionError,
@@ -43,190 +38,34 @@ from .errors import (
     InvalidArgumentError,
     ReadOnlyError,
     StorageError,
-    _short,
 )
+from .text_checks import (
+    _INT64_MAX,
+    _INT64_MIN,
+    _KINDS,
+    _check_int,
+    _check_kind,
+    _check_unicode,
+    _column_of_str,
+    _column_of_ts,
+    _decode_doc_key,
+    _decode_key,
+    _doc_key,
+    _encode_key,
+    _encode_keys,
+    _filter_names,
+    _rebuild_row,
+    _term,
+)
+from .text_pages import _top_admitted
+from .tokenizer import STOPWORDS, TOKENIZER_VERSION, tokenize
 
 __all__ = ["tokenize", "TextIndex", "STOPWORDS", "TOKENIZER_VERSION", "SCHEMA_VERSION"]
 
 Key = Union[str, int]
 
-TOKENIZER_VERSION = 2
-"""Changes whenever :func:`tokenize` gives different terms for some text; an index written
-with another version is emptied on open (see :attr:`TextIndex.reset_on_open`)."""
-
 SCHEMA_VERSION = 3
 """Version of the layout of a :class:`TextIndex` folder (fields and header file)."""
-
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-# ------------------------------------------------------------------------------------------ tokenizer
-
-STOPWORDS = frozenset(
-    # English: NLTK's English stopword list (function words, pronouns, auxiliaries, the pieces
-    # of contractions such as "don't" -> "don", "t") plus a few modal verbs. They are dropped
-    # from documents and queries alike: they carry almost no BM25 weight, and each would make
-    # a query visit a large part of the index.
-    "i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she "
-    "her hers herself it its itself they them their theirs themselves what which who whom this that "
-    "these those am is are was were be been being have has had having do does did doing a an the and "
-    "but if or because as until while of at by for with about against between into through during "
-    "before after above below to from up down in out on off over under again further then once here "
-    "there when where why how all any both each few more most other some such no nor not only own "
-    "same so than too very s t can will just don should now d ll m o re ve y ain aren couldn didn "
-    "doesn hadn hasn haven isn ma mightn mustn needn shan shouldn wasn weren won wouldn "
-    "also could would may might must shall "
-    # Chinese function words that jieba returns as words of their own.
-    "的 了 是 在 和 与 及 或 吗 呢 吧 啊 也 都 就 着 过 而 之".split()
-)
-"""Terms :func:`tokenize` drops (English function words, a few Chinese particles)."""
-
-# Characters that join alphanumeric runs into one identifier-like token.
-_JOINERS = "-_.@:/"
-# Invisible format characters (Unicode category Cf) of the Basic Multilingual Plane: dropped.
-_FORMAT_CHARS = dict.fromkeys(c for c in range(0x10000) if unicodedata.category(chr(c)) == "Cf")
-# Hyphen look-alikes that NFKC leaves alone but that mean "-" inside a model number.
-_HYPHENS = str.maketrans({"\u2010": "-", "\u2011": "-", "\u2212": "-"})
-# Han ideographs (CJK unified, extensions, compatibility; 々 and 〇) go to jieba.
-_HAN = "\u3005\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-# Kana and Hangul: no segmenter here; character bigrams.
-_KANA_HANGUL = "\u1100-\u11ff\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff\ua960-\ua97f\uac00-\ud7ff"
-_MAX_COMPOUND_CHARS = 64
-
-_token_re: Optional[re.Pattern] = None
-_split_re = re.compile(f"[{re.escape(_JOINERS)}]+")
-_jieba: Any = None
-_lazy_lock = threading.Lock()
-
-
-def _marks_class() -> str:
-    """Regex class body of every combining mark (Unicode categories Mn, Mc, Me) below U+30000."""
-    out, start = [], None
-    for cp in range(0x30001):
-        is_mark = cp < 0x30000 and unicodedata.category(chr(cp))[0] == "M"
-        if is_mark and start is None:
-            start = cp
-        elif not is_mark and start is not None:
-            out.append(f"\\U{start:08x}-\\U{cp - 1:08x}")
-            start = None
-    return "".join(out) + "\\U000e0100-\\U000e01ef"
-
-
-def _pattern() -> re.Pattern:
-    global _token_re
-    if _token_re is None:
-        with _lazy_lock:
-            if _token_re is None:
-                marks = _marks_class()
-                # a letter or digit that is neither '_' nor CJK, then letters, digits and marks
-                letter = f"[^\\W_{_HAN}{_KANA_HANGUL}]"
-                word = f"{letter}(?:{letter}|[{marks}])*"
-                joiners = re.escape(_JOINERS)
-                _token_re = re.compile(
-                    f"(?P<han>[{_HAN}]+)|(?P<kana>[{_KANA_HANGUL}]+)"
-                    f"|(?P<word>_*{word}(?:[{joiners}]+{word})*_*)"
-                )
-    return _token_re
-
-
-def _segmenter() -> Any:
-    global _jieba
-    if _jieba is None:
-        with _lazy_lock:
-            if _jieba is None:
-                import jieba
-
-                jieba.setLogLevel(logging.WARNING)  # it logs its dictionary loading otherwise
-                jieba.initialize()
-                _jieba = jieba
-    return _jieba
-
-
-def normalize(text: str) -> str:
-    """NFKC-normalised, casefolded ``text`` (then NFKC again, as casefolding can denormalise),
-    without invisible format characters (soft hyphen, zero-width space and joiners, BOM), which
-    would otherwise split ``A7\u00adPro`` in two."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return folded.translate(_HYPHENS).translate(_FORMAT_CHARS)
-
-
-def tokenize(text: str) -> list[str]:
-    """The terms of ``text``, in order, as documents and queries are both indexed.
-
-    Rules, applied in order:
-
-    1. **Normalisation**: NFKC (full-width ``Ａ７`` -> ``a7``, ligature ``ﬁ`` -> ``fi``,
-       half-width katakana -> full-width, ``①`` -> ``1``), then casefolding (``Straße`` ->
-       ``strasse``); the hyphen look-alikes U+2010, U+2011 and U+2212 become ``-``.
-    2. **Identifiers** are kept whole and also split: a run of letters and digits joined by
-       ``- _ . @ : /`` (leading or trailing ``_`` allowed) gives the whole run, then each
-       alphanumeric part, so both the exact identifier (a rare term, high idf) and its pieces
-       match: ``A7-Pro`` -> ``a7-pro a7 pro``; ``ERR_0x9941`` -> ``err_0x9941 err 0x9941``;
-       ``v2.0`` -> ``v2.0 v2 0``; ``foo.bar_baz`` -> ``foo.bar_baz foo bar baz``;
-       ``ann@example.com`` -> ``ann@example.com ann example com``; ``std::vector`` ->
-       ``std::vector std vector``; ``__init__`` -> ``__init__ init``. A joiner at the end of
-       a run is punctuation (``v2.0.`` -> ``v2.0 v2 0``). Whole runs longer than 64
-       characters are not kept (their parts are).
-    3. **Words**: any other character (spaces, punctuation, symbols) separates words:
-       ``don't stop!`` -> ``stop`` (``don`` and ``t`` are stopwords). Combining marks stay
-       inside words (Devanagari, Thai, decomposed accents), diacritics are kept
-       (``café`` != ``cafe``). There is no stemming (``prices`` != ``price``) and no
-       camelCase or letter/digit splitting (``A7`` stays ``a7``).
-    4. **Chinese**: runs of Han characters are segmented by jieba in search mode, which also
-       returns the shorter words inside long ones: ``A7-Pro 多少钱？`` -> ``a7-pro a7 pro
-       多少 钱``; ``中华人民共和国`` -> ``中华 华人 人民 共和 共和国 中华人民共和国``. jieba
-       is loaded on the first text with Han characters (about half a second).
-    5. **Japanese kana and Korean Hangul** have no segmenter here: their runs become
-       overlapping character bigrams (``カタカナ`` -> ``カタ タカ カナ``; a one-character
-       run stays itself). Kanji inside Japanese text are Han runs, segmented by jieba.
-    6. **Stopwords**: terms in :data:`STOPWORDS` (English function words, a few Chinese
-       particles) are dropped, except whole identifiers. Scripts without spaces other than
-       the above (Thai, Lao, Khmer, ...) give one term per run.
-
-    Args:
-        text: any str (an empty one gives ``[]``).
-
-    Returns:
-        list of str terms, in text order, repeated as often as they occur (BM25 counts them).
-
-    Raises:
-        TypeError: ``text`` is not a str.
-
-    >>> tokenize("ＦＵＬＬ-width ﬁne Straße")
-    ['full-width', 'full', 'width', 'fine', 'strasse']
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if not text:
-        return []
-    text = normalize(text)
-    out: list[str] = []
-    append = out.append
-    stop = STOPWORDS
-    for m in _pattern().finditer(text):
-        group = m.lastgroup
-        tok = m.group()
-        if group == "word":
-            if tok.isalnum():
-                if tok not in stop:
-                    append(tok)
-                continue
-            parts = [p for p in _split_re.split(tok) if p]
-            if (len(parts) > 1 or parts[0] != tok) and len(tok) <= _MAX_COMPOUND_CHARS:
-                append(tok)
-            for part in parts:
-                if part not in stop:
-                    append(part)
-        elif group == "han":
-            for word in _segmenter().lcut_for_search(tok):
-                if word not in stop:
-                    append(word)
-        else:  # kana / hangul
-            if len(tok) == 1:
-                append(tok)
-            else:
-                out.extend(tok[i:i + 2] for i in range(len(tok) - 1))
-    return out
-
 
 # ------------------------------------------------------------------------------------------ index
 
@@ -258,17 +97,12 @@ def tokenize(text: str) -> list[str]:
 # reloaded) by the next read: a search, count, delete or close. A crash loses what was not
 # published; the owner sees it as an lsn behind its own and rebuilds (see Graph).
 
-_KINDS = ("node", "edge")
-_KIND_PREFIX = {"node": "n", "edge": "e"}
 _META_FILE = "vecgraph-text.json"
 _FORMAT = "vecgraph-text"
 _WRITER_HEAP_BYTES = 64 << 20   # tantivy's indexing buffer; it needs >= 15 MB per thread
 _WRITER_THREADS = 1             # searches keep the other core
 _PROGRESS_MIN_ITEMS = 10_000
 _REBUILD_CHUNK = 4096
-_FIRST_PAGE_MIN = 32           # a search fetches k + max(k, 32) hits first
-_TERM_MAX_BYTES = 1024         # longer keys, tenants and labels are indexed by their digest
-_TIE_BLOCK = 4096              # rows of a page that one tie group fills (see _ranked_pages)
 _WRITTEN_MAX = 100_000         # keys written since the last publish that force one (see delete)
 _UNCHECKED_FILES = frozenset({_META_FILE, _META_FILE + ".tmp", ".tantivy-writer.lock", ".tantivy-meta.lock"})
 
@@ -848,35 +682,7 @@ class TextIndex:
 
         # tantivy sizes its collector by the page: never more than the documents there are
         most = max(1, int(searcher.num_docs))
-        # Candidates are checked in blocks: one at a time with ``exclude`` alone (it is called
-        # on no candidate past the k-th admitted), growing blocks with ``exclude_many``.
-        if exclude_many is None:
-            drops = None if exclude is None else (lambda keys: [_one_flag(exclude, keys[0])])
-        elif exclude is None:
-            drops = lambda keys: _many_flags(exclude_many, keys)  # noqa: E731
-        else:
-            drops = lambda keys: [d or _one_flag(exclude, key)  # noqa: E731
-                                  for key, d in zip(keys, _many_flags(exclude_many, keys))]
-        block_size = 1 if exclude_many is None else max(k, 64)
-        # The first page holds the first block and max(k, 32) more rows (a page yields only the
-        # rows scored above its last one, and a second page fetches four times as many).
-        first_page = block_size - 1 + k + max(k, _FIRST_PAGE_MIN)
-        rows = _ranked_pages(page, key_of, min(first_page, most), most)
-        if drops is None:
-            return list(itertools.islice(rows, k))
-        out: list = []
-        block: list = []
-        for row in rows:
-            block.append(row)
-            if len(block) < block_size:
-                continue
-            if _admit_block(block, drops, out, k):
-                return out
-            if exclude_many is not None:
-                block_size = min(4 * block_size, 16_384)
-        if block:
-            _admit_block(block, drops, out, k)
-        return out
+        return _top_admitted(page, key_of, k, most, exclude, exclude_many)
 
     def document_frequencies(self, terms: Sequence[str], kind: str = "node") -> tuple[int, list[int]]:
         """How many documents the index holds (node and edge texts alike), and how many of
@@ -1139,257 +945,6 @@ def _call(fn: Callable[[], Any], where: str, doing: str) -> Any:
             raise CorruptionError(f"text index {where}: {doing} failed inside tantivy ({exc}); the index "
                                   "is damaged, rebuild it") from exc
         raise
-
-
-def _term(value: str) -> str:
-    """The indexed term of a key, tenant or label: the value itself, or for a value longer than
-    _TERM_MAX_BYTES (tantivy drops terms past 65,530 bytes) a 256-bit BLAKE2b digest of it."""
-    if len(value) * 4 <= _TERM_MAX_BYTES or len(value.encode("utf-8", "surrogatepass")) <= _TERM_MAX_BYTES:
-        return value
-    return "\x00blake2b:" + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=32).hexdigest()
-
-
-def _doc_key(kind: str, enc: tuple[str, str]) -> str:
-    return f"{_KIND_PREFIX[kind]}{enc[0]}:{enc[1]}"
-
-
-def _decode_doc_key(doc_key: str) -> Key:
-    return int(doc_key[3:]) if doc_key[1] == "i" else doc_key[3:]
-
-
-def _key_order(key: Key) -> tuple:
-    return (0, key, "") if type(key) is int else (1, 0, key)
-
-
-def _is_flag(value: Any) -> bool:
-    return isinstance(value, (bool, np.bool_))
-
-
-def _one_flag(exclude: Callable[[Key], bool], key: Key) -> bool:
-    """``exclude(key)``; TypeError naming what came when that is not a bool."""
-    flag = exclude(key)
-    if not _is_flag(flag):
-        raise TypeError(f"exclude must return a bool; it returned {type(flag).__name__} "
-                        f"{_short(flag)} for key {_short(key)}")
-    return bool(flag)
-
-
-def _many_flags(exclude_many: Callable[[list], Sequence[bool]], keys: list) -> list:
-    """``exclude_many(keys)`` as a list of one bool per key; TypeError when it returns no
-    sequence (None, say), a str, bytes or dict, or an item that is not a bool (numpy.bool_
-    counts as one); ValueError when it returns another number of flags."""
-    count = len(keys)  # before the call: the callable may change the list it is given
-    flags = exclude_many(keys)
-    if isinstance(flags, (str, bytes, bytearray, dict)) or not isinstance(flags, Iterable):
-        raise TypeError(f"exclude_many must return a sequence of bools, one per key; "
-                        f"it returned {type(flags).__name__} for {count} keys")
-    flags = list(flags)
-    if len(flags) != count:
-        raise ValueError(f"exclude_many returned {len(flags)} flags for {count} keys")
-    for i, flag in enumerate(flags):
-        if not _is_flag(flag):
-            raise TypeError(f"exclude_many must return a sequence of bools, one per key; "
-                            f"item {i} is {type(flag).__name__} {_short(flag)}")
-    return flags
-
-
-def _admit_block(block: list, drops: Callable[[list], Sequence[bool]], out: list, k: int) -> bool:
-    """Moves the (key, score) rows of ``block`` that ``drops`` keeps to ``out``, up to ``k``
-    there; True once ``out`` holds ``k``."""
-    flags = drops([key for key, _ in block])
-    for row, drop in zip(block, flags):
-        if not drop:
-            out.append(row)
-            if len(out) == k:
-                return True
-    block.clear()
-    return False
-
-
-def _ranked_pages(page: Callable[[int, int], list], key_of: Callable[[Any], Key], limit: int,
-                  most: int) -> Iterator[tuple[Key, float]]:
-    """(key, score) of every match, best first, ties by key (see TextIndex.search).
-
-    ``page(limit, offset)`` returns (score, address) pairs ordered by score only (ties in the
-    index's own order); ``key_of(address)`` reads a row's key, which is done only for the rows
-    yielded (a group of tied rows at a time, to order it by key), so a caller that takes the
-    first k rows reads about k keys. Rows tied with a page's last score may continue on the
-    next page, so a page yields only its rows scored strictly better than its last row, and the
-    next page starts after them, fetching four times as many rows (at most ``most``, the
-    documents of the index, and at most _TIE_BLOCK unless the first page was larger). The last
-    page (fewer rows than asked, or ``most`` asked) yields everything. A page that one tie group
-    fills is yielded in key order and the next page starts after it: a tie group larger than a
-    page is ordered by key within each page, the pages in the index's order.
-    """
-    offset = 0
-    while True:
-        rows = sorted(page(limit, offset), key=lambda row: -row[0])  # stable: ties keep the index's order
-        final = len(rows) < limit or limit >= most
-        last = rows[-1][0] if rows else 0.0
-        count = 0
-        i = 0
-        while i < len(rows):
-            score = rows[i][0]
-            if not final and score <= last:
-                break
-            j = i + 1
-            while j < len(rows) and rows[j][0] == score:
-                j += 1
-            group = [key_of(address) for _, address in rows[i:j]]
-            if j - i > 1:
-                group.sort(key=_key_order)
-            for key in group:
-                yield key, score
-            count += j - i
-            i = j
-        if final:
-            return
-        if count == 0 and limit >= _TIE_BLOCK:  # one tie group fills the page: key order within it
-            for key in sorted((key_of(address) for _, address in rows), key=_key_order):
-                yield key, last
-            count = len(rows)
-        offset += count
-        limit = min(limit * 4, most, max(limit, _TIE_BLOCK))
-
-
-# ------------------------------------------------------------------------------------------ checks
-
-
-def _check_int(value: Any, name: str) -> int:
-    if type(value) is int:
-        v = value
-    elif isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    else:
-        v = int(value)
-    if not _INT64_MIN <= v <= _INT64_MAX:
-        raise InvalidArgumentError(f"{name} must fit int64, got {v}")
-    return v
-
-
-def _check_kind(kind: Any) -> str:
-    if kind not in _KINDS or not isinstance(kind, str):
-        raise InvalidArgumentError(f"kind must be 'node' or 'edge', got {kind!r}")
-    return kind
-
-
-def _sequence(values: Any, name: str) -> Sequence:
-    if isinstance(values, (str, bytes)):
-        raise TypeError(f"{name} must be a sequence, not a single {type(values).__name__}; wrap it in a list")
-    if isinstance(values, (set, frozenset, dict)):
-        raise TypeError(f"{name} must be ordered (a list, tuple or array), got {type(values).__name__}")
-    if type(values) is list or type(values) is tuple:
-        return values
-    if hasattr(values, "tolist") and getattr(values, "ndim", 1) == 1:
-        return values.tolist()
-    if not isinstance(values, Iterable):
-        raise TypeError(f"{name} must be a sequence, got {type(values).__name__}")
-    return list(values)
-
-
-def _check_unicode(value: str, where: str) -> str:
-    """``value`` if it encodes to UTF-8 (no lone surrogates); else ValueError naming ``where``."""
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(f"{where} is not valid Unicode (a lone surrogate); text must encode to UTF-8") from None
-    return value
-
-
-def _encode_key(key: Any, where: str) -> tuple[str, str]:
-    if type(key) is str:
-        return ("s", _check_unicode(key, where))
-    if type(key) is int or (isinstance(key, numbers.Integral) and not isinstance(key, bool)
-                            and type(key).__name__ != "bool_"):
-        v = int(key)
-        if not _INT64_MIN <= v <= _INT64_MAX:
-            raise InvalidArgumentError(f"{where} is {v}, outside int64; int keys must fit int64")
-        return ("i", str(v))
-    if isinstance(key, str):
-        return ("s", _check_unicode(str(key), where))
-    raise TypeError(f"{where} is a {type(key).__name__} ({key!r}); keys must be str or int (not bool)")
-
-
-def _encode_keys(keys: Any, allow_repeats: bool = False) -> list[tuple[str, str]]:
-    keys = _sequence(keys, "keys")
-    out = [_encode_key(key, f"keys[{row}]") for row, key in enumerate(keys)]
-    if not allow_repeats and len(set(out)) != len(out):
-        first: dict = {}
-        for row, enc in enumerate(out):
-            if enc in first:
-                raise DuplicateKeyError(f"keys[{row}] ({keys[row]!r}) repeats keys[{first[enc]}]; "
-                                        "each key may appear once per write")
-            first[enc] = row
-    return out
-
-
-def _decode_key(key_kind: str, key: str) -> Key:
-    return int(key) if key_kind == "i" else key
-
-
-def _column_of_str(values: Any, name: str, n: int, broadcast: bool = True) -> list[str]:
-    if values is None:
-        return [""] * n
-    if isinstance(values, str) and broadcast:
-        return [_check_unicode(values, name)] * n
-    values = _sequence(values, name)
-    if len(values) != n:
-        raise ValueError(f"{name} has {len(values)} items, expected {n} (one per key)")
-    out = []
-    for row, value in enumerate(values):
-        if value is None:
-            out.append("")
-        elif isinstance(value, str):
-            out.append(_check_unicode(value, f"{name}[{row}]"))
-        else:
-            raise TypeError(f"{name}[{row}] is a {type(value).__name__}; {name} must be str (or None)")
-    return out
-
-
-def _column_of_ts(values: Any, n: int) -> list[int]:
-    if values is None:
-        return [0] * n
-    if isinstance(values, numbers.Integral) and not isinstance(values, bool):
-        return [_check_int(values, "ts")] * n
-    values = _sequence(values, "ts")
-    if len(values) != n:
-        raise ValueError(f"ts has {len(values)} items, expected {n} (one per key)")
-    return [_check_int(v, f"ts[{row}]") for row, v in enumerate(values)]
-
-
-def _filter_names(values: Any, name: str) -> Optional[list[str]]:
-    if values is None:
-        return None
-    if isinstance(values, str):
-        return [values]
-    if isinstance(values, (bytes, dict)) or not isinstance(values, Iterable):
-        raise TypeError(f"{name} must be a str or an iterable of str, got {type(values).__name__}")
-    values = list(dict.fromkeys(values))
-    for value in values:
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must hold str, got {type(value).__name__} ({value!r})")
-        _check_unicode(value, name)
-    return values
-
-
-def _rebuild_row(item: Any, position: int) -> tuple:
-    """(kind, key_kind, key, tenant, label, ts, token stream) of one rebuild item."""
-    where = f"items[{position}]"
-    if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) not in (5, 6):
-        raise TypeError(f"{where} must be (key, text, tenant, label, ts) or "
-                        f"(key, text, tenant, label, ts, kind), got {item!r}")
-    key_kind, key = _encode_key(item[0], f"{where} key")
-    text, tenant, label, ts = item[1], item[2], item[3], item[4]
-    kind = _check_kind(item[5]) if len(item) == 6 else "node"
-    for value, col in ((text, "text"), (tenant, "tenant"), (label, "label")):
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"{where} {col} is a {type(value).__name__}; it must be str (or None)")
-        if value:
-            _check_unicode(value, f"{where} {col}")
-    ts = 0 if ts is None else _check_int(ts, f"{where} ts")
-    stream = " ".join(tokenize(text)) if text else ""
-    return (kind, key_kind, key, tenant or "", label or "", ts, stream)
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[tuple[int, list]]:

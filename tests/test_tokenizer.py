@@ -1,0 +1,80 @@
+"""The tokenizer (vecgraph.tokenizer): identifiers kept whole and split, words, Chinese through
+jieba, kana and Hangul bigrams, Unicode normalisation, stopwords, invisible format characters."""
+
+from __future__ import annotations
+
+import pytest
+from vecgraph.tokenizer import STOPWORDS, tokenize
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("A7-Pro", ["a7-pro", "a7", "pro"]),
+    ("ERR_0x9941", ["err_0x9941", "err", "0x9941"]),
+    ("v2.0", ["v2.0", "v2", "0"]),
+    ("foo.bar_baz", ["foo.bar_baz", "foo", "bar", "baz"]),
+    ("user@example.com", ["user@example.com", "user", "example", "com"]),
+    ("std::vector", ["std::vector", "std", "vector"]),
+    ("__init__", ["__init__", "init"]),
+    ("Install v2.0.", ["install", "v2.0", "v2", "0"]),        # a trailing joiner is punctuation
+    ("a--b", ["a--b", "b"]),                                  # "a" is a stopword, the whole run is not
+])
+def test_identifiers_whole_and_parts(text, expected):
+    assert tokenize(text) == expected
+
+
+def test_plain_words_split_on_punctuation_without_stemming():
+    assert tokenize("Prices, prices; PRICE!") == ["prices", "prices", "price"]
+    assert tokenize("don't stop (now)") == ["stop"]  # don, t, now: stopwords
+    assert tokenize("café, cafe") == ["café", "cafe"]  # diacritics kept
+
+
+def test_chinese_segmented_by_jieba():
+    assert tokenize("A7-Pro 多少钱？") == ["a7-pro", "a7", "pro", "多少", "钱"]
+    assert tokenize("最近公共祖先") == ["最近", "公共", "祖先"]
+    # search mode: the long word and the words inside it
+    assert tokenize("中华人民共和国") == ["中华", "华人", "人民", "共和", "共和国", "中华人民共和国"]
+    assert tokenize("价格是多少") == ["价格", "多少"]  # 是: stopword
+    assert tokenize("A7-Pro多少钱") == ["a7-pro", "a7", "pro", "多少", "钱"]  # no space needed
+
+
+def test_kana_and_hangul_bigrams():
+    assert tokenize("カタカナ") == ["カタ", "タカ", "カナ"]
+    assert tokenize("한국어 텍스트") == ["한국", "국어", "텍스", "스트"]
+    assert tokenize("ｶﾀｶﾅ") == ["カタ", "タカ", "カナ"]       # half-width -> full-width first
+    assert tokenize("東京に行きます") == ["東京", "に", "行", "きま", "ます"]
+
+
+def test_unicode_normalisation_and_casefolding():
+    assert tokenize("ＦＵＬＬ－ｗｉｄｔｈ Ａ７") == ["full-width", "full", "width", "a7"]
+    assert tokenize("ﬁle ﬂow") == ["file", "flow"]
+    assert tokenize("Straße STRASSE") == ["strasse", "strasse"]
+    assert tokenize("ÉCOLE école e\u0301cole") == ["école"] * 3
+    assert tokenize("A7\u2010Pro") == tokenize("A7-Pro")      # Unicode hyphen
+    assert tokenize("①②") == ["12"]
+
+
+def test_scripts_with_combining_marks_stay_whole():
+    assert tokenize("हिन्दी भाषा") == ["हिन्दी", "भाषा"]
+    assert tokenize("กรุงเทพ") == ["กรุงเทพ"]
+
+
+def test_stopwords_empty_and_type():
+    assert tokenize("") == []
+    assert tokenize("the of and 的") == []
+    assert tokenize("!!! --- ...") == []
+    assert "the" in STOPWORDS
+    with pytest.raises(TypeError, match="text must be a str"):
+        tokenize(b"bytes")
+    with pytest.raises(TypeError, match="text must be a str"):
+        tokenize(None)
+
+
+def test_long_compound_keeps_only_its_parts():
+    run = "-".join(["part"] * 20)  # 99 characters
+    assert tokenize(run) == ["part"] * 20
+
+
+def test_invisible_format_characters_do_not_split_words():
+    assert tokenize("A7\u00adPro") == tokenize("A7Pro") == ["a7pro"]
+    assert tokenize("zero\u200bwidth \ufeffword") == ["zerowidth", "word"]
+    assert tokenize("ERR_0x99\u200d41") == tokenize("ERR_0x9941")
