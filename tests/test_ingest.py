@@ -1,13 +1,12 @@
-"""vecgraph.ingest and vecgraph.embedders: every source kind, column mapping, vectors given four
-ways, the embedder record, bad rows with on_error="raise" (the graph and its WAL unchanged) and
-"skip" (the rejects file), batch boundaries, and search results equal to those of the same data
-added with add_nodes / add_edges."""
+"""vecgraph.ingest and vecgraph.embedders: column mapping, vectors given four ways, the embedder
+record, bad rows with on_error="raise" (the graph and its WAL unchanged) and "skip" (the
+rejects file), batch boundaries, and search results equal to those of the same data added with
+add_nodes / add_edges. Each kind of source: test_ingest_readers.py."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -16,8 +15,7 @@ import pytest
 
 import vecgraph as vg
 from vecgraph import embedders, ingest
-
-DIM = 8
+from ingest_helpers import DIM, _assert_same_nodes, _data, _direct, _fsl, _table
 
 
 class HashEmbedder:
@@ -57,31 +55,6 @@ def make_hash_embedder() -> HashEmbedder:
 hash_embedder_instance = HashEmbedder("hash-instance")
 
 
-def _data(n: int = 40, dim: int = DIM, seed: int = 0) -> dict:
-    rng = np.random.default_rng(seed)
-    return {
-        "key": [f"n{i}" for i in range(n)],
-        "vectors": rng.standard_normal((n, dim)).astype(np.float32),
-        "label": [["person", "org", "doc"][i % 3] for i in range(n)],
-        "tenant": [f"t{i % 2}" for i in range(n)],
-        "ts": (np.arange(n, dtype=np.int64) * 1_000_000),
-        "text": [f"text of node {i} ✓" for i in range(n)],
-        "props": [{"i": i, "tags": ["a", "b"][: i % 3]} if i % 4 else None for i in range(n)],
-    }
-
-
-def _fsl(vectors: np.ndarray) -> pa.Array:
-    return pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), vectors.shape[1])
-
-
-def _table(d: dict, vector_type: str = "fixed") -> pa.Table:
-    vectors = _fsl(d["vectors"]) if vector_type == "fixed" else pa.array(d["vectors"].tolist(), pa.list_(pa.float32()))
-    return pa.table({
-        "key": d["key"], "vector": vectors, "label": d["label"], "tenant": d["tenant"], "ts": d["ts"],
-        "text": d["text"], "props": [None if p is None else json.dumps(p) for p in d["props"]],
-    })
-
-
 def _edges(n: int, m: int = 60, seed: int = 1) -> dict:
     rng = np.random.default_rng(seed)
     return {
@@ -90,23 +63,6 @@ def _edges(n: int, m: int = 60, seed: int = 1) -> dict:
         "rel": [["knows", "cites"][i % 2] for i in range(m)],
         "weight": rng.random(m).astype(np.float32),
     }
-
-
-def _direct(d: dict, e: Optional[dict] = None, dim: int = DIM, threads: Optional[int] = None) -> vg.Graph:
-    g = vg.Graph(dim, threads=threads)
-    g.add_nodes(d["key"], d["vectors"], labels=d["label"], tenants=d["tenant"], ts=d["ts"], texts=d["text"],
-                props=d["props"])
-    if e is not None:
-        g.add_edges(e["src"], e["dst"], rels=e["rel"], weights=e["weight"])
-    return g
-
-
-def _assert_same_nodes(g: vg.Graph, h: vg.Graph, keys: list) -> None:
-    assert len(g) == len(h) == len(keys)
-    for key in keys:
-        a, b = g.get_node(key), h.get_node(key)
-        assert np.array_equal(a.pop("vector"), b.pop("vector")), key
-        assert a == b, key
 
 
 def _assert_same_search(g: vg.Graph, h: vg.Graph, dim: int = DIM, queries: int = 8) -> None:
@@ -221,75 +177,6 @@ def test_numpy_vectors_aligned_with_rows_across_batches():
         ingest.nodes(vg.Graph(DIM), table, vector=d["vectors"][:49], progress=False)
     with pytest.raises(vg.DimensionMismatchError, match="4 columns, the graph's dim is 8"):
         ingest.nodes(vg.Graph(DIM), table, vector=d["vectors"][:, :4], progress=False)
-
-
-def test_parquet_file_streams_in_batches(tmp_path):
-    d = _data(100)
-    path = tmp_path / "nodes.parquet"
-    pq.write_table(_table(d), path, row_group_size=30)
-    g = vg.Graph(DIM)
-    report = ingest.nodes(g, path, batch_rows=16, progress=False)
-    assert (report.rows_read, report.rows_accepted, report.batches) == (100, 100, 7)
-    _assert_same_nodes(g, _direct(d), d["key"])
-
-
-def test_arrow_ipc_file_and_stream(tmp_path):
-    d = _data(30)
-    table = _table(d)
-    for name, new in (("nodes.arrow", pa.ipc.new_file), ("nodes.arrows", pa.ipc.new_stream),
-                      ("stream.ipc", pa.ipc.new_stream), ("nodes.feather", pa.ipc.new_file)):
-        path = tmp_path / name
-        with pa.OSFile(str(path), "wb") as sink, new(sink, table.schema) as writer:
-            writer.write_table(table, max_chunksize=8)
-        g = vg.Graph(DIM)
-        report = ingest.nodes(g, str(path), batch_rows=10, progress=False)
-        assert (report.rows_accepted, report.batches) == (30, 3), name
-        _assert_same_nodes(g, _direct(d), d["key"])
-
-
-def test_jsonl_keeps_each_records_types(tmp_path):
-    d = _data(12)
-    path = tmp_path / "nodes.jsonl"
-    with open(path, "w", encoding="utf-8") as f:
-        for i in range(12):
-            record = {"key": i if i % 2 else f"n{i}", "vector": d["vectors"][i].tolist(), "text": d["text"][i]}
-            if i % 3 == 0:
-                record["props"] = {"shape": i, "nested": {"x": [1, 2]}} if i else {"other": "field"}
-            if i == 7:
-                record["label"] = "late"  # a field that the first batch does not have
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-            if i == 4:
-                f.write("\n")  # blank lines are skipped
-    g = vg.Graph(DIM)
-    report = ingest.nodes(g, path, batch_rows=5, progress=False)
-    assert (report.rows_read, report.rows_accepted, report.batches) == (12, 12, 3)
-    assert 3 in g and "n2" in g and "3" not in g
-    assert g.get_node(3)["props"] == {"shape": 3, "nested": {"x": [1, 2]}}
-    assert g.get_node("n0")["props"] == {"other": "field"}
-    assert g.get_node(7)["label"] == "late"
-    assert g.get_node("n4")["text"] == d["text"][4]
-    assert np.array_equal(g.quantized(["n2"])[0], _direct(d).quantized(["n2"])[0])
-
-
-def test_csv_reads_strings_as_strings(tmp_path):
-    d = _data(20)
-    path = tmp_path / "nodes.csv"
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("id,vector,label,text,ts,props\n")
-        for i in range(20):
-            props = json.dumps({"i": i}).replace('"', '""')
-            f.write(f'{i},"{json.dumps(d["vectors"][i].tolist())}",{100 + i},"{d["text"][i]}",{i * 10},"{props}"\n')
-    g = vg.Graph(DIM)
-    report = ingest.nodes(g, path, key_type="int", progress=False)
-    assert report.rows_accepted == 20
-    node = g.get_node(4)
-    assert (node["label"], node["text"], node["ts"], node["props"]) == ("104", d["text"][4], 40, {"i": 4})
-    assert np.allclose(node["vector"], _direct(d).get_node("n4")["vector"])
-    edges_path = tmp_path / "edges.csv"
-    edges_path.write_text("source,target,weight\n1,2,0.5\n2,3,\n")
-    ingest.edges(g, edges_path, key_type="int", progress=False)
-    assert g.neighbors(2) == [vg.graph.Edge(2, "", 3, 1.0)]
-    assert g.neighbors(1) == [vg.graph.Edge(1, "", 2, 0.5)]
 
 
 def test_ts_reads_alike_from_csv_pandas_and_jsonl(tmp_path):
@@ -481,34 +368,6 @@ def test_csv_keys_are_strings_unless_key_type_int(tmp_path):
         ingest.edges(g, edges, key_type=None)
 
 
-def test_pandas_dataframe():
-    pd = pytest.importorskip("pandas")
-    d = _data(25)
-    df = pd.DataFrame({
-        "key": d["key"], "vector": list(d["vectors"]), "label": [None if i == 3 else x for i, x in enumerate(d["label"])],
-        "ts": pd.to_datetime(d["ts"], unit="us"), "props": d["props"], 1: range(25),
-    })
-    g = vg.Graph(DIM)
-    report = ingest.nodes(g, df, batch_rows=10, progress=False)
-    assert (report.rows_accepted, report.batches) == (25, 3)
-    assert g.get_node("n3")["label"] == ""
-    assert g.get_node("n5")["props"] == {"i": 5, "tags": ["a", "b"]}
-    assert g.get_node("n6")["ts"] == 6_000_000
-    assert np.array_equal(g.quantized(d["key"])[0], _direct(d).quantized(d["key"])[0])
-    edges = pd.DataFrame({"src": ["n1", "n2"], "dst": ["n2", "n3"], "weight": [0.25, np.nan]})
-    ingest.edges(g, edges, progress=False)
-    assert g.neighbors("n2") == [vg.graph.Edge("n2", "", "n3", 1.0)]
-    # int keys with a missing value: pandas makes the column float; the keys stay ints
-    k = vg.Graph(DIM)
-    ingest.nodes(k, pd.DataFrame({"id": [10, 11, 12], "vector": list(d["vectors"][:3])}), progress=False)
-    edges = pd.DataFrame({"src": [10, None, 12], "dst": [11, 12, 10]})
-    assert edges["src"].dtype == np.float64
-    with pytest.raises(ingest.IngestError, match="edge row 1, column 'src': missing key"):
-        ingest.edges(k, edges, progress=False)
-    ingest.edges(k, edges.iloc[[0, 2]], progress=False)
-    assert k.neighbors(12) == [vg.graph.Edge(12, "", 10, 1.0)]
-
-
 def test_networkx_graph():
     nx = pytest.importorskip("networkx")
     d, e = _data(30), _edges(30, 80)
@@ -534,41 +393,6 @@ def test_networkx_graph():
     assert k.get_node(1)["props"] == {"colour": "red"} and k.get_node("b")["props"] is None
     assert k.neighbors(1, direction="both") == [vg.graph.Edge(1, "x", "b", 1.0)]
     assert k.count_edges == 1
-
-
-def test_record_batch_reader_and_iterables():
-    d = _data(30)
-    table = _table(d)
-    for source in (table.to_reader(max_chunksize=4), table.to_batches(max_chunksize=4),
-                   iter(table.to_batches(max_chunksize=11)), table.to_batches()[0]):
-        g = vg.Graph(DIM)
-        report = ingest.nodes(g, source, batch_rows=8, progress=False)
-        assert (report.rows_accepted, report.batches) == (30, 4)
-        _assert_same_nodes(g, _direct(d), d["key"])
-    with pytest.raises(TypeError, match="RecordBatches, got dict"):
-        ingest.nodes(vg.Graph(DIM), [{"key": 1}], progress=False)
-
-
-def test_sources_are_streamed_batch_by_batch():
-    d = _data(40)
-    pulled = []
-
-    def source():
-        for i, batch in enumerate(_table(d).to_batches(max_chunksize=5)):
-            pulled.append(i)
-            yield batch
-
-    writes = []
-
-    class Recording(vg.Graph):
-        def add_nodes(self, keys, vectors, **kwargs):
-            writes.append((len(keys), len(pulled)))
-            super().add_nodes(keys, vectors, **kwargs)
-
-    g = Recording(DIM)
-    ingest.nodes(g, source(), batch_rows=10, progress=False)
-    # each batch of 10 rows is written after reading its two pieces of 5, before the next ones
-    assert writes == [(10, 2), (10, 4), (10, 6), (10, 8)]
 
 
 def test_timestamps_and_upsert():
