@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import vecgraph as vg
-from vecgraph import cli
+from vecgraph import cli, formatting
 
 DIM = 8
 N = 40
@@ -282,10 +282,10 @@ def test_query_table_shows_control_characters_as_escapes(tmp_path):
     assert "\x1b" not in hybrid and "red \\x1b[31mtext\\u200b" in hybrid
     fused = json.loads(ok("query", folder, "red", "--hybrid", "--vector", q, "--json").stdout)
     assert [h["text"] for h in fused if h["key"] == key] == [text]
-    assert cli._printable("plain text é 東京駅 😀") == "plain text é 東京駅 😀"
-    assert cli._printable("a\tb\nc\x00\u202e") == "a\\tb\\nc\\x00\\u202e"
+    assert formatting._printable("plain text é 東京駅 😀") == "plain text é 東京駅 😀"
+    assert formatting._printable("a\tb\nc\x00\u202e") == "a\\tb\\nc\\x00\\u202e"
     # Spaces of every kind and the joiner inside emoji sequences are shown as they are.
-    assert cli._printable("family 👨\u200d👩\u200d👧 東京\u3000駅 nb\xa0sp") == "family 👨\u200d👩\u200d👧 東京\u3000駅 nb\xa0sp"
+    assert formatting._printable("family 👨\u200d👩\u200d👧 東京\u3000駅 nb\xa0sp") == "family 👨\u200d👩\u200d👧 東京\u3000駅 nb\xa0sp"
 
 
 def test_query_exact_and_hybrid_exclude_each_other(graph_folder, tmp_path):

@@ -32,7 +32,6 @@ import os
 import shutil
 import sys
 import time
-import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional
 
@@ -40,6 +39,19 @@ import numpy as np
 
 from . import __version__, active_isa, available_isas, storage
 from .errors import Error
+from .formatting import (
+    _hit_record,
+    _n,
+    _print_checkpoint,
+    _print_hits,
+    _print_hybrid_hits,
+    _print_json,
+    _print_report,
+    _print_stats,
+    _queries,
+    _snippet,
+    _walk,
+)
 from .graph import _MAX_HYBRID_K
 
 
@@ -86,33 +98,6 @@ def _name_list(flag: str, what: str):
     return parse
 
 
-def _printable(text: str) -> str:
-    """``text`` for a terminal: each control or format character (ESC, a newline, a tab, a
-    zero-width space, a right-to-left override, ...) as its Python escape, so that names cannot
-    move the cursor, rewrite the screen or reorder a line. Spaces of every kind and the
-    zero-width joiner of emoji sequences are shown as they are."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c == "\u200d" or unicodedata.category(c) == "Zs" else repr(c)[1:-1]
-                   for c in text)
-
-
-def _walk(hit, name=repr) -> str:
-    """The path of a hit as walked from its seed: ``seed -rel-> a <-rel- hit`` (arrows as stored),
-    each node shown by ``name(key)``."""
-    if not hit.path:
-        return "(seed)"
-    node, parts = hit.key, []
-    for edge in reversed(hit.path):
-        if edge.dst == node:
-            parts.append(f"-{edge.rel}-> {name(node)}")
-            node = edge.src
-        else:
-            parts.append(f"<-{edge.rel}- {name(node)}")
-            node = edge.dst
-    return " ".join([name(node)] + parts[::-1])
-
-
 def _is_graph(folder: str) -> bool:
     return os.path.isfile(os.path.join(folder, storage.MANIFEST))
 
@@ -129,24 +114,6 @@ def _open_graph(folder: str, **options: Any):
 
     _require_graph(folder)
     return Graph.open(folder, **options)
-
-
-def _n(count: int, word: str) -> str:
-    """``1 node``, ``2,000 nodes``."""
-    return f"{count:,} {word}" + ("" if count == 1 else "s")
-
-
-def _human_bytes(count: int) -> str:
-    size = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{count} B"
-
-
-def _print_json(value: Any) -> None:
-    print(json.dumps(value, ensure_ascii=False))
 
 
 # ---------------------------------------------------------------- ingest
@@ -224,20 +191,6 @@ def _remove_created(folder: str, top: str, before: Optional[set]) -> None:
         else:
             with contextlib.suppress(OSError):
                 os.remove(path)
-
-
-def _print_report(kind: str, source: str, report) -> None:
-    rate = f", {report.rows_read / report.seconds:,.0f} rows/s" if report.seconds > 0 else ""
-    batches = f"{report.batches:,} batch" + ("" if report.batches == 1 else "es")
-    print(f"{kind} {source}: {_n(report.rows_read, 'row')} read, {report.rows_accepted:,} accepted, "
-          f"{report.rows_rejected:,} rejected ({batches}, {report.seconds:.2f} s{rate})")
-    if report.rows_rejected and report.rejects_path:
-        print(f"  rejected rows written to {report.rejects_path}")
-
-
-def _print_checkpoint(info: dict) -> None:
-    print(f"checkpoint: {_n(info['nodes'], 'node')}, {_n(info['edges'], 'edge')} at LSN {info['lsn']:,} "
-          f"in {info['snapshot']}")
 
 
 # Column arguments of vecgraph.ingest and the flags that set them, to name flags in its messages.
@@ -408,27 +361,6 @@ def _query_vectors(args: argparse.Namespace, graph) -> np.ndarray:
     return graph.embed_query([args.text], embedder)
 
 
-def _hit_record(rank: int, hit) -> dict:
-    return {"rank": rank, "key": hit.key, "score": hit.score, "hops": hit.hop, "walk": _walk(hit),
-            "path": [{"src": e.src, "rel": e.rel, "dst": e.dst, "weight": e.weight} for e in hit.path]}
-
-
-def _print_table(records: list) -> None:
-    header = ("rank", "key", "score", "hops", "path")
-    rows = [(str(r["rank"]), _printable(str(r["key"])), f"{r['score']:.4f}", str(r["hops"]), _printable(r["walk"]))
-            for r in records]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
-    right = (True, False, True, True)
-    for row in [header, *rows]:
-        cells = [row[i].rjust(widths[i]) if right[i] else row[i].ljust(widths[i]) for i in range(4)]
-        print("  ".join(cells + [row[4]]).rstrip())
-
-
-def _snippet(graph, key, width: int = 60) -> str:
-    text = " ".join((graph.get_node(key).get("text") or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _cmd_hybrid_query(args: argparse.Namespace, graph) -> int:
     vector = None  # the dense channel's query: the --vector file's one row, or TEXT embedded
     if args.vector is not None or args.embedder is not None or graph.embedder is not None:
@@ -445,14 +377,7 @@ def _cmd_hybrid_query(args: argparse.Namespace, graph) -> int:
     if args.json:
         _print_json(records)
         return 0
-    header = ("rank", "key", "rrf", "channels", "text")
-    rows = [(str(r["rank"]), _printable(str(r["key"])), f"{r['score']:.4f}",
-             " ".join(f"{c[0]}{r['ranks'][c] if r['ranks'][c] is not None else '-'}" for c in res.channels),
-             _printable(r["text"])) for r in records]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
-    for row in [header, *rows]:
-        print("  ".join([row[0].rjust(widths[0]), row[1].ljust(widths[1]), row[2].rjust(widths[2]),
-                         row[3].ljust(widths[3]), row[4]]).rstrip())
+    _print_hybrid_hits(records, res.channels)
     print(f"({_n(len(records), 'result')}; channels {', '.join(res.channels)}; "
           "ranks per channel as d(ense) b(m25) g(raph) e(ntity))")
     return 0
@@ -494,7 +419,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
             if len(results) > 1:
                 print(f"{'' if i == 0 else chr(10)}query {i + 1} of {len(results)}")
             if records:
-                _print_table(records)
+                _print_hits(records)
             print(f"({_n(len(records), 'result')}; {_n(result.count_seeds, 'seed')}, "
                   f"{_n(result.count_visited, 'node')} visited)")
     return 0
@@ -513,17 +438,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(stats)
         return 0
-    width = max(map(len, stats))
-    for name, value in stats.items():
-        if isinstance(value, bool) or value is None:
-            text = {True: "yes", False: "no", None: "-"}[value]
-        elif isinstance(value, int):
-            text = f"{value:,}" + (f" ({_human_bytes(value)})" if name.endswith("_bytes") else "")
-        elif isinstance(value, dict):
-            text = ", ".join(f"{k}={v}" for k, v in value.items())
-        else:
-            text = str(value)
-        print(f"{name.ljust(width)}  {text}")
+    _print_stats(stats)
     return 0
 
 
@@ -691,10 +606,6 @@ def _run_spec(text: str) -> tuple:
         raise argparse.ArgumentTypeError(f"run {name!r}: expected a JSON object of hybrid_search arguments "
                                          f"after '=', got {value!r}")
     return name, kwargs
-
-
-def _queries(count: int) -> str:
-    return f"{count:,} quer{'y' if count == 1 else 'ies'}"
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:

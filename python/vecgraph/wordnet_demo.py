@@ -42,6 +42,8 @@ from typing import Any, Optional
 import numpy as np
 
 from .evaluate import mrr_at_k, ndcg_at_k, recall_at_k  # noqa: F401 (also this module's API)
+from .formatting import _columns, _short
+from .formatting import _walk as _hit_path
 
 __all__ = [
     "DEFAULT_FOLDER",
@@ -466,11 +468,6 @@ def quality_bars(report: dict) -> list:
 # ====================================================================== output
 
 
-def _short(text: str, width: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _node_line(graph: Any, key: Any, width: int = 70) -> str:
     return _short(graph.get_node(key)["text"], width)
 
@@ -483,9 +480,7 @@ def _name(graph: Any, key: Any) -> str:
 
 def _walk(graph: Any, hit: Any) -> str:
     """The path of a hit from its seed, each node by its first lemma and key."""
-    from .cli import _walk as walk
-
-    return walk(hit, lambda key: _name(graph, key))
+    return _hit_path(hit, lambda key: _name(graph, key))
 
 
 def _examples(graph: Any, report: dict, count: int = 3) -> list:
@@ -541,12 +536,10 @@ def _print_table(kind: str, part: dict, total: int, out: Callable[[str], None]) 
     header = ("channel", "recall@10", "MRR@10", "nDCG@10", "p50", "p99")
     rows = [(name, f"{r['recall@10']:.3f}", f"{r['mrr@10']:.3f}", f"{r['ndcg@10']:.3f}",
              _fmt_us(r["p50_us"]), _fmt_us(r["p99_us"])) for name, r in part["channels"].items()]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    for j, row in enumerate([header, *rows]):
-        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
+    for j, cells in enumerate(_columns([header, *rows], (False,) + (True,) * (len(header) - 1))):
         out("  " + "  ".join(cells))
         if j == 0:
-            out("  " + "  ".join("-" * w for w in widths))
+            out("  " + "  ".join("-" * len(cell) for cell in cells))
     out(f"  query embedding (before each search, not in the latencies): {e['seconds']:.2f} s in all, "
         f"p50 {_fmt_us(e['p50_us'])}, p99 {_fmt_us(e['p99_us'])}")
     s = part["settings"]
