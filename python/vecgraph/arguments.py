@@ -417,7 +417,7 @@ def _where(where: Any, filterable: dict) -> Optional[list]:
                     bad = [v for v in items if not isinstance(v, str)]
                     if bad:
                         raise InvalidArgumentError(f"{label}: {name!r} is a str property; got {bad[0]!r}")
-                    from .text import _check_unicode
+                    from .text_checks import _check_unicode
 
                     for v in items:
                         try:

@@ -52,7 +52,7 @@ from .formatting import (
     _snippet,
     _walk,
 )
-from .graph import _MAX_HYBRID_K
+from .hybrid import _MAX_HYBRID_K
 
 
 class CommandError(Exception):

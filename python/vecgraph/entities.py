@@ -19,7 +19,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 from .arguments import Key
 from .errors import InvalidArgumentError
-from .text import _decode_key, _encode_key
+from .text_checks import _decode_key, _encode_key
 
 __all__ = ["ALIAS_SEPARATOR", "EntityIndex", "Mention", "normalize_name", "name_terms", "name_specificity",
            "firing_names", "entity_scores"]
@@ -35,7 +35,7 @@ _JOINERS = re.compile(r"[-_]")
 
 
 def _stopwords() -> frozenset:
-    from .text import STOPWORDS
+    from .tokenizer import STOPWORDS
 
     return STOPWORDS
 
@@ -71,7 +71,7 @@ class EntityIndex:
     is a token by itself, so a Chinese name matches inside a sentence without spaces). A name
     is kept from its first token to its last, so what comes before or after them does not
     have to be in the text ("U.S.A." matches "made in the U.S.A", "Yahoo!" matches "Yahoo
-    mail"). Names that are stopwords of :mod:`vecgraph.text` ("in", "a", "the", ...), that hold
+    mail"). Names that are stopwords of :mod:`vecgraph.tokenizer` ("in", "a", "the", ...), that hold
     no token (only symbols or emoji) or more than :data:`MAX_NAME_TOKENS` tokens are not
     matched. Each holder of a name records whether the name is one of its aliases or only its
     key (so that keys can be left out of matching, see :meth:`mentions`). Keys of deleted
@@ -147,10 +147,10 @@ class EntityIndex:
 
 
 def name_terms(name: str) -> list:
-    """The BM25 index terms of an entity name (:func:`vecgraph.text.tokenize`), each word once:
+    """The BM25 index terms of an entity name (:func:`vecgraph.tokenizer.tokenize`), each word once:
     the parts that the tokenizer adds after an identifier ("a7-pro" -> "a7", "pro") are left
     out, as the identifier itself is the word the name holds."""
-    from .text import tokenize
+    from .tokenizer import tokenize
 
     terms: list = []
     whole = ""

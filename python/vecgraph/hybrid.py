@@ -103,7 +103,7 @@ def check_channels(channels: Any, weights: Any, fusion: str = "rrf") -> tuple[tu
 
 
 def _query_terms(text: str) -> set:
-    from .text import tokenize
+    from .tokenizer import tokenize
 
     return set(tokenize(text))
 
@@ -119,7 +119,7 @@ def score_edges(graph: Any, edge_ids: np.ndarray, vector: Optional[np.ndarray], 
         return []
     vector_scores = graph._engine.score_edges(vector, ids) if vector is not None else None
     terms = _query_terms(text) if text else set()
-    from .text import tokenize
+    from .tokenizer import tokenize
 
     candidates = []
     for i, (src, rel, dst, weight, edge_text, _props, has_vector) in enumerate(details):

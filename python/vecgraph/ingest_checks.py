@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from .embedders import check_output
 from .errors import InvalidArgumentError, _short
-from .graph import _filterable_mismatch
+from .arguments import _filterable_mismatch
 from .ingest_readers import _Source
 
 _INT64_MAX = 2**63 - 1
