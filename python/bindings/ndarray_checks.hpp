@@ -63,13 +63,4 @@ inline py::array_t<T> check_1d(const py::array& a, const char* name, const char*
     return py::reinterpret_borrow<py::array_t<T>>(a);
 }
 
-/// Encodes Python keys (str, or int / NumPy integer that fits int64; never bool) for the core.
-std::vector<std::string> encode_keys(const py::handle& keys, const char* name);
-std::string encode_key(const py::handle& key, const char* name, std::size_t row);
-/// Decodes an encoded key back to str or int.
-py::object decode_key(std::string_view encoded);
-
-/// A list of str (None allowed when `optional`), with `count` items.
-std::vector<std::string> to_strings(const py::handle& values, const char* name, std::size_t count);
-
 }  // namespace vecgraph::bindings
