@@ -28,8 +28,6 @@ from .entities import ALIAS_SEPARATOR
 from .heap import _RELEASE_MEMORY_MIN_ROWS, _release_after_batch  # noqa: F401 (_RELEASE_MEMORY_MIN_ROWS: tests)
 from .errors import InvalidArgumentError, ReadOnlyError
 from .results import Edge, Hit, Key, SearchResult
-from .arguments import _filterable_mismatch  # noqa: F401  TEMP-MERGE
-from .hybrid import _MAX_HYBRID_K  # noqa: F401  TEMP-MERGE
 
 __all__ = ["Graph", "SearchResult", "Hit", "Edge", "quantize", "FULL_SCAN_MAX_NODES", "FILTER_SCAN_MAX_NODES"]
 
@@ -77,11 +75,12 @@ class Graph:
             (273 against 212 MB at 1,000,000 nodes).
         expansion_add: HNSW efConstruction. Default 128.
         expansion_search: HNSW ef at query time (raised to ``seeds`` when smaller), also the
-            per-search ``ef``. Default 64. On clustered 384-d data at 100,000 nodes (k=10, 8
-            seeds, hops=2) recall@10 against ``exact=True`` is 0.994-0.996 at p50 89-94 µs,
-            where M=16 with ef=128 gave 0.995 at 113 µs; at 1,000,000 nodes 0.979-0.981 (ef=128:
-            0.988). On WordNet (256-d text embeddings, 117,659 nodes) it is 0.965; ef=96 gives
-            0.981 and ef=128 0.989, at 1.3x and 1.7x the search time.
+            per-search ``ef``. Default 128 (:data:`vecgraph.storage.DEFAULT_HNSW`). On clustered
+            384-d data at 100,000 nodes (k=10, 8 seeds, hops=2) ef=64 gives recall@10 against
+            ``exact=True`` of 0.994-0.996 at p50 89-94 µs, where M=16 with ef=128 gave 0.995 at
+            113 µs; at 1,000,000 nodes 0.979-0.981 (ef=128: 0.988). On WordNet (256-d text
+            embeddings, 117,659 nodes) ef=64 gives 0.965, ef=96 0.981 and ef=128 0.989, at 1.3x
+            and 1.7x the search time of ef=64.
         threads: threads for bulk work (quantization, HNSW inserts); default: all cores.
         auto_compact_edges: compaction starts in the background once this many edges were
             added or deleted since the last one (and at least 1/8 of the graph's edges);
