@@ -163,35 +163,35 @@ void Engine::start_background_index(std::vector<node_id_t> nodes, std::size_t re
     join_background_index();
     std::sort(nodes.begin(), nodes.end());  // an upserted node may wait twice: once is enough
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-    auto lock = write_lock();  // searches read background_nodes_ while a pass runs
-    std::lock_guard<std::mutex> guard(background_mutex_);
-    background_nodes_ = std::move(nodes);
-    background_stop_.store(false);
-    background_done_.store(0, std::memory_order_release);
-    background_running_.store(true, std::memory_order_release);
+    auto lock = write_lock();  // searches read background_.nodes while a pass runs
+    std::lock_guard<std::mutex> guard(background_.mutex);
+    background_.nodes = std::move(nodes);
+    background_.stop.store(false);
+    background_.done.store(0, std::memory_order_release);
+    background_.running.store(true, std::memory_order_release);
     if (failed) {
         // The insert of these nodes failed (`failed`, the caller's to report): they wait as after
         // a failed pass, and the next wait_for_indexing runs one, counting `reindexed` then.
-        background_failed_added_ = reindexed;
-        background_failure_reported_ = true;
-        background_status_ = copy_of(*failed);
+        background_.failed_added = reindexed;
+        background_.failure_reported = true;
+        background_.status = copy_of(*failed);
         return;
     }
     // Counted before the pass inserts the second members, for the whole pass (see insert_seeds).
     if (reindexed) seed_index_->count_reindexed(reindexed);
-    background_status_ = Status::OK();
-    background_failure_reported_ = false;
-    pass_active_ = true;
+    background_.status = Status::OK();
+    background_.failure_reported = false;
+    background_.pass_active = true;
     try {
-        index_thread_ = std::thread([this] { background_index_pass(); });
+        background_.thread = std::thread([this] { background_index_pass(); });
     } catch (const std::exception&) {
         // No thread (out of memory, or the process's thread limit): the pass failed before it
         // began. Its nodes stay pending (searches scan them); the next wait reports it, and the
         // one after runs it again.
-        pass_active_ = false;
-        background_failed_added_ = 0;
-        background_status_ = internal_error("the background HNSW pass could not start its thread");
-        background_done_cv_.notify_all();
+        background_.pass_active = false;
+        background_.failed_added = 0;
+        background_.status = internal_error("the background HNSW pass could not start its thread");
+        background_.done_cv.notify_all();
     }
 }
 
@@ -199,24 +199,24 @@ void Engine::background_index_pass() {
     // Inserts hold insert_mutex_ shared, not the engine lock: writes append beside them and wait
     // only when they move the row buffer or grow the index (then for the chunk in flight).
     constexpr std::size_t chunk = 256;
-    const std::size_t total = background_nodes_.size();
+    const std::size_t total = background_.nodes.size();
     Status status;
     std::size_t chunk_added = 0;  // members added by the chunk in progress (set even when it throws)
     try {  // out of memory, the pass ends as after any failure
         std::vector<node_id_t> live;
-        for (std::size_t begin = 0; begin < total && status.ok() && !background_stop_.load(); begin += chunk) {
+        for (std::size_t begin = 0; begin < total && status.ok() && !background_.stop.load(); begin += chunk) {
             const std::size_t end = std::min(total, begin + chunk);
             live.clear();
             {
                 auto lock = write_lock();  // reading node_dead_ and reserving exclude searches and writes
                 std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
                 for (std::size_t i = begin; i < end; ++i)
-                    if (!node_dead_[background_nodes_[i]]) live.push_back(background_nodes_[i]);
+                    if (!node_dead_[background_.nodes[i]]) live.push_back(background_.nodes[i]);
                 status = reserve_seed_index(live.size(), moving);
             }
             if (status.ok()) status = insert_seeds(live, 0, false, &chunk_added);
             if (status.ok()) {
-                background_done_.store(end, std::memory_order_release);
+                background_.done.store(end, std::memory_order_release);
                 chunk_added = 0;
             }
         }
@@ -227,18 +227,18 @@ void Engine::background_index_pass() {
     } catch (const std::bad_alloc&) {
         status = internal_error("out of memory while inserting nodes into the HNSW index in the background");
     }
-    const bool complete = status.ok() && background_done_.load() == total;
-    std::lock_guard<std::mutex> guard(background_mutex_);
-    background_status_ = std::move(status);
-    background_failed_added_ = background_status_.ok() ? 0 : chunk_added;
+    const bool complete = status.ok() && background_.done.load() == total;
+    std::lock_guard<std::mutex> guard(background_.mutex);
+    background_.status = std::move(status);
+    background_.failed_added = background_.status.ok() ? 0 : chunk_added;
     // After a failure (or a stop) the nodes not reached stay pending: searches keep scanning them.
-    if (complete) background_running_.store(false, std::memory_order_release);
-    pass_active_ = false;
-    background_done_cv_.notify_all();
+    if (complete) background_.running.store(false, std::memory_order_release);
+    background_.pass_active = false;
+    background_.done_cv.notify_all();
 }
 
 void Engine::stop_background_index() {
-    background_stop_.store(true);
+    background_.stop.store(true);
     join_background_index();
 }
 
@@ -246,20 +246,20 @@ void Engine::join_background_index() {
     // Only start_background_index (writer lock held) and the destructor join.
     std::thread finished;
     {
-        std::unique_lock<std::mutex> guard(background_mutex_);
-        background_done_cv_.wait(guard, [this] { return !pass_active_; });
-        finished.swap(index_thread_);
+        std::unique_lock<std::mutex> guard(background_.mutex);
+        background_.done_cv.wait(guard, [this] { return !background_.pass_active; });
+        finished.swap(background_.thread);
     }
     if (finished.joinable()) finished.join();
 }
 
 Status Engine::wait_for_indexing() {
     {
-        std::unique_lock<std::mutex> guard(background_mutex_);
-        background_done_cv_.wait(guard, [this] { return !pass_active_; });  // any number of waiters
-        if (background_status_.ok() || !background_failure_reported_) {
-            if (!background_status_.ok()) background_failure_reported_ = true;
-            return background_status_;
+        std::unique_lock<std::mutex> guard(background_.mutex);
+        background_.done_cv.wait(guard, [this] { return !background_.pass_active; });  // any number of waiters
+        if (background_.status.ok() || !background_.failure_reported) {
+            if (!background_.status.ok()) background_.failure_reported = true;
+            return background_.status;
         }
     }
     {
@@ -271,26 +271,26 @@ Status Engine::wait_for_indexing() {
         std::size_t repeats = 0;
         bool restart = false;
         {
-            std::unique_lock<std::mutex> guard(background_mutex_);
-            background_done_cv_.wait(guard, [this] { return !pass_active_; });
-            restart = !background_status_.ok() && background_failure_reported_ && background_running_.load();
+            std::unique_lock<std::mutex> guard(background_.mutex);
+            background_.done_cv.wait(guard, [this] { return !background_.pass_active; });
+            restart = !background_.status.ok() && background_.failure_reported && background_.running.load();
             if (restart) {
-                const std::size_t done = std::min(background_done_.load(), background_nodes_.size());
-                rest.assign(background_nodes_.begin() + static_cast<std::ptrdiff_t>(done), background_nodes_.end());
-                repeats = background_failed_added_;
+                const std::size_t done = std::min(background_.done.load(), background_.nodes.size());
+                rest.assign(background_.nodes.begin() + static_cast<std::ptrdiff_t>(done), background_.nodes.end());
+                repeats = background_.failed_added;
             }
         }
         if (restart) start_background_index(std::move(rest), repeats);
     }
-    std::unique_lock<std::mutex> guard(background_mutex_);
-    background_done_cv_.wait(guard, [this] { return !pass_active_; });
-    if (!background_status_.ok()) background_failure_reported_ = true;
-    return background_status_;
+    std::unique_lock<std::mutex> guard(background_.mutex);
+    background_.done_cv.wait(guard, [this] { return !background_.pass_active; });
+    if (!background_.status.ok()) background_.failure_reported = true;
+    return background_.status;
 }
 
 std::size_t Engine::background_pending() const {
-    return background_running_.load(std::memory_order_acquire)
-               ? background_nodes_.size() - background_done_.load(std::memory_order_acquire)
+    return background_.running.load(std::memory_order_acquire)
+               ? background_.nodes.size() - background_.done.load(std::memory_order_acquire)
                : 0;
 }
 
@@ -314,7 +314,7 @@ std::size_t Engine::count_deferred() const {
 
 Status Engine::save_seed_index(const std::string& path, bool* saved) {
     *saved = false;  // writes are paused by the caller (pause_writes holds writer_mutex_)
-    if (count_dead_nodes_ || !deferred_hnsw_.empty() || background_running_.load() || seed_index_->count_reindexed() ||
+    if (count_dead_nodes_ || !deferred_hnsw_.empty() || background_.running.load() || seed_index_->count_reindexed() ||
         seed_index_->size() != keys_.count_ids())
         return Status::OK();
     auto lock = read_lock();
@@ -342,7 +342,7 @@ Status Engine::load_seed_index(const std::string& path) {
 bool Engine::seed_index_complete() const {
     std::lock_guard<std::mutex> writer(writer_mutex_);
     wait_for_inserts_in_flight();
-    return !count_dead_nodes_ && deferred_hnsw_.empty() && !background_running_.load() &&
+    return !count_dead_nodes_ && deferred_hnsw_.empty() && !background_.running.load() &&
            !seed_index_->count_reindexed() && seed_index_->size() == keys_.count_ids();
 }
 

@@ -422,9 +422,9 @@ std::vector<std::string> Engine::verify(std::size_t limit) const {
     // Seed index against the store: every live node that is not waiting is a member.
     std::vector<std::uint8_t> skip(node_dead_);
     for (node_id_t v : deferred_hnsw_) skip[v] = 1;
-    if (background_running_.load(std::memory_order_acquire))
-        for (std::size_t i = background_done_.load(std::memory_order_acquire); i < background_nodes_.size(); ++i)
-            skip[background_nodes_[i]] = 1;
+    if (background_.running.load(std::memory_order_acquire))
+        for (std::size_t i = background_.done.load(std::memory_order_acquire); i < background_.nodes.size(); ++i)
+            skip[background_.nodes[i]] = 1;
     std::unique_lock<std::shared_mutex> still(hnsw_walk_mutex_);  // no add in flight (a pass may run)
     for (auto& line : seed_index_->verify(n, skip.data(), limit > problems.size() ? limit - problems.size() : 0))
         report(std::move(line));

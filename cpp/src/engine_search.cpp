@@ -260,7 +260,7 @@ Status Engine::search_locked(const float* query, const SearchRequest& request, s
         const std::size_t scan_nodes = filter.active() && most > 0 ? count : 0;
         if (seed_index_->search(scratch.query, wanted_seeds, static_cast<std::size_t>(request.ef), active_filter,
                                 columns, slot, scratch.seeds, scan_nodes)) {
-            if (background_running_.load(std::memory_order_acquire))
+            if (background_.running.load(std::memory_order_acquire))
                 unindexed_seeds(scratch.query, wanted_seeds, active_filter, columns, scratch);
         } else {
             count_seed_scan_fallbacks_.fetch_add(1, std::memory_order_relaxed);
@@ -490,9 +490,9 @@ void Engine::unindexed_seeds(const QuantizedVector& query, std::size_t wanted, c
     // into the HNSW seeds in a heap of the best `wanted` by (score desc, id asc), each node once
     // (nodes of the chunk in flight may be among the HNSW seeds too).
     constexpr std::size_t block_rows = 4096;
-    const std::size_t done = background_done_.load(std::memory_order_acquire);
-    const node_id_t* pending = background_nodes_.data() + done;
-    const std::size_t count = background_nodes_.size() - std::min(done, background_nodes_.size());
+    const std::size_t done = background_.done.load(std::memory_order_acquire);
+    const node_id_t* pending = background_.nodes.data() + done;
+    const std::size_t count = background_.nodes.size() - std::min(done, background_.nodes.size());
     if (count == 0 || wanted == 0) return;
     std::vector<ScoredNode>& heap = scratch.seeds;
     std::make_heap(heap.begin(), heap.end(), ranks_before);

@@ -554,22 +554,26 @@ class Engine {
     bool replaying_ = false, defer_index_ = false;
     std::size_t indexed_before_defer_ = 0, deferred_reindexed_ = 0;
     std::vector<node_id_t> deferred_hnsw_;
-    // Background pass (start_background_index): background_nodes_ is fixed while it runs (set
-    // under the write lock before it starts); background_done_ of them are indexed.
-    std::mutex background_mutex_;  // guards index_thread_ and background_status_
-    std::thread index_thread_;
-    std::vector<node_id_t> background_nodes_;
-    Status background_status_;
-    std::atomic<std::size_t> background_done_{0};
-    std::atomic<bool> background_running_{false};
-    std::atomic<bool> background_stop_{false};
-    bool pass_active_ = false;                  // guarded by background_mutex_
-    bool background_failure_reported_ = false;  // guarded by background_mutex_: a call returned the failure
-    // Guarded by background_mutex_: after a failure, the repeats that running the insert again
-    // adds and nothing counted yet (members the failed chunk added; upserted nodes of a deferred
-    // batch whose insert failed before it began).
-    std::size_t background_failed_added_ = 0;
-    std::condition_variable background_done_cv_;  // notified when a pass ends
+    // The background HNSW pass of open (start_background_index): its thread, the nodes it inserts
+    // and how far it got. nodes is fixed while it runs (set under the write lock before it
+    // starts); done of them are indexed.
+    struct BackgroundIndexing {
+        std::mutex mutex;  // guards thread, status, pass_active, failure_reported, failed_added
+        std::thread thread;
+        std::vector<node_id_t> nodes;
+        Status status;
+        std::atomic<std::size_t> done{0};
+        std::atomic<bool> running{false};
+        std::atomic<bool> stop{false};
+        bool pass_active = false;
+        bool failure_reported = false;  // a call returned the failure
+        // After a failure, the repeats that running the insert again adds and nothing counted yet
+        // (members the failed chunk added; upserted nodes of a deferred batch whose insert failed
+        // before it began).
+        std::size_t failed_added = 0;
+        std::condition_variable done_cv;  // notified when a pass ends
+    };
+    BackgroundIndexing background_;
     // HNSW adds hold it shared; walks over every member (stats, verify, save) exclusive, as
     // USearch counts a member before it is stored.
     mutable std::shared_mutex hnsw_walk_mutex_;
