@@ -57,3 +57,27 @@ def test_search_argument_fast_path_equals_the_checked_path():
     # The common call itself takes the fast path and gives the core's tuple.
     assert graph._search_args(10, 8, 2, 2000, 256, "both", None, None, None, None, None, 1.0, False, None) == (
         10, 8, 2, 2000, 256, "both", None, None, None, -(2**63), 2**63 - 1, 1.0, False, 0)
+
+
+def test_methods_defined_beside_their_concern_are_named_as_graph_methods():
+    """Graph methods whose code lives in folder.py, hybrid.py, entities.py and embedders.py carry
+    Graph's names: TypeError messages, signatures and qualnames read as for any other method."""
+    import inspect
+    import sys
+
+    import pytest
+
+    g = vg.Graph(4)
+    for name in ("open", "checkpoint", "hybrid_search", "hybrid_search_batch", "add_aliases", "aliases",
+                 "use_embedder", "embed_query"):
+        method = getattr(vg.Graph, name)
+        assert (method.__name__, method.__qualname__, method.__module__) == (name, f"Graph.{name}", "vecgraph.graph")
+    assert list(inspect.signature(vg.Graph.checkpoint).parameters) == ["self"]
+    if sys.version_info < (3, 11):  # before 3.11 these messages name the code object, not the qualname
+        return
+    with pytest.raises(TypeError, match=r"^Graph\.hybrid_search\(\) got an unexpected keyword argument 'bogus'$"):
+        g.hybrid_search("x", bogus=1)
+    with pytest.raises(TypeError, match=r"^Graph\.open\(\) missing 1 required positional argument: 'path'$"):
+        vg.Graph.open()
+    with pytest.raises(TypeError, match=r"^Graph\.add_aliases\(\) missing 1 required positional argument: 'aliases'$"):
+        g.add_aliases("a")

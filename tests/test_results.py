@@ -47,3 +47,19 @@ def test_a_result_pickles_with_what_to_context_reads():
     assert pickle.loads(pickle.dumps(copied)).to_context(max_tokens=10_000) == context
     small = copied.to_context(max_tokens=12)
     assert 0 < len(small) < len(context) and context.startswith(small)
+
+
+def test_a_search_result_pickled_under_its_former_module_loads():
+    """A SearchResult pickled when its module was vecgraph.graph names
+    vecgraph.graph._search_result_from_state; it still loads, paths included."""
+    import pickle
+
+    g = vg.Graph(3)
+    g.add_nodes(["a", "b"], np.eye(3, dtype=np.float32)[:2] + 0.1)
+    g.add_edges(["a"], ["b"], rels=["r"])
+    res = g.search(np.array([1, 0.1, 0.1], np.float32), k=2, seeds=1, hops=1)
+    data = pickle.dumps(res, protocol=0)
+    assert b"cvecgraph.results\n_search_result_from_state\n" in data
+    former = data.replace(b"cvecgraph.results\n_search_result_from_state\n", b"cvecgraph.graph\n_search_result_from_state\n")
+    copied = pickle.loads(former)
+    assert copied.keys == ["a", "b"] and copied.paths == [[], [vg.graph.Edge("a", "r", "b", 1.0)]]

@@ -35,13 +35,16 @@ import inspect
 import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Optional, Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, runtime_checkable
 
 import numpy as np
 
 from . import storage
 from .arguments import _keys
 from .errors import DimensionMismatchError, InvalidArgumentError
+
+if TYPE_CHECKING:  # the class these functions are methods of (graph.py imports this module)
+    from .graph import Graph
 
 __all__ = ["Embedder", "WordLlamaEmbedder", "load", "check_embedder", "check_output", "embed"]
 
@@ -252,7 +255,7 @@ def spec_of(embedder: Any) -> Optional[str]:
 # ------------------------------------------------------------------ the Graph methods
 # Bound as vecgraph.Graph.use_embedder and vecgraph.Graph.embed_query.
 
-def use_embedder(graph: Any, embedder: Any) -> None:
+def use_embedder(self: Graph, embedder: Any) -> None:
     """Record ``embedder`` (any object with ``name``, ``dim`` and ``__call__``, see
     :mod:`vecgraph.embedders`) as the one that builds this graph's vectors, or check that it
     is the one already recorded. The first call records it (for a folder graph, durably in
@@ -266,36 +269,36 @@ def use_embedder(graph: Any, embedder: Any) -> None:
     """
     embedder = check_embedder(embedder)
     name, dim = embedder.name, int(embedder.dim)
-    if dim != graph.dim:
-        recorded = graph.embedder
+    if dim != self.dim:
+        recorded = self.embedder
         built = f"; it was built with embedder {recorded['name']!r}" if recorded else ""
         raise DimensionMismatchError(
-            f"embedder {name!r} makes {dim}-d vectors, the graph's dim is {graph.dim}{built}")
-    with graph._checkpoint_lock:  # a concurrent checkpoint commits the MANIFEST it copied
-        recorded = graph.embedder
+            f"embedder {name!r} makes {dim}-d vectors, the graph's dim is {self.dim}{built}")
+    with self._checkpoint_lock:  # a concurrent checkpoint commits the MANIFEST it copied
+        recorded = self.embedder
         if recorded is not None:
             if recorded["name"] != name:
                 raise InvalidArgumentError(
                     f"the graph was built with embedder {recorded['name']!r} (dim {recorded['dim']}); "
                     f"refusing embedder {name!r} (dim {dim}): its vectors are not comparable")
             return
-        graph._check_writable("recording an embedder needs")
+        self._check_writable("recording an embedder needs")
         record = {"name": name, "dim": dim}
         spec = spec_of(embedder)
         if spec is not None and spec != name:
             record["spec"] = spec  # how to load it again (vecgraph query)
-        if graph._manifest is not None:
-            manifest = dict(graph._manifest, embedder=record)
+        if self._manifest is not None:
+            manifest = dict(self._manifest, embedder=record)
             try:
-                storage.write_manifest(graph._path, manifest)
+                storage.write_manifest(self._path, manifest)
             except OSError as e:
-                raise storage.StorageError(f"cannot record the embedder in {graph._path}: {e}") from e
-            graph._manifest = manifest
+                raise storage.StorageError(f"cannot record the embedder in {self._path}: {e}") from e
+            self._manifest = manifest
         else:
-            graph._embedder = record
+            self._embedder = record
 
 
-def embed_query(graph: Any, text: Union[str, Sequence[str]], embedder: Any) -> np.ndarray:
+def embed_query(self: Graph, text: Union[str, Sequence[str]], embedder: Any) -> np.ndarray:
     """Embed query text(s) with ``embedder``, after checking that it is the embedder this
     graph was built with (if one was recorded) and that its dim is the graph's. Queries do
     not record an embedder.
@@ -317,11 +320,11 @@ def embed_query(graph: Any, text: Union[str, Sequence[str]], embedder: Any) -> n
     """
     embedder = check_embedder(embedder)
     name, dim = embedder.name, int(embedder.dim)
-    recorded = graph.embedder
-    if dim != graph.dim:
+    recorded = self.embedder
+    if dim != self.dim:
         built = f"; it was built with embedder {recorded['name']!r}" if recorded else ""
         raise DimensionMismatchError(
-            f"query embedder {name!r} makes {dim}-d vectors, the graph's dim is {graph.dim}{built}")
+            f"query embedder {name!r} makes {dim}-d vectors, the graph's dim is {self.dim}{built}")
     if recorded is not None and recorded["name"] != name:
         raise InvalidArgumentError(
             f"the graph was built with embedder {recorded['name']!r} (dim {recorded['dim']}); "

@@ -15,10 +15,13 @@ import re
 import threading
 import unicodedata
 from collections.abc import Iterable
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
 
 from .arguments import Key
 from .errors import InvalidArgumentError
+
+if TYPE_CHECKING:  # the class these functions are methods of (graph.py imports this module)
+    from .graph import Graph
 from .text_checks import _decode_key, _encode_key
 
 __all__ = ["ALIAS_SEPARATOR", "EntityIndex", "Mention", "normalize_name", "name_terms", "name_specificity",
@@ -285,7 +288,7 @@ def _merged_aliases(current: list, new: list) -> list:
 # ------------------------------------------------------------------ the Graph methods
 # Bound as vecgraph.Graph.add_aliases and vecgraph.Graph.aliases.
 
-def add_aliases(graph: Any, key: Key, aliases: Sequence[str]) -> list[str]:
+def add_aliases(self: Graph, key: Key, aliases: Sequence[str]) -> list[str]:
     """Add other names of a node (abbreviations, translations, former names), kept with
     the node (logged, snapshotted; an upsert keeps them). A query text of
     :meth:`hybrid_search` that mentions a node's key or one of its aliases makes the node
@@ -304,19 +307,19 @@ def add_aliases(graph: Any, key: Key, aliases: Sequence[str]) -> list[str]:
         NotFoundError: key is not in the graph.
         TypeError, InvalidArgumentError: aliases not a list of non-empty str.
     """
-    graph._check_writable()
+    self._check_writable()
     new = _checked_aliases(aliases)
-    with graph._text_lock:
-        current = graph.aliases(key)
+    with self._text_lock:
+        current = self.aliases(key)
         merged = _merged_aliases(current, new)
         if merged != current:
-            graph._engine.set_aliases([key], [ALIAS_SEPARATOR.join(merged)])
-            if graph._entities is not None:
-                graph._write_entities(lambda index: index.add(key, merged))
+            self._engine.set_aliases([key], [ALIAS_SEPARATOR.join(merged)])
+            if self._entities is not None:
+                self._write_entities(lambda index: index.add(key, merged))
     return merged
 
 
-def aliases(graph: Any, key: Key) -> list[str]:
+def aliases(self: Graph, key: Key) -> list[str]:
     """The aliases of a node (see :meth:`add_aliases`). Raises NotFoundError for an unknown key."""
-    joined = graph._engine.get_node(key)["aliases"]
+    joined = self._engine.get_node(key)["aliases"]
     return joined.split(ALIAS_SEPARATOR) if joined else []

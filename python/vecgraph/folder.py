@@ -15,7 +15,7 @@ import os
 import shutil
 import warnings
 import weakref
-from typing import Any, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from . import hybrid, storage
 from .arguments import (FILTER_SCAN_AUTO, FULL_SCAN_MAX_NODES, _METRICS, _choice, _count, _count_at_least,
@@ -24,9 +24,11 @@ from .errors import CorruptionError, DimensionMismatchError, InvalidArgumentErro
 from .heap import _release_after_batch
 from .side_indexes import TEXT_INDEX_DIR, open_text_index
 
+if TYPE_CHECKING:  # the class these functions are methods of (graph.py imports this module)
+    from .graph import Graph
+
 BACKGROUND_INDEX_MIN = 4096  # fewer nodes waiting for HNSW after recovery are inserted before open returns
 _NEVER = 2**64 - 1
-_G = TypeVar("_G")  # the Graph class open_graph makes (bound as the classmethod Graph.open)
 
 
 # Every graph made in this process, for the fork handler below.
@@ -83,7 +85,7 @@ def _check_folder_takes_a_graph(folder: str, dim: Any) -> None:
 
 
 def open_graph(
-    cls: type[_G],
+    cls: type[Graph],
     path: Union[str, os.PathLike],
     dim: Optional[int] = None,
     metric: Optional[str] = None,
@@ -102,7 +104,7 @@ def open_graph(
     filter_scan_max_nodes: Optional[int] = None,
     read_only: bool = False,
     _inspect: bool = False,
-) -> _G:
+) -> Graph:
     """Open the graph in folder ``path``, creating it if it does not exist, or recovering it.
 
     Recovery loads the snapshot the MANIFEST names (if any), replays the write-ahead log
@@ -378,7 +380,7 @@ def open_graph(
     return graph
 
 
-def checkpoint(graph: Any) -> dict:
+def checkpoint(self: Graph) -> dict:
     """Write the current state as an Arrow snapshot, commit it in the MANIFEST, and drop
     the WAL segments it makes unnecessary. Writes wait while the state is copied out.
     The HNSW graph is saved beside it when it holds exactly the live nodes (not while a
@@ -393,46 +395,46 @@ def checkpoint(graph: Any) -> dict:
         ReadOnlyError: the graph is closed.
         StorageError: the snapshot could not be written.
     """
-    with graph._checkpoint_lock:
-        graph._require_folder("checkpoint")
-        unchanged = (graph._manifest["snapshot"] is not None
-                     and graph._manifest["snapshot_lsn"] == graph._engine.last_lsn())
-        if unchanged and (storage.HNSW_FILE in (graph._manifest.get("files") or {})
-                          or not graph._engine.seed_index_complete()):
-            stats = graph._engine.stats()  # nothing written since the last snapshot
-            return {"lsn": graph._manifest["snapshot_lsn"],
-                    "snapshot": os.path.join(graph._path, graph._manifest["snapshot"]),
+    with self._checkpoint_lock:
+        self._require_folder("checkpoint")
+        unchanged = (self._manifest["snapshot"] is not None
+                     and self._manifest["snapshot_lsn"] == self._engine.last_lsn())
+        if unchanged and (storage.HNSW_FILE in (self._manifest.get("files") or {})
+                          or not self._engine.seed_index_complete()):
+            stats = self._engine.stats()  # nothing written since the last snapshot
+            return {"lsn": self._manifest["snapshot_lsn"],
+                    "snapshot": os.path.join(self._path, self._manifest["snapshot"]),
                     "nodes": stats["nodes"], "edges": stats["edges"]}
         try:
-            tmp = storage.begin_snapshot(graph._path, graph._manifest)
+            tmp = storage.begin_snapshot(self._path, self._manifest)
         except OSError as e:
-            raise storage.StorageError(f"checkpoint of {graph._path} failed: {e}") from e
+            raise storage.StorageError(f"checkpoint of {self._path} failed: {e}") from e
         try:
             # The HNSW graph is saved beside the columns at the same LSN (when it indexes
             # exactly the live nodes), so that opening reads it instead of rebuilding it.
-            state = graph._engine.export_state(os.path.join(tmp, storage.HNSW_FILE))
-            graph._engine.sync()  # the WAL must never be behind a committed snapshot
-            manifest = storage.write_snapshot(graph._path, graph._manifest, state, tmp)
+            state = self._engine.export_state(os.path.join(tmp, storage.HNSW_FILE))
+            self._engine.sync()  # the WAL must never be behind a committed snapshot
+            manifest = storage.write_snapshot(self._path, self._manifest, state, tmp)
             manifest["text_lsn"] = int(state["text_lsn"])
-            storage.write_manifest(graph._path, manifest)
+            storage.write_manifest(self._path, manifest)
         except BaseException as e:
             # A failed generation gives its disk space back at once (on a full disk, the
             # space the next try needs); the committed snapshots are untouched.
             shutil.rmtree(tmp, ignore_errors=True)
-            adopt_manifest_on_disk(graph)
+            adopt_manifest_on_disk(self)
             if isinstance(e, OSError):
-                raise storage.StorageError(f"checkpoint of {graph._path} failed: {e}") from e
+                raise storage.StorageError(f"checkpoint of {self._path} failed: {e}") from e
             raise
-        graph._manifest = manifest
+        self._manifest = manifest
         # The WAL is kept back to the previous snapshot, so that either generation plus the
         # WAL recovers everything (open falls back to the previous one if this one is damaged).
         previous = manifest.get("previous")
-        graph._engine.drop_wal_before(int(previous["snapshot_lsn"] if previous else state["lsn"]) + 1)
-        storage.remove_old_snapshots(graph._path, manifest)
-        with graph._text_lock:
-            if graph._text is not None:
-                graph._text.optimize()  # buffered BM25 writes survive a crash from here on
-        return {"lsn": int(state["lsn"]), "snapshot": os.path.join(graph._path, manifest["snapshot"]),
+        self._engine.drop_wal_before(int(previous["snapshot_lsn"] if previous else state["lsn"]) + 1)
+        storage.remove_old_snapshots(self._path, manifest)
+        with self._text_lock:
+            if self._text is not None:
+                self._text.optimize()  # buffered BM25 writes survive a crash from here on
+        return {"lsn": int(state["lsn"]), "snapshot": os.path.join(self._path, manifest["snapshot"]),
                 "nodes": len(state["ts"]), "edges": len(state["edge_src"])}
 
 

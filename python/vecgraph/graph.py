@@ -28,6 +28,11 @@ from .entities import ALIAS_SEPARATOR
 from .heap import _RELEASE_MEMORY_MIN_ROWS, _release_after_batch  # noqa: F401 (_RELEASE_MEMORY_MIN_ROWS: tests)
 from .errors import InvalidArgumentError, ReadOnlyError
 from .results import Edge, Hit, Key, SearchResult
+# Names of this module from before the split: pickles of a SearchResult name
+# vecgraph.graph._search_result_from_state; the folder constants were importable here.
+from .folder import BACKGROUND_INDEX_MIN  # noqa: F401
+from .results import _search_result_from_state  # noqa: F401
+from .side_indexes import LEGACY_TEXT_INDEX_FILES, TEXT_INDEX_DIR  # noqa: F401
 
 __all__ = ["Graph", "SearchResult", "Hit", "Edge", "quantize", "FULL_SCAN_MAX_NODES", "FILTER_SCAN_MAX_NODES"]
 
@@ -838,3 +843,13 @@ class Graph:
         """
         self._check_not_inherited()
         self._engine.wait_for_indexing()
+
+
+# The methods whose code lives in the module named for their concern are Graph's own: named so
+# in signatures, tracebacks, pickles and TypeError messages ("Graph.hybrid_search() got an
+# unexpected keyword argument ...").
+for _function in (folder.open_graph, folder.checkpoint, embedders.use_embedder, embedders.embed_query,
+                  entities.add_aliases, entities.aliases, hybrid.hybrid_search, hybrid.hybrid_search_batch):
+    _name = "open" if _function is folder.open_graph else _function.__name__
+    _function.__name__, _function.__qualname__, _function.__module__ = _name, f"Graph.{_name}", __name__
+del _function, _name

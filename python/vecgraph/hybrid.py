@@ -30,19 +30,26 @@ import numbers
 import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 import numpy as np
 
 from .arguments import (_count, _count_at_least, _exclude_keys, _flag, _float_array, _real, _search_args,
                         _threads, _where)
 from .entities import entity_scores, firing_names, name_specificity
+# vecgraph.hybrid's names from before entities.py held them.
+from .entities import (ALIAS_SEPARATOR, ENTITY_AMBIGUITY_POWER, ENTITY_MAX_DF_SHARE, MAX_NAME_TOKENS,  # noqa: F401
+                       EntityIndex, Mention, name_terms, normalize_name)
 from .errors import DimensionMismatchError, InvalidArgumentError
 from .fusion import convex_unchecked, fuse, minmax, rrf_with_ranks
 from .results import Edge, HybridHit, HybridResult, Key, ScoredEdge, SearchResult, estimate_tokens
 
+if TYPE_CHECKING:  # the class these functions are methods of (graph.py imports this module)
+    from .graph import Graph
+
 __all__ = ["CHANNELS", "FUSIONS", "DEFAULT_FUSION", "DEFAULT_WEIGHTS", "HybridHit", "HybridResult", "ScoredEdge",
-           "estimate_tokens", "hybrid_search", "hybrid_search_batch"]
+           "EntityIndex", "Mention", "estimate_tokens", "name_specificity", "entity_scores", "hybrid_search",
+           "hybrid_search_batch"]
 
 CHANNELS = ("dense", "bm25", "graph", "entity")
 _MAX_HYBRID_K = 100_000  # the largest k and depth
@@ -419,7 +426,7 @@ def run(graph: Any, *, text: Optional[str], query: Optional[np.ndarray], k: int,
 # Bound as vecgraph.Graph.hybrid_search and vecgraph.Graph.hybrid_search_batch.
 
 def hybrid_search(
-    graph: Any,
+    self: Graph,
     text: Optional[str] = None,
     vector: Any = None,
     k: int = 10,
@@ -465,11 +472,11 @@ def hybrid_search(
         k: results wanted (>= 1).
         channels: names from ``("dense", "bm25", "graph", "entity")``.
         weights: {channel: weight >= 0}; a channel not named takes the fusion's default
-            (:data:`vecgraph.DEFAULT_WEIGHTS`: convex dense 1, bm25 1, graph 0.25,
+            (:data:`vecgraph.hybrid.DEFAULT_WEIGHTS`: convex dense 1, bm25 1, graph 0.25,
             entity 4; rrf 1.0 each). A channel of weight 0 is not run. A weight for a
             channel not in ``channels`` is ignored (one weights dict can serve calls with
             different channels).
-        fusion: how the lists are fused (see :data:`vecgraph.FUSIONS` and
+        fusion: how the lists are fused (see :data:`vecgraph.hybrid.FUSIONS` and
             :func:`vecgraph.fusion.fuse`): ``"rrf"`` is weighted Reciprocal Rank Fusion,
             score(d) = Σ_c w_c / (rrf_k + rank_c(d)) (Cormack, Clarke & Büttcher, SIGIR
             2009); the default weighs each channel by the evidence of its own scores.
@@ -482,7 +489,7 @@ def hybrid_search(
         depth: how many keys each channel contributes (default max(3 k, 30), at most 100,000).
         rrf_k: the RRF constant (> 0), used by ``fusion="rrf"``.
         ef: HNSW beam width of the dense channel's search (None or 0: at least
-            :data:`vecgraph.HYBRID_MIN_EF`, the graph's ``expansion_search`` and
+            :data:`vecgraph.hybrid.HYBRID_MIN_EF`, the graph's ``expansion_search`` and
             ``depth``, which keeps its recall against an exact search >= 0.97 on the
             real data sets measured; see bench/README.md).
         exclude_keys: keys that no channel returns and no walk passes through (as in
@@ -500,7 +507,7 @@ def hybrid_search(
     Returns:
         :class:`vecgraph.results.HybridResult`: hits (key, fused score, rank per channel,
         path), each channel's ranked keys and scores, scored traversed edges, and
-        :meth:`~vecgraph.HybridResult.to_context`.
+        :meth:`~vecgraph.results.HybridResult.to_context`.
 
     Raises:
         InvalidArgumentError: neither text nor vector; an unknown channel or fusion; a
@@ -535,13 +542,13 @@ def hybrid_search(
         ef = _count_at_least(ef, "ef", 0) or None  # 0: the default, as in search()
     exclude = _exclude_keys(exclude_keys)
     if vector is None and text is not None and embedder is not None:
-        vector = graph.embed_query(text, embedder)
+        vector = self.embed_query(text, embedder)
     if vector is None and text is None:
         raise InvalidArgumentError("hybrid_search needs text, a vector, or both")
     query = _float_array(vector, "vector", 1) if vector is not None else None
     args = _search_args(depth, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
                              None, None, 1.0, False, ef, since, until)
-    conditions = _where(where, graph._filterable)
+    conditions = _where(where, self._filterable)
     if args[9] > args[10]:
         raise InvalidArgumentError(
             f"the time window is empty: since/ts_min ({args[9]}) is after until/ts_max ({args[10]})")
@@ -554,15 +561,15 @@ def hybrid_search(
     if not any(channel_weights[c] > 0 for c in runnable):
         raise InvalidArgumentError(f"every channel that can run ({', '.join(runnable)}) has weight 0")
     runnable = tuple(c for c in runnable if channel_weights[c] > 0)  # weight 0: not run at all
-    dense_ef = ef if ef is not None else max(HYBRID_MIN_EF, depth, graph._hnsw["expansion_search"])
-    return run(graph, text=text, query=query, k=k, runnable=runnable, weights=channel_weights,
+    dense_ef = ef if ef is not None else max(HYBRID_MIN_EF, depth, self._hnsw["expansion_search"])
+    return run(self, text=text, query=query, k=k, runnable=runnable, weights=channel_weights,
                       fusion=fusion, args=args, conditions=conditions, depth=depth, dense_ef=dense_ef,
                       exclude=exclude, entity_keys=entity_keys, graph_seeds=graph_seeds,
                       graph_scoring=graph_scoring, rrf_k=rrf_k, parallel=parallel)
 
 
 def hybrid_search_batch(
-    graph: Any,
+    self: Graph,
     texts: Optional[Sequence[Optional[str]]] = None,
     vectors: Any = None,
     k: int = 10,
@@ -606,7 +613,7 @@ def hybrid_search_batch(
             if not isinstance(text, str) or not text:
                 raise InvalidArgumentError(f"texts[{i}] is {text!r}: with an embedder and no vectors every query "
                                            "needs a text to embed")
-        vectors = graph.embed_query(texts, embedder)
+        vectors = self.embed_query(texts, embedder)
     matrix = _float_array(vectors, "vectors", 2) if vectors is not None else None
     count = len(texts) if texts is not None else len(matrix)
     if matrix is not None and len(matrix) != count:
@@ -620,19 +627,19 @@ def hybrid_search_batch(
     if count == 0:
         raise ValueError("hybrid_search_batch needs at least one query")
     if matrix is not None:  # every row checked before any query runs, named by its row
-        if matrix.shape[1] != graph.dim:
-            raise DimensionMismatchError(f"vectors have dim {matrix.shape[1]}, graph has dim {graph.dim}")
+        if matrix.shape[1] != self.dim:
+            raise DimensionMismatchError(f"vectors have dim {matrix.shape[1]}, graph has dim {self.dim}")
         finite = np.isfinite(matrix).all(axis=1)
         if not finite.all():
             row = int(np.argmin(finite))
             raise InvalidArgumentError(f"vectors row {row} holds NaN or inf")
-        if graph.metric == "cos" and not np.any(matrix, axis=1).all():
+        if self.metric == "cos" and not np.any(matrix, axis=1).all():
             row = int(np.argmin(np.any(matrix, axis=1)))
             raise InvalidArgumentError(f"vectors row {row} is all zeros, which has no direction under 'cos'")
     threads = 2 if threads is None else _threads(threads, "threads")
 
     def one(i: int) -> HybridResult:
-        return hybrid_search(graph, texts[i] if texts is not None else None,
+        return hybrid_search(self, texts[i] if texts is not None else None,
                              matrix[i] if matrix is not None else None, k,
                              exclude_keys=exclude_keys[i] if exclude_keys is not None else None,
                              parallel=False, **options)

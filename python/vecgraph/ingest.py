@@ -54,6 +54,9 @@ from .ingest_readers import Source, _configure, _ListSource, _open_source
 
 __all__ = ["nodes", "edges", "from_networkx", "IngestReport", "IngestError"]
 
+# Their public home is this module (tracebacks and pickles name vecgraph.ingest).
+IngestReport.__module__ = IngestError.__module__ = __name__
+
 
 # ====================================================================== arguments
 

@@ -58,7 +58,7 @@ from .text_checks import (
     _term,
 )
 from .text_pages import _top_admitted
-from .tokenizer import STOPWORDS, TOKENIZER_VERSION, tokenize
+from .tokenizer import STOPWORDS, TOKENIZER_VERSION, normalize, tokenize  # noqa: F401 (normalize: vecgraph.text's name too)
 
 __all__ = ["tokenize", "TextIndex", "STOPWORDS", "TOKENIZER_VERSION", "SCHEMA_VERSION"]
 
