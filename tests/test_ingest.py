@@ -253,6 +253,21 @@ def test_props_of_the_wrong_type_for_a_filterable_property_are_bad_rows(tmp_path
         (1, "b", "props", "filterable property 'year' is declared int64, got str '2021'")]
 
 
+def test_an_ingest_error_pickles_with_its_fields(tmp_path):
+    """An IngestError crosses a process boundary (a pool's worker raising it) whole: message,
+    row, column, reason and the report of what was written before."""
+    import pickle
+
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"key": "a", "vector": [1, 0]}\n{"key": "b", "vector": [1, "x"]}\n')
+    with pytest.raises(ingest.IngestError) as raised:
+        ingest.nodes(vg.Graph(dim=2), str(path), progress=False)
+    copied = pickle.loads(pickle.dumps(raised.value))
+    assert type(copied) is ingest.IngestError and str(copied) == str(raised.value)
+    assert (copied.row, copied.column, copied.reason) == (raised.value.row, raised.value.column, raised.value.reason)
+    assert (copied.row, copied.column) == (1, "vector")
+    assert copied.report.rows_accepted == raised.value.report.rows_accepted == 0
+
 def test_csv_weight_and_ts_cells_are_parsed_row_by_row(tmp_path):
     """A CSV weight or ts cell that does not parse is one bad row, wherever it is in the file;
     ts takes integers and ISO 8601 dates and timestamps (UTC unless it names an offset)."""

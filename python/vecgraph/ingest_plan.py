@@ -93,6 +93,15 @@ class IngestError(InvalidArgumentError):
         super().__init__(message)
         self.row, self.column, self.reason, self.report = row, column, reason, report
 
+    def __reduce__(self) -> tuple:
+        # For a process pool or a cache: the keyword-only fields go through the constructor.
+        return (_ingest_error, (str(self), self.row, self.column, self.reason, self.report))
+
+
+def _ingest_error(message: str, row: int, column: Optional[str], reason: str, report: IngestReport) -> IngestError:
+    """An IngestError made by unpickling."""
+    return IngestError(message, row=row, column=column, reason=reason, report=report)
+
 
 # ====================================================================== rejects and progress
 
