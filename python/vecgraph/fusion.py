@@ -1,4 +1,6 @@
-"""Weighted Reciprocal Rank Fusion of ranked lists.
+"""Fusion of ranked lists: weighted Reciprocal Rank Fusion (:func:`rrf`, :func:`rrf_with_ranks`)
+and the convex combination of normalised scores (:func:`convex`, with :func:`minmax`);
+:func:`fuse` runs either by name.
 
 Reciprocal Rank Fusion (Cormack, Clarke and Büttcher, "Reciprocal Rank Fusion outperforms
 Condorcet and individual Rank Learning Methods", SIGIR 2009) merges ranked lists by rank alone,

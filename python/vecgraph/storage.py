@@ -1,4 +1,4 @@
-"""The graph folder on disk: MANIFEST, LOCK, Arrow snapshots (DESIGN.md, "Folder layout").
+"""The graph folder on disk: MANIFEST, LOCK, Arrow snapshots (the layout below; ARCHITECTURE.md).
 
 ::
 

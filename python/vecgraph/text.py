@@ -69,8 +69,8 @@ SCHEMA_VERSION = 3
 
 # ------------------------------------------------------------------------------------------ index
 
-# Folder of a TextIndex (SCHEMA_VERSION 2):
-#   vecgraph-text.json   {"format": "vecgraph-text", "schema_version": 3, "tokenizer": 1,
+# Folder of a TextIndex (SCHEMA_VERSION 3):
+#   vecgraph-text.json   {"format": "vecgraph-text", "schema_version": 3, "tokenizer": 2,
 #                         "lsn": N}: written (temporary file, then rename) after each commit of
 #                         the tantivy index, so N is the LSN of the last write the committed
 #                         index holds. close() adds "files": {name: [bytes, crc32]} of every

@@ -1,6 +1,6 @@
 // Bounded breadth-first expansion from seed nodes, and int8 scoring of everything reached.
 //
-// The rules (DESIGN.md, "Search semantics"; tests/reference.py is the executable version):
+// The rules (README.md, "What `search` does"; tests/reference.py is the executable version):
 //  * Seeds, best first, are visited at hop 0, up to max_visited of them.
 //  * Level by level up to `hops`: the nodes of level h-1, in the order they were visited, expand
 //    their allowed edges (rel allowed, direction allowed) in (weight desc, edge id asc) order,
@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "vecgraph/csr_graph.hpp"
