@@ -127,6 +127,11 @@ def test_help_of_every_subcommand(capsys):
         assert "examples:" in out and f"vecgraph {name}" in out.split("examples:")[1], name
     proc = ok("--help")
     assert all(name in proc.stdout for name in SUBCOMMANDS)
+    # The timestamp columns take ISO 8601 text as well as microseconds, and the help says so.
+    with pytest.raises(SystemExit):
+        cli.main(["ingest", "--help"])
+    ingest_help = " ".join(capsys.readouterr().out.split())
+    assert "--ts-column NAME node timestamp: int64 microseconds since the epoch, an ISO 8601 date or timestamp" in ingest_help
     assert ok("--version").stdout.strip() == f"vecgraph {vg.__version__}"
     # The child runs without VECGRAPH_FORCE_ISA (see _env): the best ISA this machine has.
     assert "active ISA: " + vg.available_isas()[-1] in ok("info").stdout
@@ -396,6 +401,8 @@ def test_stats(graph_folder):
     assert (stats["nodes"], stats["edges"], stats["labels"], stats["tenants"]) == (40, 80, 2, 2)
     assert stats["metric"] == "cos" and stats["path"] == os.path.abspath(graph_folder)
     assert stats["embedder"] is None and stats["disk_bytes"] > 0
+    # A writable folder reads as writable, although stats opens it read-only to look.
+    assert stats["read_only"] is False and fields["read_only"] == "no"
 
 
 def test_checkpoint_and_compact(tmp_path):
@@ -770,6 +777,9 @@ def test_export_restore_verify(graph_copy, tmp_path):
     files = sorted(glob.glob(str(tmp_path / "pq" / "**" / "*.parquet"), recursive=True))
     assert sorted(pq.read_table(f).num_rows for f in files) == [40, 80]
     assert "exists; pass --overwrite" in failed(1, "export", graph_copy, tmp_path / "pq")
+    err = failed(1, "export", graph_copy, os.path.join(graph_copy, "out"))
+    assert err.startswith("vecgraph export: error: the export folder ") and "is inside the graph folder" in err
+    assert not os.path.exists(os.path.join(graph_copy, "out"))
     out = ok("export", graph_copy, tmp_path / "ipc", "--format", "arrow").stdout
     assert "(arrow)" in out
     restored = tmp_path / "restored.vg"

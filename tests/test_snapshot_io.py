@@ -337,6 +337,19 @@ def test_export_is_readable_by_plain_pyarrow(tmp_path):
     assert description["dim"] == 4 and description["metric"] == "cos" and description["nodes"] == 3
 
 
+def test_export_into_the_graph_folder_is_refused(tmp_path):
+    """An export folder inside the graph's own folder is refused before anything is written;
+    one beside it is fine."""
+    folder = tmp_path / "g.vg"
+    with vg.Graph.open(folder, dim=4) as g:
+        g.add_nodes(["a"], np.ones((1, 4)))
+        before = sorted(p.name for p in folder.iterdir())
+        for inside in (folder / "out", folder / "snapshots" / "x", folder):
+            with pytest.raises(vg.InvalidArgumentError, match=r"^the export folder .* is inside the graph folder "):
+                snapshot.export(g, inside, overwrite=True)
+        assert sorted(p.name for p in folder.iterdir()) == before
+        assert snapshot.export(g, tmp_path / "beside")["nodes"] == 1
+
 def test_export_and_restore_refuse_bad_input(tmp_path):
     g = vg.Graph(dim=4)
     g.add_nodes(["a"], np.ones((1, 4)))

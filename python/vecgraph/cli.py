@@ -402,6 +402,9 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         stats.update(path=graph.path, uuid=manifest.get("uuid"), snapshot=manifest.get("snapshot"),
                      snapshot_lsn=manifest.get("snapshot_lsn"), embedder=manifest.get("embedder"),
                      disk_bytes=storage.folder_bytes(graph.path))
+        # What the folder is, not how stats opened it (read-only, to look): whether this user
+        # may write to it.
+        stats["read_only"] = not os.access(graph.path, os.W_OK)
     if args.json:
         _print_json(stats)
         return 0

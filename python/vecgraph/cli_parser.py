@@ -125,14 +125,16 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     g.add_argument("--text-column", metavar="NAME", help="node text (embedded with --embedder)")
     g.add_argument("--label-column", metavar="NAME", help="node label")
     g.add_argument("--tenant-column", metavar="NAME", help="node tenant")
-    g.add_argument("--ts-column", metavar="NAME", help="node timestamp, int64 microseconds since the epoch")
+    g.add_argument("--ts-column", metavar="NAME",
+                   help="node timestamp: int64 microseconds since the epoch, an ISO 8601 date or timestamp "
+                        "(UTC unless it names an offset), or an Arrow timestamp or date column")
     g.add_argument("--props-column", metavar="NAME", help="node props: a struct or JSON object")
     g = p.add_argument_group("edge columns (default: the usual names, when present)")
     g.add_argument("--src-column", metavar="NAME", help="source node key (default: src or source)")
     g.add_argument("--dst-column", metavar="NAME", help="destination node key (default: dst or target)")
     g.add_argument("--rel-column", metavar="NAME", help="relation type (default: rel or type)")
     g.add_argument("--weight-column", metavar="NAME", help="edge weight (default 1)")
-    g.add_argument("--edge-ts-column", metavar="NAME", help="edge timestamp")
+    g.add_argument("--edge-ts-column", metavar="NAME", help="edge timestamp (the forms --ts-column takes)")
     g.add_argument("--edge-text-column", metavar="NAME",
                    help="edge text (embedded into edge vectors with --embedder when no --edge-vector-column)")
     g.add_argument("--edge-props-column", metavar="NAME", help="edge props")

@@ -157,8 +157,8 @@ def export(graph: Any, path: Union[str, os.PathLike], format: str = "parquet", *
         {"path", "format", "nodes", "edges", "lsn", "hnsw": bool, "files": {name: sha256}}.
 
     Raises:
-        InvalidArgumentError: an unknown format, or ``path`` exists (without ``overwrite``)
-            or is not a vecgraph export.
+        InvalidArgumentError: an unknown format; ``path`` exists (without ``overwrite``) or is
+            not a vecgraph export; ``path`` is inside the graph's own folder.
         StorageError: the files could not be written.
     """
     import pyarrow as pa
@@ -174,6 +174,12 @@ def export(graph: Any, path: Union[str, os.PathLike], format: str = "parquet", *
     if not isinstance(overwrite, (bool, np.bool_)):
         raise TypeError(f"overwrite must be True or False, got {type(overwrite).__name__}")
     folder = os.path.abspath(os.fspath(path))
+    from .ingest import _inside_folder
+
+    if graph.path is not None and _inside_folder(folder, graph.path):
+        raise InvalidArgumentError(f"the export folder {folder} is inside the graph folder {graph.path}: its files "
+                                   "would be mixed with the graph's own (and copied, checked and removed with "
+                                   "them); name a folder elsewhere")
     if os.path.exists(folder):
         if not overwrite:
             raise InvalidArgumentError(f"{folder} exists; pass overwrite=True to replace it")
