@@ -89,6 +89,11 @@ def test_get_node_returns_every_column(people):
         assert np.array_equal(vector, codes[0].astype(np.float32) * scales[0])  # dequantized: codes * scale
         want = normalised(people["vectors"][i : i + 1], "cos")[0]
         assert np.max(np.abs(vector - want)) <= scales[0] / 2 + 1e-6
+        without = g.get_node(key, vector=False)
+        assert set(without) == set(node) - {"vector"}
+        assert {k: v for k, v in node.items() if k != "vector"} == without
+    with pytest.raises(TypeError, match="vector must be True or False, got str"):
+        g.get_node(people["keys"][0], vector="no")
 
 
 @pytest.mark.parametrize("metric", METRICS)

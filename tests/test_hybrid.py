@@ -485,3 +485,34 @@ def test_bm25_under_where_by_key_list_and_by_candidate_checks_matches_the_refere
             expected = [key for key in ranking if passes(years[key])][:depth]
             res = g.hybrid_search(query, k=depth, depth=depth, channels=["bm25"], where=where)
             assert res.keys == expected, (where, query)
+
+
+def test_text_only_hybrid_search_says_which_channels_did_not_run_when_an_embedder_is_recorded():
+    """A graph that records its embedder, searched by text alone: the dense and graph channels
+    cannot run, and a RuntimeWarning says so, names the embedder and the channels that ran.
+    With a vector, an embedder, or channels that need no vector, nothing is said."""
+    import warnings
+
+    class Tiny:
+        name, dim = "tiny-test-embedder", 4
+
+        def __call__(self, texts):
+            return np.array([[1.0, len(t) % 3, 0.5, 0.25] for t in texts], dtype=np.float32)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        before = team().hybrid_search("Who leads Orion?", k=3)  # no embedder recorded: nothing to say
+    g2 = vg.Graph(4)
+    g2.add_nodes(["a", "b"], np.eye(4, dtype=np.float32)[:2] + 0.1, texts=["orion lead", "ada notes"])
+    g2.use_embedder(Tiny())
+    with pytest.warns(RuntimeWarning, match=r"so the dense and graph channels did not run \(ran: bm25, entity\); "
+                                            r"the graph records embedder 'tiny-test-embedder'") as caught:
+        res = g2.hybrid_search("orion lead", k=2)
+    assert caught[0].filename == __file__  # points at the caller
+    assert res.channels == ("bm25", "entity") and res.keys[0] == "a"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert g2.hybrid_search("orion lead", k=2, embedder=Tiny()).channels == ("dense", "bm25", "graph", "entity")
+        g2.hybrid_search("orion lead", vector=np.ones(4), k=2)
+        g2.hybrid_search("orion lead", k=2, channels=["bm25", "entity"])
+    assert len(before) >= 1

@@ -726,8 +726,8 @@ class PyEngine {
         return out;
     }
 
-    py::dict get_node(const py::handle& key) {
-        NodeRecord r = engine_->node(find_node(*engine_, key));
+    py::dict get_node(const py::handle& key, bool with_vector) {
+        NodeRecord r = engine_->node(find_node(*engine_, key), with_vector);
         py::dict d;
         d["key"] = decode_key(r.key);
         d["label"] = to_py_str(r.label);
@@ -736,9 +736,11 @@ class PyEngine {
         d["text"] = to_py_str(r.text);
         d["props"] = to_py_str(r.props);
         d["aliases"] = to_py_str(r.aliases);
-        py::array_t<float> vector(static_cast<py::ssize_t>(r.vector.size()));
-        std::memcpy(vector.mutable_data(), r.vector.data(), r.vector.size() * sizeof(float));
-        d["vector"] = vector;
+        if (with_vector) {
+            py::array_t<float> vector(static_cast<py::ssize_t>(r.vector.size()));
+            std::memcpy(vector.mutable_data(), r.vector.data(), r.vector.size() * sizeof(float));
+            d["vector"] = vector;
+        }
         return d;
     }
 
@@ -910,7 +912,7 @@ void bind_engine(py::module_& m) {
         .def("edges", &PyEngine::edges, py::arg("edge_ids"))
         .def("edge_details", &PyEngine::edge_details, py::arg("edge_ids"))
         .def("neighbor_ids", &PyEngine::neighbor_ids, py::arg("key"), py::arg("direction"))
-        .def("get_node", &PyEngine::get_node, py::arg("key"))
+        .def("get_node", &PyEngine::get_node, py::arg("key"), py::arg("with_vector") = true)
         .def("neighbors", &PyEngine::neighbors, py::arg("key"), py::arg("direction"), py::arg("rels"))
         .def("contains", &PyEngine::contains, py::arg("key"))
         .def("node_codes", &PyEngine::node_codes, py::arg("keys"))

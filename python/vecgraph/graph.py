@@ -785,14 +785,18 @@ class Graph:
         direction = _choice(direction, "direction", _DIRECTIONS)
         return [Edge(*e) for e in self._engine.neighbors(key, direction, _names(rels, "rels"))]
 
-    def get_node(self, key: Key) -> dict:
-        """A node's fields: key, label, tenant, ts, text, props (dict or None), aliases (list
-        of str, see :meth:`add_aliases`) and vector (float32 (dim,), dequantized: codes * scale).
+    def get_node(self, key: Key, *, vector: bool = True) -> dict:
+        """A node's fields: key, label, tenant, ts (int microseconds since the epoch, as stored
+        whatever form was written: ``datetime(1970, 1, 1, tzinfo=timezone.utc) +
+        timedelta(microseconds=ts)`` is its UTC datetime), text, props (dict or None), aliases
+        (list of str, see :meth:`add_aliases`) and, with ``vector`` (the default), vector
+        (float32 (dim,), dequantized: codes * scale); ``vector=False`` leaves it out.
 
         Raises:
             NotFoundError: key is not in the graph.
+            TypeError: ``vector`` is not a bool.
         """
-        node = self._engine.get_node(key)
+        node = self._engine.get_node(key, _flag(vector, "vector"))
         node["props"] = json.loads(node["props"]) if node["props"] else None
         node["aliases"] = node["aliases"].split(ALIAS_SEPARATOR) if node["aliases"] else []
         return node

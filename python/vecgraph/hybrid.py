@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import numbers
 import threading
+import warnings
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
@@ -464,7 +465,9 @@ def hybrid_search(
     again). Each channel that its input allows runs (dense and graph need a vector, or
     ``text`` with an ``embedder``; bm25 and entity need ``text``) and returns up to
     ``depth`` keys with scores; the lists are fused by ``fusion``. The BM25 channel runs in
-    a second thread beside the others when ``parallel``.
+    a second thread beside the others when ``parallel``. Text without a vector or an embedder
+    on a graph that records its embedder (:meth:`use_embedder`) runs bm25 and entity only, and
+    a RuntimeWarning says so (``result.channels`` lists the channels that ran).
 
     Args:
         text: the query text (None or "" for none).
@@ -561,11 +564,19 @@ def hybrid_search(
     if not any(channel_weights[c] > 0 for c in runnable):
         raise InvalidArgumentError(f"every channel that can run ({', '.join(runnable)}) has weight 0")
     runnable = tuple(c for c in runnable if channel_weights[c] > 0)  # weight 0: not run at all
+    skipped = [c for c in chosen if c in ("dense", "graph") and channel_weights[c] > 0 and query is None]
+    recorded = self.embedder
+    if skipped and recorded is not None:
+        warnings.warn(
+            f"hybrid_search got text without a vector or an embedder, so the {' and '.join(skipped)} "
+            f"channel{'s' if len(skipped) > 1 else ''} did not run (ran: {', '.join(runnable)}); the graph "
+            f"records embedder {recorded['name']!r}: pass embedder= (vecgraph.embedders.load"
+            f"({recorded.get('spec', recorded['name'])!r})) or vector=", RuntimeWarning, stacklevel=2)
     dense_ef = ef if ef is not None else max(HYBRID_MIN_EF, depth, self._hnsw["expansion_search"])
     return run(self, text=text, query=query, k=k, runnable=runnable, weights=channel_weights,
-                      fusion=fusion, args=args, conditions=conditions, depth=depth, dense_ef=dense_ef,
-                      exclude=exclude, entity_keys=entity_keys, graph_seeds=graph_seeds,
-                      graph_scoring=graph_scoring, rrf_k=rrf_k, parallel=parallel)
+               fusion=fusion, args=args, conditions=conditions, depth=depth, dense_ef=dense_ef,
+               exclude=exclude, entity_keys=entity_keys, graph_seeds=graph_seeds,
+               graph_scoring=graph_scoring, rrf_k=rrf_k, parallel=parallel)
 
 
 def hybrid_search_batch(
