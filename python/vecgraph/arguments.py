@@ -26,6 +26,8 @@ from . import _core
 from .errors import InvalidArgumentError, _short
 
 Key = Union[str, int]  # a node key
+Timestamp = Union[int, datetime.datetime, datetime.date]  # int: microseconds since the epoch
+Timestamps = Union[Timestamp, Sequence[Timestamp], np.ndarray, None]  # one for all rows, or one per row
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1

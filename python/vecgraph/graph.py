@@ -20,7 +20,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from . import _core, arguments, embedders, entities, folder, hybrid, side_indexes, storage
-from .arguments import (FILTER_SCAN_AUTO, FILTER_SCAN_MAX_NODES, FULL_SCAN_MAX_NODES, _DIRECTIONS, _METRICS,
+from .arguments import (FILTER_SCAN_AUTO, Timestamps, FILTER_SCAN_MAX_NODES, FULL_SCAN_MAX_NODES, _DIRECTIONS, _METRICS,
                         _choice, _count_at_least, _edge_columns, _exclude_keys, _filterable, _flag, _float_array,
                         _keys, _names, _node_columns, _scan_max_nodes, _scan_threshold, _strings,
                         _threads, _where)
@@ -416,7 +416,7 @@ class Graph:
         labels: Union[str, Sequence[str], None] = None,
         texts: Optional[Sequence[str]] = None,
         tenants: Union[str, Sequence[str], None] = None,
-        ts: Union[int, Sequence[int], np.ndarray, None] = None,
+        ts: Timestamps = None,
         props: Optional[Sequence[Optional[dict]]] = None,
     ) -> None:
         """Add a batch of nodes. All or nothing: on any error but StorageError the graph is unchanged.
@@ -478,7 +478,7 @@ class Graph:
         *,
         rels: Union[str, Sequence[str], None] = None,
         weights: Any = None,
-        ts: Union[int, Sequence[int], np.ndarray, None] = None,
+        ts: Timestamps = None,
         texts: Optional[Sequence[str]] = None,
         props: Optional[Sequence[Optional[dict]]] = None,
         vectors: Any = None,
@@ -522,7 +522,7 @@ class Graph:
         labels: Union[str, Sequence[str], None] = None,
         texts: Optional[Sequence[str]] = None,
         tenants: Union[str, Sequence[str], None] = None,
-        ts: Union[int, Sequence[int], np.ndarray, None] = None,
+        ts: Timestamps = None,
         props: Optional[Sequence[Optional[dict]]] = None,
     ) -> None:
         """Add new keys and replace existing ones: label, tenant, ts, text, props and vector
