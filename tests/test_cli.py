@@ -101,16 +101,19 @@ def _npy(tmp_path, name: str, array) -> str:
     return path
 
 
-def _table_rows(stdout: str) -> list:
-    """Data rows of a results table: [rank, key, score, hops, path]."""
+def _table_rows(stdout: str, with_text: bool = False) -> list:
+    """Data rows of a results table: [rank, key, score, hops, path] (+ [label, text] with
+    ``with_text``); the label and text columns start where their headers do."""
     lines = stdout.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["rank", "key"]) + 1
+    at = next(i for i, line in enumerate(lines) if line.split()[:2] == ["rank", "key"])
+    label_at, text_at = lines[at].index("label"), lines[at].index("text")
     rows = []
-    for line in lines[start:]:
+    for line in lines[at + 1:]:
         if not line.strip() or line.startswith("("):
             break
-        rank, key, score, hops, path = line.split(None, 4)
-        rows.append([int(rank), key, float(score), int(hops), path])
+        rank, key, score, hops, path = line[:label_at].split(None, 4)
+        row = [int(rank), key, float(score), int(hops), path.rstrip()]
+        rows.append(row + [line[label_at:text_at].rstrip(), line[text_at:].rstrip()] if with_text else row)
     return rows
 
 
@@ -187,6 +190,10 @@ def test_query_vector_table(graph_folder, tmp_path):
     rows = _table_rows(ok("query", graph_folder, "--vector", q, "--seeds", "1", "--hops", "1", "--rels", "next",
                           "--direction", "in", "--exact").stdout)
     assert [(r[1], r[4]) for r in rows] == [("n7", "(seed)"), ("n6", "'n7' <-next- 'n6'")]
+    # Each hit's label and the start of its text.
+    rows = _table_rows(ok("query", graph_folder, "--vector", q, "--exact", "-k", "3").stdout, with_text=True)
+    assert rows[0][1] == "n7" and rows[0][5:] == ["org", "node 7"]
+    assert all(r[5] == ("person" if int(r[1][1:]) % 2 == 0 else "org") and r[6] == f"node {r[1][1:]}" for r in rows)
 
 
 def test_query_json_matches_the_api(graph_folder, tmp_path):
@@ -208,6 +215,7 @@ def test_query_json_matches_the_api(graph_folder, tmp_path):
         assert len(hit["path"]) == hit["hops"]
         assert hit["walk"] == "(seed)" if not path else hit["walk"].endswith(repr(hit["key"]))
         assert int(hit["key"][1:]) < N // 2  # tenant t1 only
+        assert (hit["label"], hit["text"]) == ("person" if int(hit["key"][1:]) % 2 == 0 else "org", f"node {hit['key'][1:]}")
 
 
 def test_query_batch_of_vectors(graph_folder, tmp_path):

@@ -379,7 +379,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
         else:
             results = graph.search_batch(queries, **params)
         for i, result in enumerate(results):
-            records = [_hit_record(rank, hit) for rank, hit in enumerate(result, 1)]
+            records = [_hit_record(rank, hit, graph.get_node(hit.key, vector=False))
+                       for rank, hit in enumerate(result, 1)]
             if args.json:
                 _print_json(records)
                 continue

@@ -88,17 +88,20 @@ def _print_json(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False))
 
 
-def _hit_record(rank: int, hit) -> dict:
+def _hit_record(rank: int, hit, node: dict) -> dict:
+    """One hit of a graph-guided search for the table and --json: ``node`` is its get_node()
+    (label, and the start of its text)."""
     return {"rank": rank, "key": hit.key, "score": hit.score, "hops": hit.hop, "walk": _walk(hit),
-            "path": [{"src": e.src, "rel": e.rel, "dst": e.dst, "weight": e.weight} for e in hit.path]}
+            "path": [{"src": e.src, "rel": e.rel, "dst": e.dst, "weight": e.weight} for e in hit.path],
+            "label": node.get("label", ""), "text": _short(node.get("text"), 60)}
 
 
 def _print_hits(records: list) -> None:
     """The hits of a graph-guided search (records of :func:`_hit_record`) as a table."""
-    header = ("rank", "key", "score", "hops", "path")
-    rows = [(str(r["rank"]), _printable(str(r["key"])), f"{r['score']:.4f}", str(r["hops"]), _printable(r["walk"]))
-            for r in records]
-    for cells in _columns([header, *rows], (True, False, True, True)):
+    header = ("rank", "key", "score", "hops", "path", "label", "text")
+    rows = [(str(r["rank"]), _printable(str(r["key"])), f"{r['score']:.4f}", str(r["hops"]), _printable(r["walk"]),
+             _printable(r["label"]), _printable(r["text"])) for r in records]
+    for cells in _columns([header, *rows], (True, False, True, True, False, False)):
         print("  ".join(cells).rstrip())
 
 
