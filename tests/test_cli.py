@@ -190,6 +190,12 @@ def test_query_vector_table(graph_folder, tmp_path):
     rows = _table_rows(ok("query", graph_folder, "--vector", q, "--seeds", "1", "--hops", "1", "--rels", "next",
                           "--direction", "in", "--exact").stdout)
     assert [(r[1], r[4]) for r in rows] == [("n7", "(seed)"), ("n6", "'n7' <-next- 'n6'")]
+    # A filter name the graph never held: the results are empty, and stderr says why.
+    proc = ok("query", graph_folder, "--vector", q, "--exact", "--labels", "person,robot", "--rels", "nope")
+    assert proc.stderr.splitlines() == [
+        "vecgraph query: warning: rel 'nope' is not in the graph; the --rels filter matches nothing through it",
+        "vecgraph query: warning: label 'robot' is not in the graph; the --labels filter matches nothing through it"]
+    assert ok("query", graph_folder, "--vector", q, "--exact", "--labels", "person").stderr == ""
     # Each hit's label and the start of its text.
     rows = _table_rows(ok("query", graph_folder, "--vector", q, "--exact", "-k", "3").stdout, with_text=True)
     assert rows[0][1] == "n7" and rows[0][5:] == ["org", "node 7"]

@@ -387,3 +387,30 @@ def test_numpy_datetime64_props_are_microseconds_whatever_their_unit():
     with pytest.raises(vg.InvalidArgumentError, match=r"declared int64, got datetime64 (np|numpy)\.datetime64\(.2024-01-02.\)"):
         vg.Graph(dim=2, filterable={"year": "int64"}).add_nodes(["x"], np.ones((1, 2)),
                                                                 props=[{"year": np.datetime64("2024-01-02")}])
+
+
+def test_unknown_filter_names_match_nothing_and_strict_refuses_them():
+    """A rel, label or tenant name the graph never held matches nothing (the semantics stay);
+    unknown_names lists such names, and search(strict=True) / search_batch(strict=True)
+    raise naming them, while known names (also ones no live node uses any more) pass."""
+    g = vg.Graph(3)
+    g.add_nodes(["a", "b", "c"], np.eye(3, dtype=np.float32) + 0.1, labels=["person", "org", "person"],
+                tenants=["t1", "t1", "t2"])
+    g.add_edges(["a"], ["b"], rels=["works_at"])
+    g.delete_nodes(["c"])  # "t2" is no live node's tenant now, but the graph held it
+    q = np.array([1, 0.1, 0.1], np.float32)
+    assert g.unknown_names("labels", ["person", "robot", "org", "alien"]) == ["robot", "alien"]
+    assert g.unknown_names("tenants", "t2") == [] and g.unknown_names("rels", ["knows"]) == ["knows"]
+    assert g.search(q, k=3, labels=["robot"]).keys == []
+    assert g.search(q, k=3, labels=["person", "robot"], strict=False).keys == ["a"]
+    with pytest.raises(vg.InvalidArgumentError, match=r"^labels names 'robot', which the graph has never held"):
+        g.search(q, k=3, labels=["person", "robot"], strict=True)
+    with pytest.raises(vg.InvalidArgumentError, match=r"^rels names 'knows', which the graph has never held"):
+        g.search_batch(np.stack([q, q]), k=3, rels="knows", strict=True)
+    with pytest.raises(vg.InvalidArgumentError, match=r"^tenants names 'nobody'"):
+        g.search(q, k=3, tenants=["t1", "nobody"], strict=True)
+    assert g.search(q, k=3, labels=["person", "org"], tenants=["t1", "t2"], rels=["works_at"], strict=True).keys == ["a", "b"]
+    with pytest.raises(TypeError, match="strict must be True or False, got str"):
+        g.search(q, strict="yes")
+    with pytest.raises(vg.InvalidArgumentError, match="kind must be 'labels', 'tenants' or 'rels'"):
+        g.unknown_names("label", ["x"])

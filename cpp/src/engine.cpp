@@ -146,6 +146,16 @@ std::vector<std::string_view> Engine::keys_of(const std::vector<Hit>& hits) cons
     return keys;
 }
 
+std::vector<std::string> Engine::unknown_names(NameKind kind, const std::vector<std::string>& names) const {
+    auto lock = read_lock();
+    const detail::Interner& interned = kind == NameKind::label ? labels_ : kind == NameKind::tenant ? tenants_ : rels_;
+    std::vector<std::string> unknown;
+    std::uint32_t id = 0;
+    for (const std::string& name : names)
+        if (!interned.find(name, &id)) unknown.push_back(name);
+    return unknown;
+}
+
 NodeRecord Engine::node(node_id_t node, bool with_vector) const {
     auto lock = read_lock();
     NodeRecord record;

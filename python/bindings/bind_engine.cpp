@@ -726,6 +726,15 @@ class PyEngine {
         return out;
     }
 
+    std::vector<std::string> unknown_names(const std::string& kind, const std::vector<std::string>& names) const {
+        Engine::NameKind which;
+        if (kind == "labels") which = Engine::NameKind::label;
+        else if (kind == "tenants") which = Engine::NameKind::tenant;
+        else if (kind == "rels") which = Engine::NameKind::rel;
+        else throw py::value_error("kind must be 'labels', 'tenants' or 'rels', got '" + kind + "'");
+        return engine_->unknown_names(which, names);
+    }
+
     py::dict get_node(const py::handle& key, bool with_vector) {
         NodeRecord r = engine_->node(find_node(*engine_, key), with_vector);
         py::dict d;
@@ -913,6 +922,7 @@ void bind_engine(py::module_& m) {
         .def("edge_details", &PyEngine::edge_details, py::arg("edge_ids"))
         .def("neighbor_ids", &PyEngine::neighbor_ids, py::arg("key"), py::arg("direction"))
         .def("get_node", &PyEngine::get_node, py::arg("key"), py::arg("with_vector") = true)
+        .def("unknown_names", &PyEngine::unknown_names, py::arg("kind"), py::arg("names"))
         .def("neighbors", &PyEngine::neighbors, py::arg("key"), py::arg("direction"), py::arg("rels"))
         .def("contains", &PyEngine::contains, py::arg("key"))
         .def("node_codes", &PyEngine::node_codes, py::arg("keys"))

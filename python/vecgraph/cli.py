@@ -368,6 +368,10 @@ def _cmd_query(args: argparse.Namespace) -> int:
     if args.text is not None and not args.text.strip():
         args.parser.error("TEXT is empty; a query needs some text to embed")
     with _open_graph(args.folder, read_only=True) as graph:
+        for kind, names in (("rels", args.rels), ("labels", args.labels), ("tenants", args.tenants)):
+            for name in graph.unknown_names(kind, names) if names else []:
+                print(f"vecgraph query: warning: {kind[:-1]} {name!r} is not in the graph; the --{kind} filter "
+                      "matches nothing through it", file=sys.stderr)
         if args.hybrid:
             return _cmd_hybrid_query(args, graph)
         queries = _query_vectors(args, graph)

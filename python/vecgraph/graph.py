@@ -651,6 +651,7 @@ class Graph:
         since: Any = None,
         until: Any = None,
         exclude_keys: Optional[Iterable[Key]] = None,
+        strict: bool = False,
     ) -> SearchResult:
         """Graph-guided vector search.
 
@@ -697,6 +698,9 @@ class Graph:
             exclude_keys: keys (a list, set or array) that the search neither returns nor
                 walks through, as if a filter rejected them (leave-one-out evaluation, "more
                 like this" without the item itself); keys not in the graph are ignored.
+            strict: a name in ``rels``, ``labels`` or ``tenants`` that the graph has never held
+                matches nothing; with ``strict=True`` it raises InvalidArgumentError instead
+                (see :meth:`unknown_names`).
 
         Returns:
             SearchResult with keys, scores (float32), hops (int32) and paths, best first.
@@ -711,6 +715,8 @@ class Graph:
                 declared filterable (the message names the declared ones) or with a value of
                 the wrong type.
         """
+        if strict is not False:
+            self._check_known_names(strict, rels, labels, tenants)
         args = self._search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
                                  ts_min, ts_max, hop_decay, exact, ef, since, until)
         # where (and extra_seeds) go positionally: pybind11 takes keyword arguments a slow way
@@ -744,6 +750,7 @@ class Graph:
         since: Any = None,
         until: Any = None,
         exclude_keys: Optional[Iterable[Key]] = None,
+        strict: bool = False,
     ) -> list[SearchResult]:
         """:meth:`search` for each row of an (n, dim) array of queries, on ``threads`` threads
         (default: all cores), with the GIL released. Returns n results in query order.
@@ -759,6 +766,8 @@ class Graph:
             InvalidArgumentError: NaN or inf in a query (naming its row), or a bad search argument.
             TypeError / ValueError: ``queries`` not a numeric 2-d array; arguments of the wrong type.
         """
+        if strict is not False:
+            self._check_known_names(strict, rels, labels, tenants)
         args = self._search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
                                  ts_min, ts_max, hop_decay, exact, ef, since, until)
         threads = 0 if threads is None else _threads(threads, "threads")
@@ -771,6 +780,27 @@ class Graph:
     hybrid_search_batch = hybrid.hybrid_search_batch
 
     # ---------------------------------------------------------------- reads
+
+    def unknown_names(self, kind: str, names: Union[str, Sequence[str]]) -> list[str]:
+        """The names of ``names`` that the graph has never held as a ``kind`` ("labels",
+        "tenants" or "rels"), in the order given: a filter naming them matches nothing.
+
+        Raises:
+            InvalidArgumentError: another ``kind``. TypeError: ``names`` not a str or list of str.
+        """
+        kind = _choice(kind, "kind", ("labels", "tenants", "rels"))
+        return list(self._engine.unknown_names(kind, _names(names, kind) or []))
+
+    def _check_known_names(self, strict: Any, rels: Any, labels: Any, tenants: Any) -> None:
+        """InvalidArgumentError (``strict=True``) naming the first filter name the graph never held."""
+        if not _flag(strict, "strict"):
+            return
+        for kind, names in (("rels", rels), ("labels", labels), ("tenants", tenants)):
+            unknown = self.unknown_names(kind, names) if names is not None else []
+            if unknown:
+                raise InvalidArgumentError(
+                    f"{kind} names {', '.join(map(repr, unknown))}, which the graph has never held: the filter "
+                    "would match nothing through them (strict=True; without it, they match nothing)")
 
     def neighbors(self, key: Key, rels: Optional[Sequence[str]] = None, direction: str = "out") -> list[Edge]:
         """Edges at ``key`` in traversal order (weight desc, insertion order).

@@ -370,6 +370,11 @@ class Engine {
     std::vector<EdgeRecord> neighbors(node_id_t node, Direction direction, bool filter_rels,
                                       const std::vector<std::string>& rels) const;
     EdgeRecord edge(edge_id_t edge) const;
+    /// Which kinds of names a graph interns: node labels, tenants, edge relation types.
+    enum class NameKind { label, tenant, rel };
+    /// The names of `names` the graph has never held as a `kind` (a filter naming them matches
+    /// nothing), in the order given.
+    std::vector<std::string> unknown_names(NameKind kind, const std::vector<std::string>& names) const;
     EngineStats stats() const;
     /// Waits for a background compaction to finish (for tests and close).
     void wait_for_compaction();
