@@ -122,20 +122,21 @@ def _child(n: int) -> dict:
     return out
 
 
-_EDITABLE_HOOKS = """
+# The child imports the package at its build's folder: first on sys.path, with an editable
+# install's import hook (which would win over sys.path) dropped.
+_CHILD = """
 import sys
 sys.meta_path[:] = [f for f in sys.meta_path if "ScikitBuild" not in type(f).__name__
                     and "skbc" not in type(f).__module__]
+sys.path[:0] = [{path!r}, {bench!r}]
+import json, ab_compare
+print(json.dumps(ab_compare._child({n})))
 """
 
 
 def _run_child(path: str, n: int) -> dict:
     """One child on the build at ``path``: the package found there, not an editable install."""
-    code = (_EDITABLE_HOOKS + f"sys.path.insert(0, {path!r})\n"
-            f"sys.path[:] = [p for p in sys.path if p == {path!r} or not p.endswith('/python')]\n"
-            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
-            "import json, ab_compare\n"
-            f"print(json.dumps(ab_compare._child({n})))\n")
+    code = _CHILD.format(path=path, bench=os.path.dirname(os.path.abspath(__file__)), n=n)
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:

@@ -737,12 +737,12 @@ def test_arrays_that_went_through_pickle_are_accepted():
 def test_large_write_batches_return_freed_memory_and_small_ones_do_not(monkeypatch):
     """A batch of at least _RELEASE_MEMORY_MIN_ROWS rows (nodes, upserts, edges) ends with one
     call that returns the C heap's free pages; smaller and rejected batches make none."""
-    from vecgraph import _core, graph as graph_module
+    from vecgraph import _core, heap
 
     assert isinstance(_core.release_free_memory(), bool)
     calls = []
     monkeypatch.setattr(_core, "release_free_memory", lambda: calls.append(1) or True)
-    big = graph_module._RELEASE_MEMORY_MIN_ROWS
+    big = heap._RELEASE_MEMORY_MIN_ROWS
     g = vg.Graph(4)
     rng = np.random.default_rng(0)
     keys = np.arange(big, dtype=np.int64)

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 import vecgraph as vg
+from test_evaluate import SHOP_KEYS, SHOP_TEXTS, SHOP_VECTORS
 from vecgraph import cli, embedders
 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(vg.__file__)))
@@ -52,12 +53,7 @@ def _build(folder, embedder=None) -> None:
     with vg.Graph.open(folder, dim=4, sync="off") as g:
         if embedder is not None:
             g.use_embedder(embedder)
-        g.add_nodes(["a7-price", "c9-price", "faq", "blog", "trail"],
-                    [unit(1, 0.45, 0, 0), unit(1, 0.1, 0, 0), unit(1, 0.2, 0, 0), unit(0, 0, 1, 0),
-                     unit(0, 0.3, 1, 0.1)],
-                    texts=["The A7-Pro costs 299 dollars.", "The C9-Max costs 499 dollars.",
-                           "Prices of every model are listed here.", "Our team went hiking.",
-                           "Trail maps for hiking in the Alps."])
+        g.add_nodes(SHOP_KEYS, SHOP_VECTORS, texts=SHOP_TEXTS)
         g.checkpoint()
 
 

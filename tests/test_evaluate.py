@@ -154,14 +154,16 @@ def test_metrics_agree_with_ir_measures_on_random_runs():
 # ====================================================================== evaluate on a real graph
 
 
+# A small shop: two price pages, a FAQ, and two hiking pages (also tests/test_cli_eval.py's graph).
+SHOP_KEYS = ["a7-price", "c9-price", "faq", "blog", "trail"]
+SHOP_VECTORS = [unit(1, 0.45, 0, 0), unit(1, 0.1, 0, 0), unit(1, 0.2, 0, 0), unit(0, 0, 1, 0), unit(0, 0.3, 1, 0.1)]
+SHOP_TEXTS = ["The A7-Pro costs 299 dollars.", "The C9-Max costs 499 dollars.", "Prices of every model are listed here.",
+              "Our team went hiking.", "Trail maps for hiking in the Alps."]
+
+
 def shop() -> vg.Graph:
     g = vg.Graph(dim=4)
-    g.add_nodes(["a7-price", "c9-price", "faq", "blog", "trail"],
-                [unit(1, 0.45, 0, 0), unit(1, 0.1, 0, 0), unit(1, 0.2, 0, 0), unit(0, 0, 1, 0),
-                 unit(0, 0.3, 1, 0.1)],
-                texts=["The A7-Pro costs 299 dollars.", "The C9-Max costs 499 dollars.",
-                       "Prices of every model are listed here.", "Our team went hiking.",
-                       "Trail maps for hiking in the Alps."])
+    g.add_nodes(SHOP_KEYS, SHOP_VECTORS, texts=SHOP_TEXTS)
     return g
 
 

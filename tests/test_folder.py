@@ -465,9 +465,9 @@ def test_searches_during_the_recovery_pass_of_upserts_drop_repeated_seeds(tmp_pa
 def test_opening_a_large_folder_returns_freed_memory(tmp_path, monkeypatch):
     """Graph.open of a folder of at least _RELEASE_MEMORY_MIN_ROWS nodes and edges returns the C
     heap's free pages once, after loading; a smaller folder does not."""
-    from vecgraph import _core, graph as graph_module
+    from vecgraph import _core, heap
 
-    big = graph_module._RELEASE_MEMORY_MIN_ROWS
+    big = heap._RELEASE_MEMORY_MIN_ROWS
     with vg.Graph.open(tmp_path / "big", dim=4, sync="off") as g:
         g.add_nodes(list(range(big - 10)), np.random.default_rng(1).normal(size=(big - 10, 4)))
         g.add_edges([0] * 10, list(range(1, 11)))

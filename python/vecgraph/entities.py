@@ -321,5 +321,5 @@ def add_aliases(self: Graph, key: Key, aliases: Sequence[str]) -> list[str]:
 
 def aliases(self: Graph, key: Key) -> list[str]:
     """The aliases of a node (see :meth:`add_aliases`). Raises NotFoundError for an unknown key."""
-    joined = self._engine.get_node(key)["aliases"]
+    joined = self._engine.get_node(key, False)["aliases"]
     return joined.split(ALIAS_SEPARATOR) if joined else []

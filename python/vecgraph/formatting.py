@@ -51,7 +51,7 @@ def _short(text: str, width: int) -> str:
 
 
 def _snippet(graph, key, width: int = 60) -> str:
-    return _short(graph.get_node(key).get("text"), width)
+    return _short(graph.get_node(key, vector=False).get("text"), width)
 
 
 def _n(count: int, word: str) -> str:

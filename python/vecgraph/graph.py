@@ -11,6 +11,7 @@ indexes kept beside the engine (:mod:`vecgraph.side_indexes`), entity names
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import threading
@@ -20,13 +21,12 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from . import _core, arguments, embedders, entities, folder, hybrid, side_indexes, storage
-from .arguments import (FILTER_SCAN_AUTO, Timestamps, FILTER_SCAN_MAX_NODES, FULL_SCAN_MAX_NODES, _DIRECTIONS, _METRICS,
+from .arguments import (FILTER_SCAN_AUTO, FILTER_SCAN_MAX_NODES, FULL_SCAN_MAX_NODES, _DIRECTIONS, _METRICS, Timestamps,
                         _choice, _count_at_least, _edge_columns, _exclude_keys, _filterable, _flag, _float_array,
-                        _keys, _names, _node_columns, _scan_max_nodes, _scan_threshold, _strings,
-                        _threads, _where)
+                        _keys, _names, _node_columns, _scan_max_nodes, _scan_threshold, _strings, _threads, _where)
 from .entities import ALIAS_SEPARATOR
-from .heap import _RELEASE_MEMORY_MIN_ROWS, _release_after_batch  # noqa: F401 (_RELEASE_MEMORY_MIN_ROWS: tests)
 from .errors import InvalidArgumentError, ReadOnlyError
+from .heap import _release_after_batch
 from .results import Edge, Hit, Key, SearchResult
 # Names of this module from before the split: pickles of a SearchResult name
 # vecgraph.graph._search_result_from_state; the folder constants were importable here.
@@ -618,11 +618,7 @@ class Graph:
     _text_index = side_indexes.text_index
     _write_text = side_indexes.write_text
     _write_entities = side_indexes.write_entities
-    _drop_text_index = side_indexes.drop_text_index
     _bm25 = side_indexes.bm25
-    _refill_text = side_indexes.refill_text
-    _open_text_index = side_indexes.open_text_index
-    _text_index_copy = side_indexes.text_index_copy
     _entity_index = side_indexes.entity_index
 
     # ---------------------------------------------------------------- search
@@ -879,11 +875,11 @@ class Graph:
         self._engine.wait_for_indexing()
 
 
-# The methods whose code lives in the module named for their concern are Graph's own: named so
-# in signatures, tracebacks, pickles and TypeError messages ("Graph.hybrid_search() got an
-# unexpected keyword argument ...").
-for _function in (folder.open_graph, folder.checkpoint, embedders.use_embedder, embedders.embed_query,
-                  entities.add_aliases, entities.aliases, hybrid.hybrid_search, hybrid.hybrid_search_batch):
-    _name = "open" if _function is folder.open_graph else _function.__name__
-    _function.__name__, _function.__qualname__, _function.__module__ = _name, f"Graph.{_name}", __name__
-del _function, _name
+# The public methods whose code lives in the module named for their concern (bound in the
+# class body above) are Graph's own: named so in signatures, tracebacks, pickles and TypeError
+# messages ("Graph.hybrid_search() got an unexpected keyword argument ...").
+for _name, _member in list(vars(Graph).items()):
+    _function = getattr(_member, "__func__", _member)  # open is a classmethod
+    if not _name.startswith("_") and inspect.isfunction(_function) and _function.__module__ != __name__:
+        _function.__name__, _function.__qualname__, _function.__module__ = _name, f"Graph.{_name}", __name__
+del _name, _member, _function

@@ -564,9 +564,9 @@ def hybrid_search(
     if not any(channel_weights[c] > 0 for c in runnable):
         raise InvalidArgumentError(f"every channel that can run ({', '.join(runnable)}) has weight 0")
     runnable = tuple(c for c in runnable if channel_weights[c] > 0)  # weight 0: not run at all
-    skipped = [c for c in chosen if c in ("dense", "graph") and channel_weights[c] > 0 and query is None]
-    recorded = self.embedder
-    if skipped and recorded is not None:
+    skipped = [c for c in chosen if c in ("dense", "graph") and channel_weights[c] > 0] if query is None else []
+    recorded = self.embedder if skipped else None
+    if recorded is not None:
         warnings.warn(
             f"hybrid_search got text without a vector or an embedder, so the {' and '.join(skipped)} "
             f"channel{'s' if len(skipped) > 1 else ''} did not run (ran: {', '.join(runnable)}); the graph "

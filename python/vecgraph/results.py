@@ -187,11 +187,11 @@ class HybridResult:
         return (HybridResult, (self.hits, self.edges, self.channels, self.lists, None, frozen, self.channel_scores))
 
     def _node(self, key: Any) -> Optional[dict]:
-        """The node ``key`` as get_node() gives it, or None when it was deleted since the search."""
+        """The node ``key`` as get_node(vector=False) gives it, or None when it was deleted since the search."""
         if self._frozen is not None:
             return self._frozen[0].get((type(key), key))
         try:
-            return self._graph.get_node(key)
+            return self._graph.get_node(key, vector=False)
         except Exception:  # deleted since the search
             return None
 

@@ -468,12 +468,12 @@ def quality_bars(report: dict) -> list:
 
 
 def _node_line(graph: Any, key: Any, width: int = 70) -> str:
-    return _short(graph.get_node(key)["text"], width)
+    return _short(graph.get_node(key, vector=False)["text"], width)
 
 
 def _name(graph: Any, key: Any) -> str:
     """``lemma (key)``: the synset's first lemma, for reading paths."""
-    lemmas = (graph.get_node(key)["props"] or {}).get("lemmas") or []
+    lemmas = (graph.get_node(key, vector=False)["props"] or {}).get("lemmas") or []
     return f"{lemmas[0]} ({key})" if lemmas else str(key)
 
 

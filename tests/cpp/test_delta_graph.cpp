@@ -38,6 +38,12 @@ struct Edges {
         dead.push_back(0);
     }
     std::size_t size() const { return src.size(); }
+    // Whether node u is an end of an edge from `first` on (the ones a delta holds).
+    bool touches(node_id_t u, std::size_t first) const {
+        for (std::size_t e = first; e < size(); ++e)
+            if (src[e] == u || dst[e] == u) return true;
+        return false;
+    }
     // The first `count` edges; with `with_dead`, their tombstones too (CsrGraph::build leaves them out).
     EdgeColumns columns(std::size_t count, bool with_dead = false) const {
         return {src.data(), dst.data(), rel.data(), weight.data(), count, with_dead ? dead.data() : nullptr};
@@ -221,10 +227,7 @@ TEST_CASE("random graphs: the merged view matches the sorted reference") {
         const GraphView graph{&base, round ? &delta : nullptr, edges.dead.data()};  // no delta: as the engine passes it
         for (node_id_t u = 0; u < nodes; ++u) {
             // Nodes without delta edges cost nothing: no lists.
-            bool has_delta = false;
-            for (std::size_t e = base_edges; e < edges.size(); ++e)
-                has_delta = has_delta || edges.src[e] == u || edges.dst[e] == u;
-            CHECK(has_delta == (delta.lists_at(u) != nullptr));
+            CHECK(edges.touches(u, base_edges) == (delta.lists_at(u) != nullptr));
             for (Direction d : directions) {
                 CHECK(walk(graph, u, d) == reference(edges, u, d));
                 CHECK(walk(graph, u, d, &rel_ok) == reference(edges, u, d, &rel_ok));
@@ -276,10 +279,7 @@ TEST_CASE("compaction hand-off: the merged view is the same before and after the
         const GraphView before{&base, &delta, edges.dead.data()};
         const GraphView after{&next, &rebased, edges.dead.data()};
         for (node_id_t u = 0; u < more_nodes; ++u) {
-            bool added_since = false;
-            for (std::size_t e = built_edges; e < edges.size(); ++e)
-                added_since = added_since || edges.src[e] == u || edges.dst[e] == u;
-            CHECK(added_since == (rebased.lists_at(u) != nullptr));
+            CHECK(edges.touches(u, built_edges) == (rebased.lists_at(u) != nullptr));
             for (Direction d : directions) {
                 const Walked want = reference(edges, u, d);
                 CHECK(walk(before, u, d) == want);
