@@ -1,6 +1,6 @@
 // What more than one of the engine's source files needs (engine.cpp, engine_write.cpp,
-// engine_search.cpp, engine_recovery.cpp, engine_index.cpp, engine_compaction.cpp): private to
-// them, not installed.
+// engine_search.cpp, engine_recovery.cpp, engine_index.cpp, engine_compaction.cpp,
+// engine_update.cpp): private to them, not installed.
 #pragma once
 
 #include <algorithm>
@@ -56,6 +56,14 @@ struct Engine::PreparedNodes {
     // Filled by apply_nodes when HNSW inserts are due (not deferred); finish_write runs them.
     std::vector<node_id_t> to_index;  // new nodes, then upserted ones (indexed again)
     std::size_t count_reindexed = 0;  // upserted nodes among them
+    bool reindex_replaced = true;     // false: an update that kept the vectors (no HNSW insert)
+};
+
+// Columns an upsert or update keeps, read from the graph (Engine::keep_columns).
+struct Engine::KeptColumns {
+    std::vector<std::string> labels, tenants, texts, props;
+    std::vector<std::int64_t> ts;
+    std::vector<std::int8_t> rows;
 };
 
 struct Engine::PreparedEdges {

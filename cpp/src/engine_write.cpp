@@ -501,6 +501,7 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         if (replaying_ || defer_index_) {  // one parallel HNSW pass later (flush_deferred)
             for (std::size_t i = 0; i < prepared.count_new; ++i) deferred_hnsw_.push_back(static_cast<node_id_t>(first + i));
             for (node_id_t node : replaced) {
+                if (!prepared.reindex_replaced) break;
                 if (node >= indexed_before_defer_) continue;  // not indexed yet: indexed once, later
                 deferred_hnsw_.push_back(node);
                 ++deferred_reindexed_;
@@ -512,8 +513,10 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
     // (No allocation from here on: the write is applied, it must not fail now.)
     prepared.to_index.resize(prepared.count_new);
     for (std::size_t i = 0; i < prepared.count_new; ++i) prepared.to_index[i] = static_cast<node_id_t>(first + i);
-    prepared.to_index.insert(prepared.to_index.end(), replaced.begin(), replaced.end());
-    prepared.count_reindexed = replaced.size();
+    if (prepared.reindex_replaced) {
+        prepared.to_index.insert(prepared.to_index.end(), replaced.begin(), replaced.end());
+        prepared.count_reindexed = replaced.size();
+    }
     return Status::OK();
 }
 
@@ -537,12 +540,18 @@ void encode_nodes(const NodeBatch& batch, const std::vector<std::int8_t>& rows, 
 
 }  // namespace
 
-Status Engine::write_nodes(const NodeBatch& batch, bool upsert) {
-    if (batch.count == 0) return Status::OK();
+Status Engine::write_nodes(const NodeBatch& given, NodeWrite mode) {
+    if (given.count == 0) return Status::OK();
     std::unique_lock<std::mutex> writer(writer_mutex_);
     VG_RETURN_IF_ERROR(writable());
+    KeptColumns kept;
+    auto resolved = keep_columns(given, mode, kept);
+    if (!resolved.ok()) return resolved.status();
+    const NodeBatch& batch = resolved.value();
+    const bool upsert = mode != NodeWrite::add;
     auto prepared = prepare_nodes(batch, upsert);
     if (!prepared.ok()) return prepared.status();
+    prepared.value().reindex_replaced = mode != NodeWrite::update || given.vectors || given.rows;
     auto lsn = log(upsert ? record::upsert_nodes : record::add_nodes, [&](wal::PayloadWriter& out) {
         encode_nodes(batch, prepared.value().rows, config_.dim, node_vectors_.row_bytes(), out);
     });
@@ -551,9 +560,11 @@ Status Engine::write_nodes(const NodeBatch& batch, bool upsert) {
     return finish_write(writer, lsn.value(), &prepared.value());
 }
 
-Status Engine::add_nodes(const NodeBatch& batch) { return write_nodes(batch, false); }
+Status Engine::add_nodes(const NodeBatch& batch) { return write_nodes(batch, NodeWrite::add); }
 
-Status Engine::upsert_nodes(const NodeBatch& batch) { return write_nodes(batch, true); }
+Status Engine::upsert_nodes(const NodeBatch& batch) { return write_nodes(batch, NodeWrite::upsert); }
+
+Status Engine::update_nodes(const NodeBatch& batch) { return write_nodes(batch, NodeWrite::update); }
 
 Result<Engine::PreparedEdges> Engine::prepare_edges(const EdgeBatch& batch) const {
     const bool by_id = batch.src_ids && batch.dst_ids;

@@ -161,20 +161,24 @@ class PyEngine {
     std::size_t filter_scan_limit() const { return engine_->filter_scan_limit(); }
     std::string metric() const { return metric_name(engine_->config().metric); }
 
+    // vectors: an array, or None for update_nodes (the nodes keep theirs).
     template <typename call_at>
-    void write_nodes(const py::sequence& keys, const py::array& vectors, const py::object& labels,
+    void write_nodes(const py::sequence& keys, const py::object& vectors, const py::object& labels,
                      const py::object& tenants, const py::object& ts, const py::object& texts, const py::object& props,
                      call_at&& call) {
         std::vector<std::string> encoded = encode_keys(keys, "keys");
         std::size_t n = encoded.size();
-        auto v = check_float_array(vectors, "vectors", 2, dim());
-        if (static_cast<std::size_t>(v.shape(0)) != n)
-            throw py::value_error("vectors has " + std::to_string(v.shape(0)) + " rows, keys has " + std::to_string(n));
         std::vector<std::string> label_col, tenant_col, text_col, props_col;
         NodeBatch batch;
         batch.count = n;
         batch.keys = encoded.data();
-        batch.vectors = v.data();
+        py::array_t<float> v;
+        if (!vectors.is_none()) {
+            v = check_float_array(py::reinterpret_borrow<py::array>(vectors), "vectors", 2, dim());
+            if (static_cast<std::size_t>(v.shape(0)) != n)
+                throw py::value_error("vectors has " + std::to_string(v.shape(0)) + " rows, keys has " + std::to_string(n));
+            batch.vectors = v.data();
+        }
         if (!labels.is_none()) batch.labels = (label_col = to_strings(labels, "labels", n)).data();
         if (!tenants.is_none()) batch.tenants = (tenant_col = to_strings(tenants, "tenants", n)).data();
         if (!texts.is_none()) batch.texts = (text_col = to_strings(texts, "texts", n)).data();
@@ -203,6 +207,13 @@ class PyEngine {
                       const py::object& props) {
         write_nodes(keys, vectors, labels, tenants, ts, texts, props,
                     [&](const NodeBatch& batch) { return engine_->upsert_nodes(batch); });
+    }
+
+    void update_nodes(const py::sequence& keys, const py::object& vectors, const py::object& labels,
+                      const py::object& tenants, const py::object& ts, const py::object& texts,
+                      const py::object& props) {
+        write_nodes(keys, vectors, labels, tenants, ts, texts, props,
+                    [&](const NodeBatch& batch) { return engine_->update_nodes(batch); });
     }
 
     std::size_t delete_nodes(const py::sequence& keys, bool missing_ok) {
@@ -753,6 +764,22 @@ class PyEngine {
         return d;
     }
 
+    // The texts, tenants, labels and ts of nodes, as the BM25 index takes them (lists of str,
+    // int64 array), after an upsert or update changed some of them.
+    py::tuple text_columns(const py::sequence& keys) {
+        std::size_t n = py::len(keys);
+        py::list texts(n), tenants(n), labels(n);
+        py::array_t<std::int64_t> ts(static_cast<py::ssize_t>(n));
+        for (std::size_t i = 0; i < n; ++i) {
+            NodeRecord r = engine_->node(find_node(*engine_, keys[i]), false);
+            texts[i] = to_py_str(r.text);
+            tenants[i] = to_py_str(r.tenant);
+            labels[i] = to_py_str(r.label);
+            ts.mutable_data()[i] = r.ts;
+        }
+        return py::make_tuple(texts, tenants, labels, ts);
+    }
+
     // Edge ids at a node, in traversal order.
     py::array_t<std::uint32_t> neighbor_ids(const py::handle& key, const std::string& direction) {
         node_id_t node = find_node(*engine_, key);
@@ -886,6 +913,9 @@ void bind_engine(py::module_& m) {
              py::arg("where") = py::none(), py::arg("exclude") = py::none())
         .def("upsert_nodes", &PyEngine::upsert_nodes, py::arg("keys"), py::arg("vectors"), py::arg("labels"),
              py::arg("tenants"), py::arg("ts"), py::arg("texts"), py::arg("props"))
+        .def("update_nodes", &PyEngine::update_nodes, py::arg("keys"), py::arg("vectors"), py::arg("labels"),
+             py::arg("tenants"), py::arg("ts"), py::arg("texts"), py::arg("props"))
+        .def("text_columns", &PyEngine::text_columns, py::arg("keys"))
         .def("delete_nodes", &PyEngine::delete_nodes, py::arg("keys"), py::arg("missing_ok"))
         .def("delete_edges", &PyEngine::delete_edges, py::arg("src"), py::arg("dst"), py::arg("rels"),
              py::arg("missing_ok"))

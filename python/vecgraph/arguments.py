@@ -643,6 +643,22 @@ def _node_columns(keys: Any, vectors: Any, labels: Any, texts: Any, tenants: Any
     return keys, matrix, labels, tenants, ts, texts, props
 
 
+def _update_columns(keys: Any, vectors: Any, labels: Any, texts: Any, tenants: Any, ts: Any, props: Any,
+                    filterable: dict) -> tuple:
+    """The columns of update_nodes as the core takes them, as :func:`_node_columns` gives
+    them, except that vectors may be None (every column left None keeps the nodes' values)."""
+    keys = _keys(keys, "keys")
+    n = len(keys)
+    matrix = None
+    if vectors is not None:
+        matrix = _float_array(vectors, "vectors", 2)
+        if matrix.shape[0] != n:
+            raise ValueError(f"vectors has {matrix.shape[0]} rows, keys has {n}")
+    labels, tenants, ts = _strings(labels, "labels", n), _strings(tenants, "tenants", n), _timestamps(ts, "ts", n)
+    texts, props = _strings(texts, "texts", n, one_for_all=False), _props(props, n, filterable, keys)
+    return keys, matrix, labels, tenants, ts, texts, props
+
+
 def _edge_columns(src: Any, dst: Any, rels: Any, weights: Any, ts: Any, texts: Any, props: Any,
                   vectors: Any) -> tuple:
     """The columns of add_edges as the core takes them: ``(src, dst, rels, weights, ts, texts,

@@ -23,7 +23,8 @@ import numpy as np
 from . import _core, arguments, embedders, entities, folder, hybrid, side_indexes, storage
 from .arguments import (FILTER_SCAN_AUTO, FILTER_SCAN_MAX_NODES, FULL_SCAN_MAX_NODES, _DIRECTIONS, _METRICS, Timestamps,
                         _choice, _count_at_least, _edge_columns, _exclude_keys, _filterable, _flag, _float_array,
-                        _keys, _names, _node_columns, _scan_max_nodes, _scan_threshold, _strings, _threads, _where)
+                        _keys, _names, _node_columns, _scan_max_nodes, _scan_threshold, _strings, _threads,
+                        _update_columns, _where)
 from .entities import ALIAS_SEPARATOR
 from .errors import InvalidArgumentError, ReadOnlyError
 from .heap import _release_after_batch
@@ -457,16 +458,27 @@ class Graph:
         self._check_writable()
         keys, matrix, labels, tenants, ts, texts, props = _node_columns(keys, vectors, labels, texts, tenants, ts,
                                                                         props, self._filterable)
+        return self._write_node_columns(write, keys, matrix, labels, tenants, ts, texts, props)
+
+    def _write_node_columns(self, write, keys, matrix, labels, tenants, ts, texts, props) -> int:
+        # Calls the core's `write` (add, upsert or update) and keeps the BM25 and entity indexes
+        # in step; returns the batch's size. An upsert without tenants keeps the tenants of keys
+        # already in the graph, and an update every column it is not given: the BM25 index then
+        # takes the nodes' columns as the write left them.
         n = len(keys)
-        upsert = write == self._engine.upsert_nodes
-        if not upsert and not (texts and any(texts)) and self._entities is None:
+        add = write == self._engine.add_nodes
+        if add and not (texts and any(texts)) and self._entities is None:
             write(keys, matrix, labels, tenants, ts, texts, props)  # nothing for the text index
             return n
         with self._text_lock:
             write(keys, matrix, labels, tenants, ts, texts, props)
-            if self._text is not None and (upsert or (texts and any(texts))):
-                self._write_text(lambda index: index.upsert(keys, texts or [""] * n, tenants=tenants, labels=labels,
-                                                            ts=ts, lsn=self._engine.last_lsn()))
+            if self._text is not None and (not add or (texts and any(texts))):
+                if add or (write == self._engine.upsert_nodes and tenants is not None):
+                    columns = (texts or [""] * n, tenants, labels, ts)
+                else:
+                    columns = self._engine.text_columns(keys)
+                self._write_text(lambda index: index.upsert(keys, columns[0], tenants=columns[1], labels=columns[2],
+                                                            ts=columns[3], lsn=self._engine.last_lsn()))
             if self._entities is not None:
                 self._write_entities(lambda index: index.add_keys(keys))
         return n
@@ -525,13 +537,55 @@ class Graph:
         ts: Timestamps = None,
         props: Optional[Sequence[Optional[dict]]] = None,
     ) -> None:
-        """Add new keys and replace existing ones: label, tenant, ts, text, props and vector
-        are all replaced (omitted columns take their defaults); edges stay. All or nothing.
+        """Add new keys and replace existing ones: label, ts, text, props and vector are all
+        replaced (omitted columns take their defaults); edges and aliases stay. All or nothing.
+
+        The tenant is replaced only when ``tenants`` is given: without it a node already in
+        the graph keeps its tenant (a new one gets ``""``), so an upsert never moves a node out
+        of its tenant's filters or :meth:`delete_tenant` unasked. To change some columns and
+        keep the others, use :meth:`update_nodes`.
 
         Arguments and errors as :meth:`add_nodes`, except that a key already in the graph is
         not an error (a key repeated within the batch still is).
         """
         _release_after_batch(self._write_nodes(self._engine.upsert_nodes, keys, vectors, labels, texts, tenants, ts, props))
+
+    def update_nodes(
+        self,
+        keys: Sequence[Key],
+        *,
+        vectors: Any = None,
+        labels: Union[str, Sequence[str], None] = None,
+        texts: Optional[Sequence[str]] = None,
+        tenants: Union[str, Sequence[str], None] = None,
+        ts: Timestamps = None,
+        props: Optional[Sequence[Optional[dict]]] = None,
+    ) -> None:
+        """Change only the given columns of nodes already in the graph; every column left
+        ``None`` keeps each node's value (its vector byte for byte, not re-quantized), and
+        edges and aliases stay. All or nothing. A batch that keeps the vectors does not
+        re-insert the nodes into the HNSW index.
+
+        Args:
+            keys: n unique keys of nodes in the graph.
+            vectors: None, or (n, dim) array-like of real numbers (converted to float32).
+            labels, tenants: None, one str for all rows, or n str.
+            texts: None, or a list of n texts. props: None, or n JSON-serializable dicts or
+                None (None: the node's props are cleared), as for :meth:`add_nodes`.
+            ts: None, one timestamp or n timestamps, as for :meth:`add_nodes`.
+
+        Raises:
+            NotFoundError: a key not in the graph (nothing changes; :meth:`upsert_nodes` adds).
+            DuplicateKeyError: a key repeated within the batch.
+            DimensionMismatchError, InvalidArgumentError, ReadOnlyError, StorageError,
+            TypeError / ValueError: as for :meth:`add_nodes`.
+
+        Example:
+            >>> g.update_nodes(["alice"], texts=["Alice, staff engineer"])  # doctest: +SKIP
+        """
+        self._check_writable()
+        columns = _update_columns(keys, vectors, labels, texts, tenants, ts, props, self._filterable)
+        _release_after_batch(self._write_node_columns(self._engine.update_nodes, *columns))
 
     def delete_nodes(self, keys: Sequence[Key], *, missing_ok: bool = False) -> int:
         """Delete nodes and every edge at them; they are never returned again. A deleted key

@@ -741,3 +741,43 @@ TEST_CASE("an allocation failing on a thread the engine starts reaches the calle
 }
 
 TEST_MAIN()
+
+TEST_CASE("an update and an upsert that keeps a tenant replay to the same nodes") {
+    vecgraph_test::TempDir tmp("vecgraph_replay_update");
+    const std::string dir = tmp.root.string();
+    auto engine = make();
+    wal::WriterOptions options;
+    options.sync = wal::SyncPolicy::off;
+    REQUIRE(engine->attach_wal(dir, uuid, 1, options).ok());
+    for (std::size_t i = 0; i < 4; ++i) REQUIRE(add_node(*engine, "n" + std::to_string(i), i, "t" + std::to_string(i % 2)).ok());
+    std::string key = encode_text_key("n1"), text = "kept vector", label = "changed";
+    NodeBatch update;
+    update.count = 1;
+    update.keys = &key;
+    update.texts = &text;
+    update.labels = &label;
+    REQUIRE(engine->update_nodes(update).ok());
+    std::string other = encode_text_key("n2");
+    std::vector<float> v = vector_of(50);
+    NodeBatch upsert;
+    upsert.count = 1;
+    upsert.keys = &other;
+    upsert.vectors = v.data();
+    REQUIRE(engine->upsert_nodes(upsert).ok());  // no tenants: n2 stays in t0
+    REQUIRE(engine->close_wal().ok());
+
+    auto again = make();
+    REQUIRE(again->replay_wal(dir, uuid, 1, true).ok());
+    for (std::size_t i = 0; i < 4; ++i) {
+        const std::string k = encode_text_key("n" + std::to_string(i));
+        const NodeRecord a = engine->node(engine->find(k).value(), true), b = again->node(again->find(k).value(), true);
+        CHECK_EQ(a.label, b.label);
+        CHECK_EQ(a.tenant, b.tenant);
+        CHECK_EQ(a.text, b.text);
+        CHECK_EQ(a.ts, b.ts);
+        CHECK(a.vector == b.vector);
+    }
+    CHECK_EQ(again->node(again->find(key).value(), false).text, std::string("kept vector"));
+    CHECK_EQ(again->node(again->find(other).value(), false).tenant, std::string("t0"));
+    CHECK(again->node(again->find(key).value(), true).vector == engine->node(engine->find(key).value(), true).vector);
+}

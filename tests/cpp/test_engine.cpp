@@ -599,3 +599,103 @@ TEST_CASE("searches from several threads while a writer adds nodes and edges") {
 }
 
 TEST_MAIN()
+
+TEST_CASE("update_nodes changes only the given columns; an upsert without tenants keeps the tenant") {
+    auto engine = make(4);
+    auto keys = text_keys({"a", "b", "c"});
+    std::vector<float> vectors = {1, 2, 3, 4, 4, 3, 2, 1, 1, 0, 0, 1};
+    std::vector<std::string> labels = {"person", "person", "org"}, tenants = {"u1", "u1", "u2"};
+    std::vector<std::string> texts = {"alpha", "beta", "gamma"}, props = {"{\"x\":1}", "", "{\"y\":2}"};
+    std::vector<std::int64_t> ts = {10, 20, 30};
+    NodeBatch nodes{3, keys.data(), vectors.data(), nullptr, labels.data(), tenants.data(), ts.data(), texts.data(), props.data()};
+    REQUIRE(engine->add_nodes(nodes).ok());
+    auto codes_of = [&](const std::string& key) {  // the stored codes and scale, exactly
+        std::vector<std::int8_t> codes(4);
+        float scale = 0;
+        engine->node_codes(engine->find(key).value(), codes.data(), &scale);
+        return std::make_pair(codes, scale);
+    };
+    const auto codes_b = codes_of(keys[1]);
+    const std::uint64_t lsn = engine->last_lsn();
+
+    // Texts only: every other column and the vector's codes stay.
+    std::string b = keys[1];
+    std::string new_text = "beta two";
+    NodeBatch text_only;
+    text_only.count = 1;
+    text_only.keys = &b;
+    text_only.texts = &new_text;
+    REQUIRE(engine->update_nodes(text_only).ok());
+    NodeRecord r = engine->node(engine->find(b).value(), false);
+    CHECK_EQ(r.text, std::string("beta two"));
+    CHECK_EQ(r.label, std::string("person"));
+    CHECK_EQ(r.tenant, std::string("u1"));
+    CHECK_EQ(r.ts, std::int64_t{20});
+    CHECK_EQ(r.props, std::string(""));
+    CHECK(codes_of(b) == codes_b);
+    CHECK_EQ(engine->last_lsn(), lsn + 1);
+
+    // A key not in the graph: not_found naming it, nothing changes, nothing logged.
+    std::vector<std::string> two = {keys[0], encode_text_key("zz")};
+    std::vector<std::string> two_texts = {"changed", "changed"};
+    NodeBatch missing;
+    missing.count = 2;
+    missing.keys = two.data();
+    missing.texts = two_texts.data();
+    Status s = engine->update_nodes(missing);
+    CHECK(s.code() == StatusCode::not_found);
+    CHECK(s.message().find("'zz' (row 1)") != std::string::npos);
+    CHECK_EQ(engine->node(engine->find(keys[0]).value(), false).text, std::string("alpha"));
+    CHECK_EQ(engine->last_lsn(), lsn + 1);
+    // A key twice: refused.
+    std::vector<std::string> twice = {keys[0], keys[0]};
+    missing.keys = twice.data();
+    CHECK(engine->update_nodes(missing).code() == StatusCode::already_exists);
+
+    // An upsert without tenants keeps c's tenant ("u2") and gives a new key ""; other columns reset.
+    std::vector<std::string> up = {keys[2], encode_text_key("d")};
+    std::vector<float> up_vectors = {0, 1, 1, 0, 1, 1, 1, 1};
+    NodeBatch upsert;
+    upsert.count = 2;
+    upsert.keys = up.data();
+    upsert.vectors = up_vectors.data();
+    REQUIRE(engine->upsert_nodes(upsert).ok());
+    r = engine->node(engine->find(keys[2]).value(), false);
+    CHECK_EQ(r.tenant, std::string("u2"));
+    CHECK_EQ(r.label, std::string(""));
+    CHECK_EQ(r.text, std::string(""));
+    CHECK_EQ(engine->node(engine->find(up[1]).value(), false).tenant, std::string(""));
+    // With tenants given, the upsert moves it.
+    std::vector<std::string> moved = {"u3", "u3"};
+    upsert.tenants = moved.data();
+    REQUIRE(engine->upsert_nodes(upsert).ok());
+    CHECK_EQ(engine->node(engine->find(keys[2]).value(), false).tenant, std::string("u3"));
+
+    // An update of the vector and the tenant: a tenant filter finds the node under its new tenant only.
+    std::vector<float> new_vector = {-1, 0, 0, 0};
+    std::string u4 = "u4";
+    NodeBatch vector_and_tenant;
+    vector_and_tenant.count = 1;
+    vector_and_tenant.keys = &keys[0];
+    vector_and_tenant.vectors = new_vector.data();
+    vector_and_tenant.tenants = &u4;
+    REQUIRE(engine->update_nodes(vector_and_tenant).ok());
+    r = engine->node(engine->find(keys[0]).value(), true);
+    CHECK_EQ(r.tenant, std::string("u4"));
+    CHECK_EQ(r.text, std::string("alpha"));
+    CHECK_EQ(r.props, std::string("{\"x\":1}"));
+    CHECK(r.vector[0] < -0.99f);
+    for (const char* tenant : {"u1", "u4"}) {
+        SearchRequest request;
+        request.k = 10;
+        request.seeds = 10;
+        request.hops = 0;
+        request.filter_tenants = true;
+        request.tenants = {tenant};
+        auto found = engine->search(new_vector.data(), 4, request);
+        REQUIRE(found.ok());
+        const auto hits = keys_of(*engine, found.value());
+        CHECK_EQ(std::count(hits.begin(), hits.end(), std::string("a")), std::string(tenant) == "u4" ? 1 : 0);
+    }
+    CHECK(engine->verify(10).empty());
+}

@@ -244,9 +244,16 @@ class Engine {
     /// Adds a batch atomically: every row is checked first; on any error nothing changes.
     Status add_nodes(const NodeBatch& batch);
     Status add_edges(const EdgeBatch& batch);
-    /// Adds new keys and replaces the label, tenant, ts, text, props and vector of existing
-    /// ones (their edges stay). Keys must not repeat within the batch.
+    /// Adds new keys and replaces the label, ts, text, props and vector of existing ones (their
+    /// edges and aliases stay). The tenant too when the batch has a tenants column; without one
+    /// an existing node keeps its tenant (a new one gets ""). Keys must not repeat within the batch.
     Status upsert_nodes(const NodeBatch& batch);
+    /// Changes only the given columns of existing nodes: a nullptr column keeps each node's
+    /// value; with neither vectors nor rows the vector stays and the node is not indexed again.
+    /// Every key must be in the graph (not_found otherwise, nothing changes) and appear once;
+    /// edges and aliases stay. Logged as the upsert of the nodes' resulting rows, so a replay
+    /// of the WAL gives the same nodes.
+    Status update_nodes(const NodeBatch& batch);
     /// Deletes nodes and their edges. A key that is not in the graph is an error (nothing
     /// changes) unless `missing_ok`. `deleted` receives the number of nodes deleted.
     Status delete_nodes(const std::string* keys, std::size_t count, bool missing_ok, std::size_t* deleted);
@@ -385,6 +392,8 @@ class Engine {
   private:
     struct PreparedNodes;
     struct PreparedEdges;
+    struct KeptColumns;
+    enum class NodeWrite { add, upsert, update };
     explicit Engine(const EngineConfig& config);
     std::shared_lock<std::shared_mutex> read_lock() const;
     std::unique_lock<std::shared_mutex> write_lock() const;
@@ -399,7 +408,11 @@ class Engine {
     std::vector<node_id_t> tenant_nodes(const std::string& tenant) const;
     void apply_node_deletes(const std::vector<node_id_t>& nodes);
     void apply_edge_deletes(const std::vector<edge_id_t>& edges);
-    Status write_nodes(const NodeBatch& batch, bool upsert);
+    Status write_nodes(const NodeBatch& batch, NodeWrite mode);
+    /// The batch an upsert or update writes: `batch` with the columns it keeps read from the
+    /// graph into `kept` (an update: every column not given; an upsert without tenants: the
+    /// tenants of the keys already in the graph). An update of a key not in the graph: not_found.
+    Result<NodeBatch> keep_columns(const NodeBatch& batch, NodeWrite mode, KeptColumns& kept) const;
     Result<std::vector<node_id_t>> alias_targets(const std::string* keys, std::size_t count) const;
     void apply_aliases(const std::vector<node_id_t>& nodes, const std::string* aliases);
     /// Appends a record whose payload `encode(PayloadWriter&)` writes (only when a WAL is attached); its LSN.
