@@ -742,6 +742,34 @@ def test_ingest_csv_keys_are_strings_unless_key_type_int(tmp_path):
     assert "invalid choice: 'float'" in failed(2, "ingest", ints, "--edges", edges, "--key-type", "float")
 
 
+def test_ingest_csv_line_of_the_wrong_number_of_fields(tmp_path):
+    """Nodes and edges from CSV in one command, one edge line of 3 fields of 4: with --on-error
+    skip every good edge is written and checkpointed, the line listed with its number; without,
+    the command fails naming the line, and no edge of its batch is written."""
+    vector = '"' + json.dumps([1.0] * DIM) + '"'
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("key,vector\n" + "".join(f"p{i:03d},{vector}\n" for i in range(10)))
+    edges = tmp_path / "edges.csv"
+    lines = ["src,dst,rel,weight"] + [f"p{i % 10:03d},p{(i + 1) % 10:03d},knows,1" for i in range(400)]
+    edges.write_text("\n".join(lines + ["p005,p006,knows", "p001,p003,likes,0.5"]) + "\n")
+    reason = "line 402: expected 4 fields as in the header, got 3: ['p005', 'p006', 'knows']"
+    folder = tmp_path / "g.vg"
+    out = ok("ingest", folder, "--nodes", nodes, "--edges", edges, "--dim", DIM, "--on-error", "skip").stdout
+    assert f"edges {edges}: 402 rows read, 401 accepted, 1 rejected" in out
+    assert f"rejected rows written to {edges}.rejects.jsonl" in out
+    assert "checkpoint: 10 nodes, 401 edges at LSN " in out
+    records = [json.loads(line) for line in open(f"{edges}.rejects.jsonl", encoding="utf-8")]
+    assert records == [{"kind": "edge", "row": 400, "column": None, "reason": reason, "src": None, "dst": None}]
+    stats = json.loads(ok("stats", folder, "--json").stdout)
+    assert (stats["edges"], stats["rels"]) == (401, 2) and stats["snapshot"] is not None
+    other = tmp_path / "raise.vg"
+    err = failed(1, "ingest", other, "--nodes", nodes, "--edges", edges, "--dim", DIM)
+    assert err == (f"vecgraph ingest: error: {edges}: edge row 400, the whole row: {reason}. Nothing of batch 1 "
+                   "(rows 0-401) was written. Fix the row, or pass --on-error skip to write the good rows and "
+                   "list the bad ones.\n")
+    assert json.loads(ok("stats", other, "--json").stdout)["edges"] == 0
+
+
 BROKEN = LETTERS + """
 
 class Broken(Letters):

@@ -104,7 +104,8 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
         "Load nodes and edges from Parquet, Arrow IPC, CSV or JSONL files into the graph in FOLDER,\n"
         "creating it (with --dim or the embedder's dim) when it does not exist. Rows stream in batches;\n"
         "each batch is applied whole or not at all. A bad row (missing key, wrong dim, NaN, an edge to\n"
-        "a missing node) stops the command, or with --on-error skip is written to the rejects file.\n"
+        "a missing node, a CSV line of too few or too many fields) stops the command, or with\n"
+        "--on-error skip is written to the rejects file.\n"
         "Columns default to the usual names (key/id, src/source, dst/target, rel/type, ...); the\n"
         "--*-column flags map others. Vectors come from the vector column, or from the text column\n"
         "through --embedder. The graph is checkpointed at the end unless --no-checkpoint.",

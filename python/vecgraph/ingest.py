@@ -20,7 +20,10 @@ Arrow IPC batch by batch (memory-mapped), CSV block by block (pyarrow's streamin
 JSONL ``batch_rows`` lines at a time. At 384-d, a batch of 65,536 rows holds 100 MB of float32
 vectors.
 
-Rows are numbered from 0 over the whole source (for JSONL: over the non-blank lines).
+Rows are numbered from 0 over the whole source (for JSONL: over the non-blank lines; for CSV
+and TSV: over the records after the header, blank lines aside; a record is one line unless a
+quoted value in it holds line breaks). A CSV record with more or fewer fields than the header
+is a bad row that keeps its number; its reason names its line in the file (see :func:`nodes`).
 
 The readers of each kind of source are in :mod:`vecgraph.ingest_readers`, the column mapping
 and the row checks in :mod:`vecgraph.ingest_checks`, the batch loop and its plans in
@@ -208,7 +211,14 @@ def nodes(
     graph's dim, holds NaN or inf, or is all zeros under metric "cos"; its text is empty while
     an embedder computes the vectors; its ts, label, tenant or props have the wrong type or are
     not JSON; its props give a filterable property of the graph (see :class:`Graph`) a value
-    of another type than the one declared (a str for an int64, say; null is no value).
+    of another type than the one declared (a str for an int64, say; null is no value); in a
+    CSV / TSV file, its record has more or fewer fields than the header. Such a record keeps
+    its row number (the rows after it keep theirs, and a vector= array stays aligned), its
+    column is None, its key null, and its reason names its line in the file, 1-based and
+    counted as a text editor numbers them (the header, blank lines and the line breaks inside
+    quoted values count; ``\\r\\n``, ``\\n`` and ``\\r`` each end a line): ``"line 404: expected 4
+    fields as in the header, got 3: ['p005', 'p006', 'knows']"``, or ``"lines 7-9: ..."`` for
+    a record whose quoted value spans lines.
 
     The nodes are added inside :meth:`Graph.deferred_indexing`: they are logged and applied
     batch by batch, and enter the HNSW seed index in one parallel pass when this call ends
@@ -322,7 +332,8 @@ def edges(
 
     A row is bad when src or dst is missing or is not a node of the graph (dangling), its weight
     is NaN or inf, its vector has the wrong length or holds NaN / inf (or is all zeros under
-    "cos"), or a column has the wrong type.
+    "cos"), a column has the wrong type, or (CSV / TSV) its record has more or fewer fields
+    than the header: its reason then names its line, as for :func:`nodes`.
 
     Each batch is written with one :meth:`Graph.add_edges` call, except a batch in which only
     some edges have vectors: it is written in one call per run of rows with / without vectors,

@@ -83,9 +83,11 @@ class IngestError(InvalidArgumentError):
     """A batch was rejected because of a bad row (``on_error="raise"``).
 
     Attributes:
-        row: the bad row's number in the source (0-based, over the whole source).
+        row: the bad row's number in the source (0-based, over the whole source; a row, not a
+            line of a file).
         column: the source column at fault (None for a row that could not be parsed at all).
-        reason: what is wrong with it.
+        reason: what is wrong with it; for a CSV record with more or fewer fields than the
+            header, it starts with the record's line in the file (``"line 404: ..."``, 1-based).
         report: :class:`IngestReport` of what was done before: earlier batches stay written.
     """
 
@@ -257,8 +259,8 @@ def _run(graph: Any, source: _Source, kind: str, prepare: Callable, apply: Calla
             except StopIteration:
                 break
             except pa.ArrowException as e:
-                raise InvalidArgumentError(f"cannot read the source after row {read}: {e} "
-                                           f"({read:,} rows before it were ingested)") from None
+                raise InvalidArgumentError(f"cannot read the source beyond the {read:,} rows taken from it "
+                                           f"({accepted:,} of them ingested): {e}") from None
             batches += 1
             read += batch.n
             problems, payload = prepare(batch)

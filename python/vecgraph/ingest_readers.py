@@ -3,16 +3,18 @@ column names and its rows in batches of exactly ``batch_rows`` rows (the last ma
 holding one batch in memory at a time.
 
 Parquet is decoded 8,192 rows at a time through a 1 MB read buffer, Arrow IPC (a file or a
-stream) batch by batch, memory-mapped, CSV and TSV block by block (pyarrow's streaming reader)
-and JSON Lines ``batch_rows`` lines at a time with the json module (both also ``.gz`` and
-``.bz2``); a pyarrow Table, RecordBatch, RecordBatchReader or iterable of record batches is
-cut into batches of the wanted size, a pandas DataFrame sliced, and the nodes or edges of a
-networkx graph come as Python rows. :func:`_open_source` picks the reader for what was passed,
-:func:`_configure` tells it which fields the mapped columns hold.
+stream) batch by batch, memory-mapped, CSV and TSV block by block (pyarrow's streaming reader;
+a record with another number of fields than the header keeps its place as a bad row, found
+with the csv module) and JSON Lines ``batch_rows`` lines at a time with the json module (both
+also ``.gz`` and ``.bz2``); a pyarrow Table, RecordBatch, RecordBatchReader or iterable of
+record batches is cut into batches of the wanted size, a pandas DataFrame sliced, and the
+nodes or edges of a networkx graph come as Python rows. :func:`_open_source` picks the reader
+for what was passed, :func:`_configure` tells it which fields the mapped columns hold.
 """
 
 from __future__ import annotations
 
+import collections
 import csv as _csv
 import itertools
 import json
@@ -23,7 +25,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import pyarrow as pa
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, _short
 
 Source = Any  # str | os.PathLike | pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable | pandas.DataFrame
 
@@ -92,11 +94,16 @@ class _ArrowSource(_Source):
     def batches(self, wanted: list, batch_rows: int) -> Iterator[_Batch]:
         offset = 0
         for record in _rechunk(self._open(wanted, batch_rows), batch_rows):
-            batch = _Batch(offset, record.num_rows, {name: record.column(name) for name in wanted})
+            batch = _Batch(offset, record.num_rows, {name: record.column(name) for name in wanted},
+                           self._problems(offset, record.num_rows))
             offset += record.num_rows
             del record
             yield batch
             del batch  # one batch in memory at a time: not kept while the next is read
+
+    def _problems(self, offset: int, n: int) -> Optional[dict]:
+        """Rows [offset, offset + n) already known to be bad: row in the batch -> (None, reason)."""
+        return None
 
     def close(self) -> None:
         if self._close is not None:
@@ -364,43 +371,208 @@ def _ipc_source(path: str) -> _Source:
         total, path, mapped.close)
 
 
-def _csv_source(path: str, delimiter: str) -> _Source:
-    import pyarrow.csv as pacsv
+_CSV_BLOCK_BYTES = 16 << 20  # pyarrow parses a CSV file this many bytes at a time
 
-    opener = open
-    if path.lower().endswith((".gz", ".bz2")):
-        import bz2
+
+def _csv_opener(path: str) -> Callable:
+    if path.lower().endswith(".gz"):
         import gzip
 
-        opener = gzip.open if path.lower().endswith(".gz") else bz2.open
+        return gzip.open
+    if path.lower().endswith(".bz2"):
+        import bz2
+
+        return bz2.open
+    return open
+
+
+def _csv_source(path: str, delimiter: str) -> _Source:
     try:
-        with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
+        with _csv_opener(path)(path, "rt", encoding="utf-8-sig", newline="") as f:
             header = next((row for row in _csv.reader(f, delimiter=delimiter) if row), None)
     except (OSError, UnicodeDecodeError) as e:
         raise InvalidArgumentError(f"cannot read the header of {path}: {e}") from None
-    source: _ArrowSource
+    return _CsvSource(path, delimiter, header)
 
-    def open_batches(wanted: list, _: int) -> Iterator[pa.RecordBatch]:
-        if source.empty:
-            return iter(())
-        # open_csv reads block by block; string fields are read as strings whatever they look like
-        # (a label "123", a vector "[0.1, 0.2]", a key "007"); ts and weight columns keep their
-        # inferred types.
-        return pacsv.open_csv(
-            path,
-            read_options=pacsv.ReadOptions(block_size=16 << 20),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+
+class _CsvSource(_ArrowSource):
+    """A CSV or TSV file read by pyarrow's streaming reader, block by block. pyarrow skips a
+    record with more or fewer fields than the header; once it has skipped one, the file is also
+    read with the csv module (:class:`_CsvRecords`), which finds where each such record was,
+    and it comes back in its place as a row of nulls known to be bad. So row ``i`` is the
+    ``i``-th record after the header (blank lines aside), whatever the records before it hold."""
+
+    def __init__(self, path: str, delimiter: str, header: Optional[list]) -> None:
+        super().__init__(header or [], self._read, 0 if header is None else None, path)
+        self.file, self.delimiter = path, delimiter
+        self.empty = header is None
+        self.text_keys = True
+        self.string_columns: set = set()
+        self._skipped: list = []  # one item per record pyarrow skipped (appended from its threads)
+        self._bad: collections.deque = collections.deque()  # (row, reason) not yet in a batch
+        self._records: Optional[_CsvRecords] = None
+
+    def _skip(self, row: Any) -> str:
+        self._skipped.append(row.actual_columns)
+        return "skip"
+
+    def _problems(self, offset: int, n: int) -> Optional[dict]:
+        bad = self._bad
+        problems = {}
+        while bad and bad[0][0] < offset + n:
+            row, reason = bad.popleft()
+            problems[row - offset] = (None, reason)
+        return problems
+
+    def _read(self, wanted: list, batch_rows: int) -> Iterator[pa.RecordBatch]:
+        if self.empty:
+            return
+        import pyarrow.csv as pacsv
+
+        # open_csv reads block by block; the columns _configure names are read as strings whatever
+        # they look like (a label "123", a vector "[0.1, 0.2]", a key "007"). A quoted value may
+        # hold line breaks, wherever the blocks end.
+        reader = pacsv.open_csv(
+            self.file,
+            read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK_BYTES),
+            parse_options=pacsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True,
+                                             invalid_row_handler=self._skip),
             convert_options=pacsv.ConvertOptions(
                 include_columns=wanted,
-                column_types={name: pa.string() for name in wanted if name in source.string_columns},
+                column_types={name: pa.string() for name in wanted if name in self.string_columns},
                 null_values=[""], strings_can_be_null=True),
         )
+        rows = 0  # rows given out
+        try:
+            for record in reader:
+                # pyarrow calls _skip as it parses a block, before it gives the block's rows
+                if self._records is None and self._skipped:
+                    self._records = _CsvRecords(self, rows, batch_rows)
+                if self._records is None:
+                    rows += record.num_rows
+                    yield record
+                else:
+                    yield from self._records.splice(record)
+            if self._records is None and self._skipped:
+                self._records = _CsvRecords(self, rows, batch_rows)
+            if self._records is not None:
+                yield from self._records.finish(reader.schema)
+        finally:
+            self.close()
 
-    source = _ArrowSource(header or [], open_batches, 0 if header is None else None, path)
-    source.empty = header is None
-    source.text_keys = True
-    source.string_columns = set()
-    return source
+    def close(self) -> None:
+        if self._records is not None:
+            self._records.close()
+
+
+class _CsvRecords:
+    """The records of a CSV file as the csv module reads them, beside pyarrow's reading of the
+    same file: finds the records with another number of fields than the header, and splices a
+    row of nulls into pyarrow's record batches where each of them was, its reason queued in the
+    source's ``_bad``. Lines are counted as a text editor numbers them, from 1: the header,
+    blank lines and the line breaks inside quoted values count (``\\n``, ``\\r\\n`` or ``\\r``
+    each end one)."""
+
+    def __init__(self, source: _CsvSource, rows: int, batch_rows: int) -> None:
+        self.source, self.rows, self.batch_rows = source, rows, batch_rows  # rows: given out so far
+        self.spliced = 0  # bad records spliced in
+        self.records = 0  # records after the header the csv module has read
+        self.header: Optional[list] = None
+        try:
+            self._file = _csv_opener(source.file)(source.file, "rt", encoding="utf-8-sig", errors="replace",
+                                                  newline="")
+        except OSError as e:
+            raise InvalidArgumentError(f"cannot read {source.file} again to find its bad lines: {e}") from None
+        self._reader = _csv.reader(self._file, delimiter=source.delimiter)
+        self._next = self._find()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def _find(self) -> Optional[tuple]:
+        """(row, reason) of the next record with another number of fields than the header, or
+        None at the end of the file."""
+        reader = self._reader
+        limit = _csv.field_size_limit(2**31 - 1)  # a field as long as pyarrow takes
+        try:
+            while True:
+                first = reader.line_num + 1
+                fields = next(reader, None)
+                if fields is None:
+                    return None
+                if not fields:  # a blank line: pyarrow skips it too
+                    continue
+                if self.header is None:
+                    self.header = fields
+                    continue
+                self.records += 1
+                if len(fields) != len(self.header):
+                    last = reader.line_num
+                    where = f"line {first}" if last == first else f"lines {first}-{last}"
+                    return self.records - 1, (f"{where}: expected {len(self.header)} fields as in the header, "
+                                              f"got {len(fields)}: {_short(fields, 80)}")
+        except _csv.Error as e:
+            raise InvalidArgumentError(f"cannot read {self.source.file} with the csv module to find its bad "
+                                       f"lines: line {reader.line_num}: {e}") from None
+        finally:
+            _csv.field_size_limit(limit)
+
+    def _take(self, room: int, last: bool) -> list:
+        """The bad records before the next ``room`` good rows from pyarrow, and also those right
+        after them when they are the ``last``, at most ``batch_rows`` of them."""
+        taken: list = []
+        while self._next is not None and self._next[0] < self.rows + room + len(taken) + last \
+                and len(taken) < self.batch_rows:
+            if self._next[0] < self.rows:
+                self._disagree()
+            taken.append(self._next)
+            self._next = self._find()
+        self.spliced += len(taken)
+        if self.spliced > len(self.source._skipped):
+            self._disagree()
+        return taken
+
+    def splice(self, record: pa.RecordBatch, last: bool = False) -> Iterator[pa.RecordBatch]:
+        """``record`` (the good rows pyarrow read next) with a row of nulls in the place of each
+        bad record before its rows (and after them, when they are the ``last``), in pieces holding
+        at most ``batch_rows`` bad rows each."""
+        m, used = record.num_rows, 0  # used: rows of record given out
+        while True:
+            bad = self._take(m - used, last)
+            if not bad:
+                if used < m:
+                    self.rows += m - used
+                    yield record if used == 0 else record.slice(used)
+                return
+            full = len(bad) == self.batch_rows
+            end = bad[-1][0] + 1 if full else self.rows + (m - used) + len(bad)
+            good = end - self.rows - len(bad)
+            mask = np.zeros(end - self.rows, dtype=bool)
+            mask[[row - self.rows for row, _ in bad]] = True
+            indices = np.zeros(end - self.rows, dtype=np.int64)
+            indices[~mask] = np.arange(used, used + good)
+            self.source._bad.extend(bad)
+            piece = record.take(pa.array(indices, mask=mask))
+            self.rows, used = end, used + good
+            yield piece
+            del piece
+            if not full:
+                return
+
+    def finish(self, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """The bad records after pyarrow's last good row; then checks that pyarrow and the csv
+        module saw the same records."""
+        empty = pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
+        yield from self.splice(empty, last=True)
+        if self._next is not None or self.records != self.rows or self.spliced != len(self.source._skipped):
+            self._disagree()
+
+    def _disagree(self) -> None:
+        raise InvalidArgumentError(
+            f"cannot tell where the bad lines of {self.source.file} are: pyarrow skipped "
+            f"{len(self.source._skipped):,} records with another number of fields than the header, and the "
+            f"csv module splits the file into other records ({self.records:,} records after the header so far, "
+            f"{self.spliced:,} of them bad); check its quoting")
 
 
 # ====================================================================== configuration
