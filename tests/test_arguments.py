@@ -81,3 +81,111 @@ def test_methods_defined_beside_their_concern_are_named_as_graph_methods():
         vg.Graph.open()
     with pytest.raises(TypeError, match=r"^Graph\.add_aliases\(\) missing 1 required positional argument: 'aliases'$"):
         g.add_aliases("a")
+
+
+def _none_in_list(name: str, row: int, whole: str) -> str:
+    return f"{name}[{row}] must be a str, got None (None inside the list is refused; {name}=None {whole})"
+
+
+_DEFAULT = 'gives every row the default ""'
+_TS_NONE = ("ts[{row}] must be an int (microseconds since the epoch), a datetime or a date, got None "
+            "(None inside the list is refused; ts=None gives every row the default 0)")
+
+
+def test_none_inside_a_column_of_a_write_is_refused_naming_the_row_and_changes_nothing(tmp_path):
+    """None inside a list of labels, texts, tenants, rels or timestamps is no value: the write is
+    refused whole with a TypeError naming the argument, the row, a str (or timestamp) expected
+    and None come, and the graph, its WAL and its BM25 index keep nothing of it. Before,
+    tenants=[None] wrote the default tenant "" (and labels, texts, rels likewise)."""
+    import datetime
+
+    import pytest
+
+    with vg.Graph.open(tmp_path / "g", dim=2) as g:
+        g.add_nodes(["a", "b"], [[1, 0], [0, 1]], tenants=["t", "t"], texts=["red apple", "green pear"])
+        g.add_edges(["a"], ["b"], rels=["r"])
+        assert g.hybrid_search("apple", k=5, channels=["bm25"], tenants=["t"]).keys == ["a"]  # the index is in use
+        before = (len(g), g.count_edges, g.stats()["last_lsn"])
+        one, two = [[1, 1]], [[1, 1], [1, 2]]
+        calls = [
+            (lambda: g.add_nodes(["z", "y"], two, tenants=["t", None]), _none_in_list("tenants", 1, _DEFAULT)),
+            (lambda: g.add_nodes(["z"], one, tenants=[None], texts=["zebra"]), _none_in_list("tenants", 0, _DEFAULT)),
+            (lambda: g.add_nodes(["z", "y"], two, labels=(None, "x")), _none_in_list("labels", 0, _DEFAULT)),
+            (lambda: g.add_nodes(["z"], one, texts=[None]), _none_in_list("texts", 0, _DEFAULT)),
+            (lambda: g.upsert_nodes(["a", "z"], two, tenants=["t", None], texts=["zebra", "zebra"]),
+             _none_in_list("tenants", 1, _DEFAULT)),
+            (lambda: g.add_nodes(["z", "y"], two, ts=[5, None]), _TS_NONE.format(row=1)),
+            (lambda: g.add_nodes(["z", "y"], two, ts=[datetime.date(2024, 1, 1), None]), _TS_NONE.format(row=1)),
+            (lambda: g.add_nodes(["z"], one, ts=np.array([None], dtype=object)), _TS_NONE.format(row=0)),
+            (lambda: g.add_edges(["a", "b"], ["b", "a"], rels=["r", None]), _none_in_list("rels", 1, _DEFAULT)),
+            (lambda: g.add_edges(["a"], ["b"], texts=[None]), _none_in_list("texts", 0, _DEFAULT)),
+            (lambda: g.add_edges(["a"], ["b"], ts=[None]), _TS_NONE.format(row=0)),
+            (lambda: g.delete_edges(["a"], ["b"], rels=[None]),
+             _none_in_list("rels", 0, "deletes the edges of every relation")),
+            (lambda: g.add_nodes(["z"], one, labels=[7]), "labels[0] must be a str, got int 7"),
+        ]
+        for call, message in calls:
+            with pytest.raises(TypeError) as raised:
+                call()
+            assert str(raised.value) == message
+            assert (len(g), g.count_edges, g.stats()["last_lsn"]) == before
+        assert "z" not in g and g.get_node("a", vector=False)["tenant"] == "t"
+        assert g.hybrid_search("zebra", k=5, channels=["bm25"]).keys == []
+        assert [(e.rel, e.dst) for e in g.neighbors("a")] == [("r", "b")]
+    with vg.Graph.open(tmp_path / "g") as g:  # the WAL holds none of the refused writes
+        assert (len(g), g.count_edges, g.stats()["last_lsn"]) == before
+        assert g.hybrid_search("zebra", k=5, channels=["bm25"]).keys == []
+        # The whole argument None gives every row the default; "" in a list spells it out; props
+        # keep None per row (no props), as documented.
+        g.add_nodes(["c", "d"], [[1, 1], [1, 2]], labels=None, texts=None, tenants=None, ts=None,
+                    props=[None, {"x": 1}])
+        g.add_nodes(["e", "f"], [[2, 1], [3, 1]], labels=["", "l"], texts=["", "zebra"], tenants=["", "t"],
+                    ts=[0, 7])
+        g.add_edges(["c"], ["d"], rels=None)
+        g.add_edges(["d"], ["e"], rels=[""], texts=[""], ts=[3], props=[None])
+        node = g.get_node("c", vector=False)
+        assert (node["label"], node["tenant"], node["text"], node["ts"], node["props"]) == ("", "", "", 0, None)
+        assert g.get_node("d", vector=False)["props"] == {"x": 1}
+        assert (g.get_node("f", vector=False)["tenant"], g.get_node("f", vector=False)["ts"]) == ("t", 7)
+        assert sorted(g.search([1, 1], k=10, tenants=[""], hops=0, exact=True).keys) == ["c", "d", "e"]
+        assert sorted(g.search([1, 1], k=10, tenants=None, hops=0, exact=True).keys) == list("abcdef")
+        assert sorted(g.search([1, 1], k=10, labels=[""], hops=0, exact=True).keys) == list("abcde")
+        assert [(e.rel, e.dst) for e in g.neighbors("c")] == [("", "d")]
+        assert [(e.rel, e.dst) for e in g.neighbors("d", rels=[""])] == [("", "e")]
+        assert g.hybrid_search("zebra", k=5, channels=["bm25"]).keys == ["f"]
+
+
+def test_none_inside_a_filter_is_refused_naming_its_position():
+    """Reads follow the writes' rule: None inside rels, labels or tenants is refused with a
+    TypeError naming the argument, the position, a str expected and None come; the whole
+    argument None means no filter."""
+    import pytest
+
+    g = vg.Graph(2)
+    g.add_nodes(["a", "b"], [[1, 0], [0, 1]], tenants=["t", ""], texts=["red apple", "green pear"])
+    g.add_edges(["a"], ["b"], rels="r")
+    no_filter = "means no filter"
+    calls = [
+        (lambda: g.search([1, 0], tenants=["t", None]), _none_in_list("tenants", 1, no_filter)),
+        (lambda: g.search([1, 0], labels=[None]), _none_in_list("labels", 0, no_filter)),
+        (lambda: g.search([1, 0], rels=("r", None)), _none_in_list("rels", 1, no_filter)),
+        (lambda: g.search([1, 0], tenants=[None], strict=True), _none_in_list("tenants", 0, no_filter)),
+        (lambda: g.search_batch([[1, 0]], tenants=[None]), _none_in_list("tenants", 0, no_filter)),
+        (lambda: g.hybrid_search("apple", vector=[1, 0], tenants=[None]), _none_in_list("tenants", 0, no_filter)),
+        (lambda: g.hybrid_search("apple", labels=["x", None]), _none_in_list("labels", 1, no_filter)),
+        (lambda: g.hybrid_search("apple", vector=[1, 0], rels=[None]), _none_in_list("rels", 0, no_filter)),
+        (lambda: g.hybrid_search_batch(["apple"], tenants=[None]), _none_in_list("tenants", 0, no_filter)),
+        (lambda: g.neighbors("a", rels=[None]), _none_in_list("rels", 0, no_filter)),
+        (lambda: g.unknown_names("tenants", ["t", None]), _none_in_list("tenants", 1, no_filter)),
+        (lambda: g.search([1, 0], tenants=[b"t"]), "tenants[0] must be a str, got bytes b't'"),
+        (lambda: g.hybrid_search("apple", entity_keys=[None]), "entity_keys[0] must be a label (str), got None"),
+        (lambda: g.add_aliases("a", ["apple", None]), "aliases[1] must be a str, got None"),
+    ]
+    for call, message in calls:
+        with pytest.raises(TypeError) as raised:
+            call()
+        assert str(raised.value) == message
+    assert g.aliases("a") == []
+    assert g.search([1, 0], k=2, tenants=None, hops=0, exact=True).keys == ["a", "b"]
+    assert g.search([1, 0], k=2, tenants=[""], hops=0, exact=True).keys == ["b"]
+    assert g.hybrid_search("apple", k=2, tenants=["t"], channels=["bm25"]).keys == ["a"]

@@ -138,8 +138,34 @@ def _exclude_keys(values: Any) -> Optional[list]:
     return out or None
 
 
-def _strings(values: Any, name: str, count: int, one_for_all: bool = True) -> Optional[list]:
-    """None, one str for every row (when ``one_for_all``), or a sequence of ``count`` str / None."""
+def _not_a_str(name: str, row: int, value: Any, whole_none: str) -> TypeError:
+    """The error for item ``row`` of the list argument ``name`` that is not a str. For None it
+    says what None means as the whole argument (``whole_none``), which it never means inside."""
+    if value is None:
+        return TypeError(f"{name}[{row}] must be a str, got None (None inside the list is refused; "
+                         f"{name}=None {whole_none})")
+    return TypeError(f"{name}[{row}] must be a str, got {type(value).__name__} {_short(value)}")
+
+
+def _check_str_items(values: list, name: str, whole_none: str) -> list:
+    """``values`` when every item is a str (a subclass too), else the error of :func:`_not_a_str`
+    for the first item that is not."""
+    if set(map(type, values)) <= {str}:  # one pass in C: the common case
+        return values
+    for row, value in enumerate(values):
+        if not isinstance(value, str):
+            raise _not_a_str(name, row, value, whole_none)
+    return values
+
+
+_DEFAULT_FOR_EVERY_ROW = 'gives every row the default ""'
+
+
+def _strings(values: Any, name: str, count: int, one_for_all: bool = True,
+             whole_none: str = _DEFAULT_FOR_EVERY_ROW) -> Optional[list]:
+    """None, one str for every row (when ``one_for_all``), or a sequence of ``count`` str. An item
+    that is not a str, None included, is refused (TypeError naming its row): None means the
+    default (``whole_none`` says which) only as the whole argument."""
     if values is None:
         return None
     if isinstance(values, str):
@@ -147,14 +173,24 @@ def _strings(values: Any, name: str, count: int, one_for_all: bool = True) -> Op
             raise TypeError(f"{name} must be a list of {count} str (one per row), got one str "
                             f"(wrap it in a list)")
         return [values] * count
-    if type(values) is list and len(values) == count:  # items are checked by the core
-        return values
+    if type(values) is list and len(values) == count:  # the common case: no copy
+        return _check_str_items(values, name, whole_none)
     if isinstance(values, (bytes, dict, set, frozenset)) or not isinstance(values, Iterable):
         raise TypeError(f"{name} must be a str or a list of {count} str, got {type(values).__name__}")
     values = list(values)
     if len(values) != count:
         raise ValueError(f"{name} has {len(values)} items, expected {count} (one per row)")
-    return values
+    return _check_str_items(values, name, whole_none)
+
+
+def _not_a_timestamp(name: str, row: int, value: Any) -> TypeError:
+    """The error for item ``row`` of the timestamps ``name`` that is not one; None is refused
+    there too (``name=None`` gives every row the default 0)."""
+    expected = f"{name}[{row}] must be an int (microseconds since the epoch), a datetime or a date"
+    if value is None:
+        return TypeError(f"{expected}, got None (None inside the list is refused; {name}=None gives every row "
+                         "the default 0)")
+    return TypeError(f"{expected}, got {type(value).__name__} {value!r}")
 
 
 def _int64s(values: Any, name: str, count: int) -> Optional[np.ndarray]:
@@ -174,8 +210,13 @@ def _int64s(values: Any, name: str, count: int) -> Optional[np.ndarray]:
                         f"datetimes or dates, got {type(values).__name__}")
     if array.shape != (count,):
         raise ValueError(f"{name} must have shape ({count},), got {array.shape}")
-    if array.dtype == object and all(isinstance(v, int) and not isinstance(v, bool) for v in array.tolist()):
-        raise ValueError(f"{name} holds an int outside the int64 range")
+    if array.dtype == object:
+        items = array.tolist()
+        row = next((row for row, v in enumerate(items) if v is None), None)
+        if row is not None:
+            raise _not_a_timestamp(name, row, None)
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+            raise ValueError(f"{name} holds an int outside the int64 range")
     if array.size and (array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer)):
         raise TypeError(f"{name} must be integers (microseconds since the epoch), got dtype {array.dtype}")
     if array.size and array.dtype.kind == "u" and int(array.max()) > _INT64_MAX:
@@ -222,8 +263,7 @@ def _timestamps(values: Any, name: str, count: int) -> Optional[np.ndarray]:
             raise ValueError(f"{name} must have shape ({count},), got ({len(values)},)")
         for i, v in enumerate(values):
             if not isinstance(v, (datetime.datetime, datetime.date, numbers.Integral)) or isinstance(v, bool):
-                raise TypeError(f"{name}[{i}] must be an int (microseconds since the epoch), a datetime or a "
-                                f"date, got {type(v).__name__} {v!r}")
+                raise _not_a_timestamp(name, i, v)
         return np.fromiter((_timestamp_us(v, name) for v in values), dtype=np.int64, count=count)
     return _int64s(values, name, count)
 
@@ -486,18 +526,15 @@ def _count_at_least(value: Any, name: str, least: int, note: str = "") -> int:
 
 
 def _names(values: Any, name: str) -> Optional[list]:
-    """None (no filter), one str, or an iterable of str."""
+    """None (no filter), one str, or an iterable of str; an item that is not a str, None
+    included, is refused (TypeError naming its position)."""
     if values is None:
         return None
     if isinstance(values, str):
         return [values]
     if isinstance(values, (bytes, dict)) or not isinstance(values, Iterable):
         raise TypeError(f"{name} must be a str or a list of str, got {type(values).__name__}")
-    values = list(values)
-    for row, value in enumerate(values):
-        if not isinstance(value, str):
-            raise TypeError(f"{name} must hold str, got {type(value).__name__} at position {row}")
-    return values
+    return _check_str_items(list(values), name, "means no filter")
 
 
 def _choice(value: Any, name: str, allowed: tuple) -> str:

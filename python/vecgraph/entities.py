@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
 
 from .arguments import Key
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, _short
 
 if TYPE_CHECKING:  # the class these functions are methods of (graph.py imports this module)
     from .graph import Graph
@@ -264,7 +264,8 @@ def _checked_aliases(aliases: Any) -> list:
     aliases, new = list(aliases), []
     for i, alias in enumerate(aliases):
         if not isinstance(alias, str):
-            raise TypeError(f"aliases[{i}] must be str, got {type(alias).__name__}")
+            got = "None" if alias is None else f"{type(alias).__name__} {_short(alias)}"
+            raise TypeError(f"aliases[{i}] must be a str, got {got}")
         if ALIAS_SEPARATOR in alias:
             raise InvalidArgumentError(f"aliases[{i}] must not hold U+001F, got {alias!r}")
         alias = " ".join(unicodedata.normalize("NFC", alias).split())
@@ -305,7 +306,8 @@ def add_aliases(self: Graph, key: Key, aliases: Sequence[str]) -> list[str]:
 
     Raises:
         NotFoundError: key is not in the graph.
-        TypeError, InvalidArgumentError: aliases not a list of non-empty str.
+        TypeError, InvalidArgumentError: aliases not a list of non-empty str (an item that is
+            None or another non-str raises TypeError naming its position).
     """
     self._check_writable()
     new = _checked_aliases(aliases)

@@ -431,9 +431,14 @@ class Graph:
             tenants: one tenant for all rows, or n tenants (default "").
             ts: one timestamp or n timestamps: int64 microseconds since the epoch, datetimes
                 (naive: UTC), dates (midnight UTC) or a datetime64 array (default 0).
-            props: n JSON-serializable dicts or None, stored as JSON text: they come back
-                as JSON reads them (``{1: (2, 3)}`` as ``{"1": [2, 3]}``; datetimes and dates
-                as int microseconds since the epoch).
+            props: n items, each a JSON-serializable dict or None (no props for that row),
+                stored as JSON text: they come back as JSON reads them (``{1: (2, 3)}`` as
+                ``{"1": [2, 3]}``; datetimes and dates as int microseconds since the epoch).
+
+            The default of a column is what the whole argument left as None gives every row.
+            Inside a list of labels, texts, tenants or timestamps, None is no value: it is
+            refused (TypeError naming the row), so a row meant for a tenant never lands in the
+            default tenant ""; write "" (or 0) for the default.
 
         Raises:
             DimensionMismatchError: vectors of the wrong length.
@@ -448,7 +453,9 @@ class Graph:
                 (nothing was written).
             StorageError: on a folder graph, the WAL write or fsync failed: the graph turns
                 read-only and this write may or may not be kept (see :meth:`open`).
-            TypeError / ValueError: keys, columns or arrays of the wrong type or length.
+            TypeError / ValueError: keys, columns or arrays of the wrong type or length; an item
+                of labels, texts or tenants that is not a str, None included, or a timestamp that
+                is None (TypeError naming the row and what came).
         """
         _release_after_batch(self._write_nodes(self._engine.add_nodes, keys, vectors, labels, texts, tenants, ts, props))
 
@@ -507,9 +514,13 @@ class Graph:
             weights: one weight for every edge, or n of them; finite in float32 (default 1.0).
                 A hub expands its heaviest edges first.
             ts: one timestamp or n timestamps, as for :meth:`add_nodes` (default 0).
-            texts: a list of n texts (default ""; a bare str is refused). props: n JSON-serializable
-                dicts or None, stored as JSON text as for :meth:`add_nodes`.
+            texts: a list of n texts (default ""; a bare str is refused). props: n items, each a
+                JSON-serializable dict or None (no props for that edge), stored as JSON text as
+                for :meth:`add_nodes`.
             vectors: optional (n, dim) edge vectors, stored as int8 like node vectors.
+
+            None inside a list of rels, texts or timestamps is refused, as for :meth:`add_nodes`;
+            the whole argument None gives every edge the default.
 
         Raises:
             NotFoundError: an endpoint that is not a node.
@@ -520,6 +531,8 @@ class Graph:
                 (nothing was written).
             StorageError: on a folder graph, the WAL write or fsync failed: the graph turns
                 read-only and this write may or may not be kept (see :meth:`open`).
+            TypeError: an item of rels or texts that is not a str, None included, or a timestamp
+                that is None (the message names the row and what came).
         """
         self._check_writable()
         columns = _edge_columns(src, dst, rels, weights, ts, texts, props, vectors)
@@ -617,7 +630,7 @@ class Graph:
         missing_ok: bool = False,
     ) -> int:
         """Delete every edge ``src[i] -> dst[i]`` (only those of relation ``rels[i]`` when rels
-        is given; parallel edges all go). All or nothing.
+        is given, one str for all pairs or n of them; parallel edges all go). All or nothing.
 
         Returns:
             The number of edges deleted.
@@ -625,13 +638,16 @@ class Graph:
         Raises:
             NotFoundError: a pair with no such edge (unless ``missing_ok``).
             ReadOnlyError, StorageError: as for :meth:`add_nodes`.
+            TypeError: an item of rels that is not a str, None included (rels=None, not
+                ``[None]``, deletes the edges of every relation).
         """
         self._check_writable()
         src = _keys(src, "src", int_arrays=True)
         dst = _keys(dst, "dst", int_arrays=True)
         if len(src) != len(dst):
             raise ValueError(f"src has {len(src)} keys, dst has {len(dst)}")
-        return self._engine.delete_edges(src, dst, _strings(rels, "rels", len(src)), _flag(missing_ok, "missing_ok"))
+        rels = _strings(rels, "rels", len(src), whole_none="deletes the edges of every relation")
+        return self._engine.delete_edges(src, dst, rels, _flag(missing_ok, "missing_ok"))
 
     def delete_tenant(self, tenant: str, *, allow_default_tenant: bool = False) -> int:
         """Delete every node of ``tenant`` and their edges, as one logged write.
@@ -727,7 +743,10 @@ class Graph:
             labels, tenants: admit only nodes with these labels / tenants (None: all). When
                 they admit at most ``filter_scan_max_nodes`` live nodes (see :class:`Graph`),
                 the seeds are those nodes' exact best, found by scanning them instead of
-                walking HNSW past the nodes the filter rejects.
+                walking HNSW past the nodes the filter rejects. rels, labels and tenants take
+                one str or a list of str: None inside the list is refused (TypeError naming
+                its position), only the whole argument None means no filter; the default
+                tenant and label are ``""``.
             ts_min, ts_max: admit only nodes with ts in [ts_min, ts_max] (microseconds).
             since, until: the same window as datetimes (naive: UTC), dates or microseconds,
                 both ends included; a date is its midnight UTC, so ``until=date(2024, 1, 1)``
@@ -764,6 +783,8 @@ class Graph:
                 the query, an all-zero query under "cos", ``where`` on a property that was not
                 declared filterable (the message names the declared ones) or with a value of
                 the wrong type.
+            TypeError: arguments of the wrong type; an item of rels, labels or tenants that is
+                not a str, None included (the message names its position).
         """
         if strict is not False:
             self._check_known_names(strict, rels, labels, tenants)
@@ -814,7 +835,8 @@ class Graph:
         Raises:
             DimensionMismatchError: rows that are not of the graph's dim.
             InvalidArgumentError: NaN or inf in a query (naming its row), or a bad search argument.
-            TypeError / ValueError: ``queries`` not a numeric 2-d array; arguments of the wrong type.
+            TypeError / ValueError: ``queries`` not a numeric 2-d array; arguments of the wrong type
+                (None inside rels, labels or tenants included, as for :meth:`search`).
         """
         if strict is not False:
             self._check_known_names(strict, rels, labels, tenants)
@@ -836,7 +858,8 @@ class Graph:
         "tenants" or "rels"), in the order given: a filter naming them matches nothing.
 
         Raises:
-            InvalidArgumentError: another ``kind``. TypeError: ``names`` not a str or list of str.
+            InvalidArgumentError: another ``kind``. TypeError: ``names`` not a str or list of str
+                (an item that is None included, naming its position).
         """
         kind = _choice(kind, "kind", ("labels", "tenants", "rels"))
         return list(self._engine.unknown_names(kind, _names(names, kind) or []))
@@ -856,7 +879,8 @@ class Graph:
         """Edges at ``key`` in traversal order (weight desc, insertion order).
 
         Args:
-            key: a node key. rels: relation types to keep (None: all).
+            key: a node key. rels: relation types to keep (None: all; None inside the list is
+                refused with TypeError, as for :meth:`search`).
             direction: "out" (edges from key), "in" (edges to key) or "both".
 
         Raises:

@@ -41,7 +41,7 @@ from .entities import entity_scores, firing_names, name_specificity
 # vecgraph.hybrid's names from before entities.py held them.
 from .entities import (ALIAS_SEPARATOR, ENTITY_AMBIGUITY_POWER, ENTITY_MAX_DF_SHARE, MAX_NAME_TOKENS,  # noqa: F401
                        EntityIndex, Mention, name_terms, normalize_name)
-from .errors import DimensionMismatchError, InvalidArgumentError
+from .errors import DimensionMismatchError, InvalidArgumentError, _short
 from .fusion import convex_unchecked, fuse, minmax, rrf_with_ranks
 from .results import Edge, HybridHit, HybridResult, Key, ScoredEdge, SearchResult, estimate_tokens
 
@@ -200,7 +200,8 @@ def check_entity_keys(entity_keys: Any) -> Union[bool, list]:
     labels = list(entity_keys)
     for i, label in enumerate(labels):
         if not isinstance(label, str):
-            raise TypeError(f"entity_keys[{i}] must be a label (str), got {type(label).__name__}")
+            got = "None" if label is None else f"{type(label).__name__} {_short(label)}"
+            raise TypeError(f"entity_keys[{i}] must be a label (str), got {got}")
     return labels
 
 
@@ -486,7 +487,8 @@ def hybrid_search(
         embedder: embeds ``text`` when no vector is given (checked against the graph's
             recorded embedder, see :meth:`use_embedder`).
         tenants, labels, where, since, until: filters, applied inside every channel (as
-            in :meth:`search`).
+            in :meth:`search`: None inside a list of tenants or labels is refused, only the
+            whole argument None means no filter).
         seeds, hops, rels, direction, max_visited, max_fanout: the graph channel's
             traversal (as in :meth:`search`).
         depth: how many keys each channel contributes (default max(3 k, 30), at most 100,000).
@@ -518,7 +520,8 @@ def hybrid_search(
             bad filters (as in :meth:`search`).
         TypeError: text that is not a str; a weight or rrf_k that is not a real number;
             ``parallel`` or ``graph_seeds`` that is not a bool; ``exclude_keys`` or
-            ``entity_keys`` of the wrong type.
+            ``entity_keys`` of the wrong type; an item of tenants, labels or rels that is not a
+            str, None included (the message names its position).
     """
     fusion = check_fusion(fusion)
     chosen, channel_weights = check_channels(channels, weights, fusion)

@@ -171,8 +171,14 @@ def nodes(
         vector: the vector column (default ``"vector"``): a fixed-size list or list of dim
             numbers per row (in CSV: a string ``"[0.1, 0.2, ...]"``), converted to float32; or a
             NumPy array (rows, dim) aligned with the source rows.
-        label, tenant, text: string columns (defaults ``"label"``, ``"tenant"``, ``"text"``;
-            null or absent: "").
+        label, text: string columns (defaults ``"label"``, ``"text"``; null or absent: "").
+        tenant: the tenant column (default ``"tenant"``). A source without one puts every row
+            in the default tenant "". A source with one needs a tenant on every row: a missing
+            one (null, NaN or None in pandas, an empty CSV field, a JSONL record with null or
+            without the field) makes the row bad instead of putting it in the default tenant;
+            an empty str "" (not null) names the default tenant, which a CSV cannot spell (it
+            reads an empty field as null). A JSONL source has the column when ``tenant=``
+            names it or one of its first 1,000 records holds the field.
         ts: int64 microseconds since the epoch, or an Arrow timestamp/date column, or text
             (as CSV is read): an integer or an ISO 8601 date or timestamp, UTC unless it names
             an offset (default ``"ts"``; null or absent: 0). A value none of these is a bad row.
@@ -209,16 +215,16 @@ def nodes(
     its key repeats an earlier row or is already in the graph (with ``upsert`` the last good
     row of a key wins, in one batch as across batches); its vector is missing, has a length other than the
     graph's dim, holds NaN or inf, or is all zeros under metric "cos"; its text is empty while
-    an embedder computes the vectors; its ts, label, tenant or props have the wrong type or are
-    not JSON; its props give a filterable property of the graph (see :class:`Graph`) a value
-    of another type than the one declared (a str for an int64, say; null is no value); in a
-    CSV / TSV file, its record has more or fewer fields than the header. Such a record keeps
-    its row number (the rows after it keep theirs, and a vector= array stays aligned), its
-    column is None, its key null, and its reason names its line in the file, 1-based and
-    counted as a text editor numbers them (the header, blank lines and the line breaks inside
-    quoted values count; ``\\r\\n``, ``\\n`` and ``\\r`` each end a line): ``"line 404: expected 4
-    fields as in the header, got 3: ['p005', 'p006', 'knows']"``, or ``"lines 7-9: ..."`` for
-    a record whose quoted value spans lines.
+    an embedder computes the vectors; its tenant is missing (see ``tenant``); its ts, label,
+    tenant or props have the wrong type or are not JSON; its props give a filterable property
+    of the graph (see :class:`Graph`) a value of another type than the one declared (a str for
+    an int64, say; null is no value); in a CSV / TSV file, its record has more or fewer fields
+    than the header. Such a record keeps its row number (the rows after it keep theirs, and a
+    vector= array stays aligned), its column is None, its key null, and its reason names its
+    line in the file, 1-based and counted as a text editor numbers them (the header, blank
+    lines and the line breaks inside quoted values count; ``\\r\\n``, ``\\n`` and ``\\r`` each
+    end a line): ``"line 404: expected 4 fields as in the header, got 3: ['p005', 'p006',
+    'knows']"``, or ``"lines 7-9: ..."`` for a record whose quoted value spans lines.
 
     The nodes are added inside :meth:`Graph.deferred_indexing`: they are logged and applied
     batch by batch, and enter the HNSW seed index in one parallel pass when this call ends
@@ -268,7 +274,10 @@ def nodes(
     except BaseException:
         src.close()
         raise
-    plan = _NodePlan(graph, columns, array, embedder, upsert, src.text_keys and key_type == "int")
+    # A column the source has (or that tenant= names) makes a row without a tenant bad; JSONL
+    # has the fields of its first 1,000 records.
+    tenant_required = columns["tenant"] is not None and (tenant is not None or columns["tenant"] in src.names)
+    plan = _NodePlan(graph, columns, array, embedder, upsert, src.text_keys and key_type == "int", tenant_required)
     with _deferred_indexing(graph):
         return _run_plan(graph, src, "node", plan, options, path, array, columns, start)
 
@@ -391,7 +400,9 @@ def from_networkx(
 
     Node ids become keys (str or int). Node attributes ``vector_attr`` (a sequence of dim
     numbers), ``text_attr``, ``label_attr``, ``tenant_attr`` and ``ts_attr`` fill those fields;
-    every other attribute goes into props (which must be JSON-serializable). Edge attributes
+    every other attribute goes into props (which must be JSON-serializable). When any node has
+    ``tenant_attr``, a node without it (or with None) is a bad row, as a null tenant is for
+    :func:`nodes`; when none has it, every node goes to the default tenant "". Edge attributes
     ``rel_attr``, ``weight_attr``, ``text_attr``, ``ts_attr`` and ``vector_attr`` (an optional
     edge vector) likewise, the rest into props. An edge of an undirected graph is added once,
     in the orientation networkx reports it: search it with ``direction="both"`` (the default).
@@ -450,7 +461,8 @@ def from_networkx(
         _check_rejects_path(options.rejects, G, graph)
     writer = _Rejects(options.rejects) if options.on_error == "skip" else None
     try:
-        plan = _NodePlan(graph, columns, None, embedder, bool(upsert))
+        tenant_required = any(tenant_attr in data for _, data in G.nodes(data=True))
+        plan = _NodePlan(graph, columns, None, embedder, bool(upsert), tenant_required=tenant_required)
         with _deferred_indexing(graph):
             node_report = _run(graph, node_source, "node", plan.prepare, plan.apply, options, writer, None,
                                [v for v in columns.values() if v is not None], "ingest nodes", time.perf_counter())

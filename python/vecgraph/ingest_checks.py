@@ -212,27 +212,40 @@ def _int_key_column(col: Any, column: str, problems: _Problems) -> Any:
     return pa.array(values, pa.int64())
 
 
-def _string_column(col: Any, column: str, problems: _Problems) -> Optional[list]:
-    """A list of str / None, or None when the whole column is null."""
+def _string_column(col: Any, column: str, problems: _Problems, missing: Optional[str] = None) -> Optional[list]:
+    """A list of str ("" where the value is missing: null, NaN), or None when the whole column
+    is null. With ``missing`` (a reason), a missing value makes its row bad instead."""
     if isinstance(col, pa.Array):
         col = _decode(col)
         if pa.types.is_null(col.type) or col.null_count == len(col):
+            if missing is not None:
+                problems.add_mask(np.ones(len(col), dtype=bool), column, missing)
             return None
         if not _is_string_type(col.type):
             raise _structural(column, f"must hold strings, got Arrow type {col.type}")
-        return col.to_pylist()
+        if col.null_count == 0:
+            return col.to_pylist()
+        if missing is not None:
+            problems.add_mask(_null_mask(col), column, missing)
+        return ["" if value is None else value for value in col.to_pylist()]
     values = list(col)
     for row, value in enumerate(values):
-        if type(value) is str or value is None:
+        if type(value) is str:
             continue
         if isinstance(value, str):
             values[row] = str(value)
-        elif _is_missing(value):
-            values[row] = None
+            continue
+        if _is_missing(value):
+            if missing is not None:
+                problems.add(row, column, missing)
         else:
             problems.add(row, column, f"must be a str, got {type(value).__name__}")
-            values[row] = None
+        values[row] = ""
     return values
+
+
+_MISSING_TENANT = ('missing tenant (null); a row without a tenant is not put in the default tenant "": give it '
+                  "one, or leave the tenant column out of the source")
 
 
 def _ts_column(col: Any, column: str, problems: _Problems) -> Optional[np.ndarray]:

@@ -31,6 +31,7 @@ from .ingest_checks import (
     _int_key_column,
     _is_missing,
     _key_column,
+    _MISSING_TENANT,
     _Problems,
     _props_column,
     _string_column,
@@ -332,10 +333,13 @@ def _run_plan(graph: Any, src: _Source, kind: str, plan: Any, options: _Options,
 
 
 class _NodePlan:
+    """Node rows: with ``tenant_required`` (the source has a tenant column), a row whose tenant
+    is missing is bad; without, a missing tenant, label or text is ""."""
+
     def __init__(self, graph: Any, columns: dict, array: Optional[np.ndarray], embedder: Any, upsert: bool,
-                 int_keys: bool = False) -> None:
+                 int_keys: bool = False, tenant_required: bool = False) -> None:
         self.graph, self.columns, self.array, self.embedder, self.upsert = graph, columns, array, embedder, upsert
-        self.int_keys = int_keys
+        self.int_keys, self.tenant_required = int_keys, tenant_required
         self.dim, self.metric = graph.dim, graph.metric
 
     def prepare(self, batch: _Batch) -> tuple:
@@ -349,7 +353,8 @@ class _NodePlan:
             _duplicates(keys, problems, c["key"])
             _in_graph(self.graph, keys, problems, c["key"], "is already in the graph (pass upsert=True to replace it)")
         labels = _string_column(cols[c["label"]], c["label"], problems) if c["label"] else None
-        tenants = _string_column(cols[c["tenant"]], c["tenant"], problems) if c["tenant"] else None
+        missing_tenant = _MISSING_TENANT if self.tenant_required else None
+        tenants = _string_column(cols[c["tenant"]], c["tenant"], problems, missing_tenant) if c["tenant"] else None
         texts = _string_column(cols[c["text"]], c["text"], problems) if c["text"] else None
         ts = _ts_column(cols[c["ts"]], c["ts"], problems) if c["ts"] else None
         props = _props_column(cols[c["props"]], c["props"], problems, self.graph.filterable) if c["props"] else None
