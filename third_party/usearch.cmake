@@ -5,8 +5,8 @@
 # decides), its sha256 is checked, and `include/usearch/` is extracted into the build
 # tree, where it is cached for later configures.
 #
-# `--no-build-isolation` runs the sdist's metadata step in this interpreter, which needs
-# setuptools, wheel, pybind11 and numpy (the Python build requirements); `--ignore-requires-python`
+# `--no-build-isolation` runs the sdist's metadata step in this interpreter, whose setup.py
+# imports setuptools and pybind11 (both in the Python build requirements); `--ignore-requires-python`
 # because only the headers are used, whatever the Python version the package itself supports.
 #
 # Offline builds: -DVECGRAPH_USEARCH_DIR=<folder> where <folder> holds `include/usearch/index.hpp`
