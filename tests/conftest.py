@@ -19,6 +19,16 @@ import numpy as np
 os.environ["VECGRAPH_FULL_SCAN_MAX_NODES"] = "0"
 os.environ["VECGRAPH_FILTER_SCAN_MAX_NODES"] = "0"
 
+#: With VECGRAPH_TESTS_FULL=1 (.ci/run sets it) every property test runs all its examples;
+#: otherwise a quarter of them (at least 10), which keeps the README's test command short.
+FULL = os.environ.get("VECGRAPH_TESTS_FULL", "") == "1"
+
+
+def examples(full: int) -> int:
+    """Hypothesis ``max_examples`` for a property test written for ``full`` examples."""
+    return full if FULL else max(10, full // 4)
+
+
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 if TESTS_DIR not in sys.path:
     sys.path.insert(0, TESTS_DIR)

@@ -6,6 +6,8 @@ import numpy as np
 
 import vecgraph as vg
 
+from conftest import examples
+
 
 def _outcome(fn, *args):
     """(True, result with each item's type) or (False, exception type and message)."""
@@ -37,7 +39,7 @@ def test_search_argument_fast_path_equals_the_checked_path():
     odd = (ints, ints, ints, ints, ints, directions, names, names, names, times, times, decays, flags, optional_ints)
     plain = st.integers(0, 5000)  # plain ints near the common call's
 
-    @settings(max_examples=800, deadline=None)
+    @settings(max_examples=examples(800), deadline=None)
     @given(data=st.data())
     def check(data):
         # The common call with a few positions changed: most draws stay near the fast path's edge.

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 import vecgraph as vg
 
+from conftest import examples
+
 DECLARED = {"status": "str", "year": "int64", "price": "float64", "at": "timestamp"}
 
 
@@ -84,7 +86,7 @@ conditions = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(props=st.lists(props_strategy, min_size=1, max_size=40), where=conditions, seed=st.integers(0, 1000))
 def test_where_matches_the_reference_on_random_props(props, where, seed):
     rng = np.random.default_rng(seed)

@@ -15,6 +15,8 @@ from vecgraph import fusion
 from vecgraph.errors import InvalidArgumentError
 from vecgraph.fusion import Fused, rrf, rrf_with_ranks
 
+from conftest import examples
+
 
 def reference_rrf(lists, weights=None, k=60, top_n=None):
     """RRF written out as the docstring states it: first rank of each key in each list, the
@@ -243,7 +245,7 @@ keys_strategy = st.one_of(st.integers(0, 12), st.sampled_from(["a", "b", "c", "d
 list_strategy = st.lists(keys_strategy, max_size=25)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     lists=st.lists(list_strategy, max_size=5),
     data=st.data(),
@@ -264,7 +266,7 @@ def test_matches_reference(lists, data, k, top_n, pairs):
     assert [tuple(f) for f in got] == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(lists=st.lists(list_strategy, min_size=1, max_size=4), data=st.data())
 def test_named_lists_match_positional(lists, data):
     names = [f"c{i}" for i in range(len(lists))]

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 import vecgraph as vg
 from vecgraph import _core, fusion, hybrid
 
+from conftest import examples
+
 
 def unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
     v = rng.normal(size=(n, dim)).astype(np.float32)
@@ -147,7 +149,7 @@ def _random_lists(draw_keys, rng):
     return lists, scores
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), top_n=st.one_of(st.none(), st.integers(1, 15)))
 def test_convex_fusion_equals_its_plain_python_reference(seed, top_n):
     rng = np.random.default_rng(seed)
@@ -201,7 +203,7 @@ def test_default_fusion_is_the_convex_combination_of_normalised_channel_scores()
 # ------------------------------------------------------------------------------ exclude_keys
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), count=st.integers(1, 40))
 def test_exclude_keys_is_never_returned_by_any_channel(seed, count):
     rng = np.random.default_rng(seed)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 import vecgraph as vg
-from conftest import assert_same
+from conftest import examples, assert_same
 from reference import build_model, reference_search
 
 DIM = 4
@@ -145,7 +145,7 @@ def _same(key, edge) -> bool:
 
 
 DurableGraphMachine.TestCase.settings = settings(
-    max_examples=50, stateful_step_count=40, deadline=None,
+    max_examples=examples(50), stateful_step_count=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_durable_graph_matches_model = DurableGraphMachine.TestCase

@@ -244,7 +244,7 @@ def test_read_only_of_a_fully_checkpointed_graph_reads_the_folders_bm25_index(tm
         assert r._bm25("late banana apple", 30) == want
 
 
-def test_read_only_bm25_copies_go_with_close_in_forked_children_and_none_after_close(tmp_path):
+def test_read_only_bm25_copies_go_with_close_in_forked_children_and_none_after_close(tmp_path, monkeypatch):
     import glob
     import multiprocessing
     import tempfile
@@ -252,6 +252,9 @@ def test_read_only_bm25_copies_go_with_close_in_forked_children_and_none_after_c
     rng = np.random.default_rng(15)
     folder = str(tmp_path / "g.vg")
     _make(folder, rng)
+    # A temp folder of this test's own: tests running beside it (pytest -n) make copies too.
+    os.mkdir(tmp_path / "tmp")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     pattern = os.path.join(tempfile.gettempdir(), "vecgraph-text-*")
     before = set(glob.glob(pattern))
     g = vg.Graph.open(folder, read_only=True)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import vecgraph as vg
-from conftest import TESTS_DIR, GraphSpec, assert_same, build_graph, edge_tuples
+from conftest import examples, TESTS_DIR, GraphSpec, assert_same, build_graph, edge_tuples
 from reference import build_model, reference_search, score_all
 
 LABELS = ["", "a", "b"]
@@ -123,7 +123,7 @@ def query_strategy(dim: int, metric: str, mode: str):
 # ----------------------------------------------------------------------------- exact path
 
 
-@settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(700), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data(), spec=graph_specs())
 def test_exact_search_equals_reference(data, spec):
     node_split = data.draw(st.integers(0, len(spec.keys)), label="node_split")
@@ -151,7 +151,7 @@ def test_exact_search_equals_reference(data, spec):
 # ----------------------------------------------------------------------------- HNSW path
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data(), spec=graph_specs(dims=(3, 8, 17), modes=["normal"]))
 def test_hnsw_search_equals_reference_on_small_graphs(data, spec):
     # <= 60 distinct vectors, default connectivity (24: 48 links per node on the base level) and
@@ -433,7 +433,7 @@ def test_equivalence_under_forced_isa(isa):
 # ------------------------------------------- exclusions, named seeds, seed-propagated scores
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data(), spec=graph_specs())
 def test_exclusions_named_seeds_and_seed_weights_equal_reference(data, spec):
     """What hybrid_search's graph channel asks of the core (named seeds with weights, seeds=0,

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 import vecgraph as vg
 from vecgraph import snapshot, storage
 
+from conftest import examples
+
 GOLDEN = os.path.join(os.path.dirname(__file__), "data", "snapshot", "v1")
 
 
@@ -98,7 +100,7 @@ key_lists = st.one_of(
 # ------------------------------------------------------------------------------ round trips
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(keys=key_lists, count_edges=st.integers(0, 150), edge_vectors=st.booleans(), deletes=st.integers(0, 5),
        upserts=st.integers(0, 3), seed=st.integers(0, 2**32 - 1), table_format=st.sampled_from(["parquet", "arrow"]))
 def test_round_trips_keep_nodes_edges_and_results(tmp_path_factory, keys, count_edges, edge_vectors, deletes, upserts,
