@@ -667,27 +667,14 @@ def _search_args_checked(k, seeds, hops, max_visited, max_fanout, direction, rel
 
 
 def _node_columns(keys: Any, vectors: Any, labels: Any, texts: Any, tenants: Any, ts: Any, props: Any,
-                  filterable: dict) -> tuple:
-    """The columns of add_nodes / upsert_nodes as the core takes them: ``(keys, vectors,
-    labels, tenants, ts, texts, props)``, vectors a C-contiguous float32 (n, dim) array."""
-    keys = _keys(keys, "keys")
-    n = len(keys)
-    matrix = _float_array(vectors, "vectors", 2)
-    if matrix.shape[0] != n:
-        raise ValueError(f"vectors has {matrix.shape[0]} rows, keys has {n}")
-    labels, tenants, ts = _strings(labels, "labels", n), _strings(tenants, "tenants", n), _timestamps(ts, "ts", n)
-    texts, props = _strings(texts, "texts", n, one_for_all=False), _props(props, n, filterable, keys)
-    return keys, matrix, labels, tenants, ts, texts, props
-
-
-def _update_columns(keys: Any, vectors: Any, labels: Any, texts: Any, tenants: Any, ts: Any, props: Any,
-                    filterable: dict) -> tuple:
-    """The columns of update_nodes as the core takes them, as :func:`_node_columns` gives
-    them, except that vectors may be None (every column left None keeps the nodes' values)."""
+                  filterable: dict, vectors_required: bool = True) -> tuple:
+    """The columns of add_nodes / upsert_nodes / update_nodes as the core takes them: ``(keys,
+    vectors, labels, tenants, ts, texts, props)``, vectors a C-contiguous float32 (n, dim)
+    array, or None when not ``vectors_required`` (update_nodes: the nodes keep theirs)."""
     keys = _keys(keys, "keys")
     n = len(keys)
     matrix = None
-    if vectors is not None:
+    if vectors is not None or vectors_required:
         matrix = _float_array(vectors, "vectors", 2)
         if matrix.shape[0] != n:
             raise ValueError(f"vectors has {matrix.shape[0]} rows, keys has {n}")

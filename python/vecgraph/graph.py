@@ -23,8 +23,7 @@ import numpy as np
 from . import _core, arguments, embedders, entities, folder, hybrid, side_indexes, storage
 from .arguments import (FILTER_SCAN_AUTO, FILTER_SCAN_MAX_NODES, FULL_SCAN_MAX_NODES, _DIRECTIONS, _METRICS, Timestamps,
                         _choice, _count_at_least, _edge_columns, _exclude_keys, _filterable, _flag, _float_array,
-                        _keys, _names, _node_columns, _scan_max_nodes, _scan_threshold, _strings, _threads,
-                        _update_columns, _where)
+                        _keys, _names, _node_columns, _scan_max_nodes, _scan_threshold, _strings, _threads, _where)
 from .entities import ALIAS_SEPARATOR
 from .errors import InvalidArgumentError, ReadOnlyError
 from .heap import _release_after_batch
@@ -597,7 +596,8 @@ class Graph:
             >>> g.update_nodes(["alice"], texts=["Alice, staff engineer"])  # doctest: +SKIP
         """
         self._check_writable()
-        columns = _update_columns(keys, vectors, labels, texts, tenants, ts, props, self._filterable)
+        columns = _node_columns(keys, vectors, labels, texts, tenants, ts, props, self._filterable,
+                                vectors_required=False)
         _release_after_batch(self._write_node_columns(self._engine.update_nodes, *columns))
 
     def delete_nodes(self, keys: Sequence[Key], *, missing_ok: bool = False) -> int:
