@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import vecgraph as vg
 
@@ -191,3 +192,28 @@ def test_none_inside_a_filter_is_refused_naming_its_position():
     assert g.search([1, 0], k=2, tenants=None, hops=0, exact=True).keys == ["a", "b"]
     assert g.search([1, 0], k=2, tenants=[""], hops=0, exact=True).keys == ["b"]
     assert g.hybrid_search("apple", k=2, tenants=["t"], channels=["bm25"]).keys == ["a"]
+
+
+def test_none_keys_vectors_and_nat_timestamps_are_refused_by_name_and_change_nothing():
+    import pandas as pd
+
+    g = vg.Graph(4)
+    one = np.ones((1, 4), np.float32)
+    with pytest.raises(TypeError, match=r"keys must be a list, tuple or array of keys \(str or int\), got NoneType"):
+        g.add_nodes(None, one)
+    with pytest.raises(TypeError, match="keys must be a list, tuple or array of keys .*got int"):
+        g.update_nodes(5, texts=["x"])
+    with pytest.raises(TypeError, match=r"vectors must be a numeric array of shape \(n, dim\), got None"):
+        g.add_nodes(["a"], None)
+    with pytest.raises(vg.InvalidArgumentError, match="ts holds NaT; every row needs a timestamp"):
+        g.add_nodes(["a"], one, ts=pd.NaT)
+    with pytest.raises(vg.InvalidArgumentError, match=r"ts\[1\] holds NaT"):
+        g.add_nodes(["a", "b"], np.ones((2, 4)), ts=[pd.Timestamp("2024-01-01"), pd.NaT])
+    with pytest.raises(vg.InvalidArgumentError, match="ts holds NaT at row 1"):
+        g.add_nodes(["a", "b"], np.ones((2, 4)), ts=pd.Series(pd.to_datetime(["2024-01-01", None])))
+    assert len(g) == 0
+    # A pandas Series or DatetimeIndex of datetime64 values is taken as the array it holds.
+    g.add_nodes(["a", "b"], np.ones((2, 4)), ts=pd.Series(pd.to_datetime(["2024-01-01", "2024-01-02"])))
+    g.add_nodes(["c"], one, ts=pd.DatetimeIndex(["2024-01-03"]))
+    day = 86_400_000_000
+    assert [g.get_node(k, vector=False)["ts"] for k in "abc"] == [1704067200000000 + i * day for i in range(3)]

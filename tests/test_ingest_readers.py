@@ -288,3 +288,19 @@ def test_sources_are_streamed_batch_by_batch():
     ingest.nodes(g, source(), batch_rows=10, progress=False)
     # each batch of 10 rows is written after reading its two pieces of 5, before the next ones
     assert writes == [(10, 2), (10, 4), (10, 6), (10, 8)]
+
+
+@pytest.mark.parametrize("name", ["nodes.tsv.gz", "NODES.TSV.GZ", "Nodes.Csv.Bz2"])
+def test_compressed_csv_and_tsv_of_any_letter_case(tmp_path, name):
+    import bz2
+    import gzip
+
+    sep = "\t" if ".tsv" in name.lower() else ","
+    text = f"key{sep}vector{sep}text\nk1{sep}\"[1, 1]\"{sep}one\nk2{sep}\"[1, 2]\"{sep}two\n"
+    opener = gzip.open if name.lower().endswith(".gz") else bz2.open
+    with opener(tmp_path / name, "wt") as f:
+        f.write(text)
+    g = vg.Graph(2)
+    report = vg.ingest.nodes(g, str(tmp_path / name))
+    assert (report.rows_accepted, len(g)) == (2, 2)
+    assert g.get_node("k2", vector=False)["text"] == "two"

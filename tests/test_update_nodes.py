@@ -157,3 +157,26 @@ def test_random_writes_agree_with_a_model_of_every_field():
         text_keys = {k for k in keys if model[k]["text"] == "red fox"}
         found = {h.key for h in g.hybrid_search("fox", k=100, tenants=[tenant])}
         assert found == text_keys
+
+
+def test_updates_that_keep_the_vectors_take_no_hnsw_memory_and_no_reinsert_after_a_reopen(tmp_path):
+    rng = np.random.default_rng(5)
+    g = vg.Graph(dim=DIM)
+    keys = [f"k{i}" for i in range(10)]
+    g.add_nodes(keys, _vectors(rng, 10))
+    hnsw_bytes = g.stats()["hnsw_bytes"]
+    for i in range(300):
+        g.update_nodes(keys, ts=i)
+    assert g.stats()["hnsw_bytes"] == hnsw_bytes
+    # A folder graph: the update is logged as one that kept its vectors, so replaying it does
+    # not insert the node into HNSW again, and the next checkpoint still saves the HNSW graph.
+    path = tmp_path / "g.vg"
+    with vg.Graph.open(path, dim=DIM) as f:
+        f.add_nodes([f"n{i}" for i in range(300)], _vectors(rng, 300))
+        f.checkpoint()
+        f.update_nodes(["n1"], labels="changed")
+    with vg.Graph.open(path) as f:
+        assert f.get_node("n1", vector=False)["label"] == "changed"
+        f.checkpoint()
+        generation = f._manifest["generation"]
+    assert (path / "snapshots" / f"{generation:08d}" / "hnsw.usearch").exists()

@@ -27,6 +27,7 @@ inline constexpr auto delete_nodes = static_cast<std::uint8_t>(wal::RecordType::
 inline constexpr auto delete_edges = static_cast<std::uint8_t>(wal::RecordType::delete_edges);
 inline constexpr auto delete_tenant = static_cast<std::uint8_t>(wal::RecordType::delete_tenant);
 inline constexpr auto set_aliases = static_cast<std::uint8_t>(wal::RecordType::set_aliases);
+inline constexpr auto update_nodes = static_cast<std::uint8_t>(wal::RecordType::update_nodes);
 }
 
 // Threads for bulk work: `threads`, or every core when 0.

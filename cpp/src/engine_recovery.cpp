@@ -96,7 +96,8 @@ Status Engine::replay_record(std::uint8_t type, std::uint64_t lsn, std::string_v
     std::unique_lock<std::mutex> writer(writer_mutex_);
     switch (type) {
         case record::add_nodes:
-        case record::upsert_nodes: {
+        case record::upsert_nodes:
+        case record::update_nodes: {
             std::uint32_t count = in.u32(), dim = in.u32(), stride = in.u32();
             if (in.failed() || dim != config_.dim || stride != node_vectors_.row_bytes())
                 return bad("its vectors have dim " + std::to_string(dim) + ", the graph has dim " + std::to_string(config_.dim));
@@ -124,8 +125,9 @@ Status Engine::replay_record(std::uint8_t type, std::uint64_t lsn, std::string_v
             batch.ts = ts.data();
             batch.texts = texts.data();
             batch.props = props.data();
-            auto prepared = prepare_nodes(batch, type == record::upsert_nodes);
+            auto prepared = prepare_nodes(batch, type != record::add_nodes);
             if (!prepared.ok()) return check(prepared.status());
+            prepared.value().reindex_replaced = type != record::update_nodes;
             VG_RETURN_IF_ERROR(check(apply_nodes(batch, prepared.value())));
             break;
         }

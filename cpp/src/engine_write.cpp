@@ -399,7 +399,9 @@ Status Engine::apply_nodes(const NodeBatch& batch, PreparedNodes& prepared) {
         // earlier writes that are still running (insert_mutex_); appending does not.
         std::unique_lock<std::shared_mutex> moving(insert_mutex_, std::defer_lock);
         if (rows_grown || !all_new) moving.lock();
-        if (!replaying_ && !defer_index_) VG_RETURN_IF_ERROR(reserve_seed_index(batch.count, moving));
+        // HNSW slots for the nodes this write inserts (an update that keeps the vectors: none).
+        const std::size_t inserts = prepared.reindex_replaced ? batch.count : prepared.count_new;
+        if (!replaying_ && !defer_index_ && inserts) VG_RETURN_IF_ERROR(reserve_seed_index(inserts, moving));
         for (std::size_t p = 0; p < prop_columns_.size(); ++p) {
             prop_str[p].commit();
             prop_int[p].commit();
@@ -551,8 +553,10 @@ Status Engine::write_nodes(const NodeBatch& given, NodeWrite mode) {
     const bool upsert = mode != NodeWrite::add;
     auto prepared = prepare_nodes(batch, upsert);
     if (!prepared.ok()) return prepared.status();
-    prepared.value().reindex_replaced = mode != NodeWrite::update || given.vectors || given.rows;
-    auto lsn = log(upsert ? record::upsert_nodes : record::add_nodes, [&](wal::PayloadWriter& out) {
+    const bool reindex = mode != NodeWrite::update || given.vectors || given.rows;
+    prepared.value().reindex_replaced = reindex;
+    const std::uint8_t type = !upsert ? record::add_nodes : reindex ? record::upsert_nodes : record::update_nodes;
+    auto lsn = log(type, [&](wal::PayloadWriter& out) {
         encode_nodes(batch, prepared.value().rows, config_.dim, node_vectors_.row_bytes(), out);
     });
     if (!lsn.ok()) return lsn.status();

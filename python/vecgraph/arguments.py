@@ -69,6 +69,8 @@ def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
     if type(values) is np.ndarray and values.dtype == np.float32 and values.ndim == ndim and values.flags.c_contiguous:
         return values  # the common case, kept cheap: this runs on every search
     want = "(dim,)" if ndim == 1 else "(n, dim)"
+    if values is None:
+        raise TypeError(f"{name} must be a numeric array of shape {want}, got None")
     try:
         array = np.asarray(values)
     except ValueError as e:  # rows of different lengths
@@ -107,6 +109,8 @@ def _keys(values: Any, name: str, int_arrays: bool = False) -> Sequence:
         return values
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of keys, not a single {type(values).__name__}; wrap it in a list")
+    if values is None or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a list, tuple or array of keys (str or int), got {type(values).__name__}")
     if isinstance(values, (set, frozenset, dict)):
         raise TypeError(f"{name} must be ordered (a list, tuple or array), got {type(values).__name__}: "
                         "its order decides which row belongs to which key")
@@ -248,6 +252,8 @@ def _timestamps(values: Any, name: str, count: int) -> Optional[np.ndarray]:
     datetime (naive: UTC) or a date (midnight UTC); or a NumPy datetime64 array."""
     if isinstance(values, (datetime.datetime, datetime.date)):
         return np.full(count, _timestamp_us(values, name), dtype=np.int64)
+    if not isinstance(values, np.ndarray) and getattr(getattr(values, "dtype", None), "kind", "") == "M":
+        values = np.asarray(values)  # a pandas Series or DatetimeIndex of naive datetime64 values
     if isinstance(values, np.ndarray) and values.dtype.kind == "M":
         if values.shape != (count,):
             raise ValueError(f"{name} must have shape ({count},), got {values.shape}")
@@ -264,7 +270,7 @@ def _timestamps(values: Any, name: str, count: int) -> Optional[np.ndarray]:
         for i, v in enumerate(values):
             if not isinstance(v, (datetime.datetime, datetime.date, numbers.Integral)) or isinstance(v, bool):
                 raise _not_a_timestamp(name, i, v)
-        return np.fromiter((_timestamp_us(v, name) for v in values), dtype=np.int64, count=count)
+        return np.fromiter((_timestamp_us(v, f"{name}[{i}]") for i, v in enumerate(values)), dtype=np.int64, count=count)
     return _int64s(values, name, count)
 
 
@@ -346,6 +352,8 @@ def _timestamp_us(value: Any, name: str) -> int:
     """Microseconds since the Unix epoch from an int (taken as microseconds), a datetime
     (naive: UTC) or a date (midnight UTC)."""
     if isinstance(value, datetime.datetime):
+        if value != value:  # pandas' NaT (a datetime that equals nothing): no time at all
+            raise InvalidArgumentError(f"{name} holds NaT; every row needs a timestamp")
         if value.tzinfo is None:
             value = value.replace(tzinfo=datetime.timezone.utc)
         delta = value - _EPOCH

@@ -265,7 +265,7 @@ class _PandasSource(_Source):
 def _suffix(path: str) -> str:
     name = os.path.basename(path).lower()
     for compressed in (".gz", ".bz2"):
-        if name.endswith(compressed) and name[: -len(compressed)].endswith((".csv", ".jsonl", ".ndjson")):
+        if name.endswith(compressed) and name[: -len(compressed)].endswith((".csv", ".tsv", ".jsonl", ".ndjson")):
             name = name[: -len(compressed)]
     return os.path.splitext(name)[1]
 
@@ -287,8 +287,9 @@ def _open_source(source: Source, batch_rows: int) -> _Source:
             return _JsonlSource(path)
         if suffix in (".csv", ".tsv"):
             return _csv_source(path, delimiter="\t" if suffix == ".tsv" else ",")
-        raise InvalidArgumentError(f"cannot tell the format of {path} from its name; expected .parquet, .arrow, "
-                                   ".feather, .ipc, .jsonl, .ndjson or .csv (or pass a pyarrow Table)")
+        raise InvalidArgumentError(f"cannot tell the format of {path} from its name; expected .parquet, .pq, "
+                                   ".arrow, .arrows, .feather, .ipc, .jsonl, .ndjson, .csv or .tsv (the last four "
+                                   "also with .gz or .bz2), or pass a pyarrow Table")
     if isinstance(source, pa.Table):
         return _ArrowSource(source.schema.names, lambda wanted, _: source.select(wanted).to_batches(), len(source))
     if isinstance(source, pa.RecordBatch):
@@ -432,8 +433,10 @@ class _CsvSource(_ArrowSource):
         # open_csv reads block by block; the columns _configure names are read as strings whatever
         # they look like (a label "123", a vector "[0.1, 0.2]", a key "007"). A quoted value may
         # hold line breaks, wherever the blocks end.
+        lower = self.file.lower()
+        compression = "gzip" if lower.endswith(".gz") else "bz2" if lower.endswith(".bz2") else None
         reader = pacsv.open_csv(
-            self.file,
+            pa.input_stream(self.file, compression=compression),
             read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK_BYTES),
             parse_options=pacsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True,
                                              invalid_row_handler=self._skip),

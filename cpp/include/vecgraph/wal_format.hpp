@@ -123,9 +123,10 @@ enum class RecordType : std::uint8_t {
     delete_tenant = 6,
     checkpoint = 7,  // marker: a snapshot up to this LSN was committed
     set_aliases = 8,
+    update_nodes = 9,  // an update that kept the nodes' vectors: replayed as an upsert, not indexed again
 };
 
-inline bool is_known_record_type(std::uint8_t type) noexcept { return type >= 1 && type <= 8; }
+inline bool is_known_record_type(std::uint8_t type) noexcept { return type >= 1 && type <= 9; }
 
 inline const char* record_type_name(std::uint8_t type) noexcept {
     switch (type) {
@@ -137,6 +138,7 @@ inline const char* record_type_name(std::uint8_t type) noexcept {
         case 6: return "delete_tenant";
         case 7: return "checkpoint";
         case 8: return "set_aliases";
+        case 9: return "update_nodes";
         default: return "unknown";
     }
 }

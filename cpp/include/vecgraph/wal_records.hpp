@@ -4,7 +4,8 @@
 // types.hpp). row = one quantized vector in the vector store's row layout (vector_store.hpp):
 // f32 scale, f32 squared norm, dim int8 codes, zero padding to 4 bytes; `stride` bytes in all.
 //
-//   add_nodes (1), upsert_nodes (3):
+//   add_nodes (1), upsert_nodes (3), update_nodes (9: the nodes' rows after an update that kept
+//   their vectors; applied as upsert_nodes, without indexing them in HNSW again):
 //     u32 count, u32 dim, u32 stride,
 //     count x { str key, str label, str tenant, i64 ts, str text, str props, row }
 //   add_edges (2):
