@@ -191,7 +191,11 @@ def pristine(tmp_path_factory):
 
 
 def fresh_copy(src: str, dst: str) -> str:
-    shutil.rmtree(dst, ignore_errors=True)
+    """A copy of ``src`` in a folder not used before (``dst``, then ``dst.1``, ``dst.2``, ...)."""
+    base, n = dst, 0
+    while os.path.exists(dst):
+        n += 1
+        dst = f"{base}.{n}"
     shutil.copytree(src, dst)
     return dst
 
