@@ -217,3 +217,13 @@ def test_none_keys_vectors_and_nat_timestamps_are_refused_by_name_and_change_not
     g.add_nodes(["c"], one, ts=pd.DatetimeIndex(["2024-01-03"]))
     day = 86_400_000_000
     assert [g.get_node(k, vector=False)["ts"] for k in "abc"] == [1704067200000000 + i * day for i in range(3)]
+
+
+def test_a_none_weight_is_refused_naming_its_row_and_adds_no_edge():
+    g = vg.Graph(4)
+    g.add_nodes(["a", "b"], np.ones((2, 4), np.float32))
+    with pytest.raises(TypeError, match=r"weights\[1\] must be a number, got None .*weights=None gives every edge"):
+        g.add_edges(["a", "b"], ["b", "a"], weights=[1.0, None])
+    assert g.count_edges == 0
+    g.add_edges(["a"], ["b"], weights=None)
+    assert [e.weight for e in g.neighbors("a")] == [1.0]

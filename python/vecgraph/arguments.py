@@ -711,6 +711,11 @@ def _edge_columns(src: Any, dst: Any, rels: Any, weights: Any, ts: Any, texts: A
             raise ValueError(f"weights must be one number or {n} of them ({e})") from None
         if weights.dtype == np.bool_:  # a bool is no weight (as for ts)
             raise TypeError(f"weights must be numbers (one float, or {n} of them), got bool")
+        if weights.dtype == object and weights.ndim == 1:
+            row = next((i for i, w in enumerate(weights.tolist()) if w is None), None)
+            if row is not None:
+                raise TypeError(f"weights[{row}] must be a number, got None (None inside the list is refused; "
+                                "weights=None gives every edge the default 1.0)")
         if weights.ndim == 0:
             weights = np.full(n, weights)
         elif weights.ndim != 1:
