@@ -60,8 +60,10 @@ struct Engine::PreparedNodes {
     bool reindex_replaced = true;     // false: an update that kept the vectors (no HNSW insert)
 };
 
-// Columns an upsert or update keeps, read from the graph (Engine::keep_columns).
+// Columns an upsert or update keeps, read from the graph (Engine::keep_columns), and the
+// nodes of the batch's keys when it looked them up (prepare_nodes then does not again).
 struct Engine::KeptColumns {
+    std::vector<node_id_t> nodes;
     std::vector<std::string> labels, tenants, texts, props;
     std::vector<std::int64_t> ts;
     std::vector<std::int8_t> rows;

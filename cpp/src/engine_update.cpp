@@ -10,7 +10,8 @@ Result<NodeBatch> Engine::keep_columns(const NodeBatch& batch, NodeWrite mode, K
     const bool update = mode == NodeWrite::update;
     if (mode == NodeWrite::add || (!update && batch.tenants)) return batch;
     if (!batch.keys) return Status::invalid_argument("update_nodes needs keys");
-    std::vector<node_id_t> nodes(batch.count, invalid_id);
+    std::vector<node_id_t>& nodes = kept.nodes;
+    nodes.assign(batch.count, invalid_id);
     keys_.find_many(batch.keys, batch.count, nodes.data());
     if (update) {
         for (std::size_t i = 0; i < batch.count; ++i)

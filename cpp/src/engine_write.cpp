@@ -266,14 +266,15 @@ Status Engine::finish_write(std::unique_lock<std::mutex>& writer, std::uint64_t 
     return status.ok() ? indexed : status;
 }
 
-Result<Engine::PreparedNodes> Engine::prepare_nodes(const NodeBatch& batch, bool upsert) const {
+Result<Engine::PreparedNodes> Engine::prepare_nodes(const NodeBatch& batch, bool upsert, const node_id_t* found) const {
     if (!batch.keys || (!batch.vectors && !batch.rows))
         return Status::invalid_argument("add_nodes needs keys and vectors");
     PreparedNodes prepared;
     prepared.existing.assign(batch.count, invalid_id);
     std::unordered_set<std::string_view> batch_keys;
     batch_keys.reserve(batch.count);
-    keys_.find_many(batch.keys, batch.count, prepared.existing.data());
+    if (found) std::copy(found, found + batch.count, prepared.existing.begin());
+    else keys_.find_many(batch.keys, batch.count, prepared.existing.data());
     for (std::size_t i = 0; i < batch.count; ++i) {
         const std::string& key = batch.keys[i];
         if (prepared.existing[i] != invalid_id && !upsert)
@@ -551,7 +552,7 @@ Status Engine::write_nodes(const NodeBatch& given, NodeWrite mode) {
     if (!resolved.ok()) return resolved.status();
     const NodeBatch& batch = resolved.value();
     const bool upsert = mode != NodeWrite::add;
-    auto prepared = prepare_nodes(batch, upsert);
+    auto prepared = prepare_nodes(batch, upsert, kept.nodes.empty() ? nullptr : kept.nodes.data());
     if (!prepared.ok()) return prepared.status();
     const bool reindex = mode != NodeWrite::update || given.vectors || given.rows;
     prepared.value().reindex_replaced = reindex;

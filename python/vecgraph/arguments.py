@@ -23,7 +23,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from . import _core
-from .errors import InvalidArgumentError, _short
+from .errors import InvalidArgumentError, _got, _short
 
 Key = Union[str, int]  # a node key
 Timestamp = Union[int, datetime.datetime, datetime.date]  # int: microseconds since the epoch
@@ -148,7 +148,7 @@ def _not_a_str(name: str, row: int, value: Any, whole_none: str) -> TypeError:
     if value is None:
         return TypeError(f"{name}[{row}] must be a str, got None (None inside the list is refused; "
                          f"{name}=None {whole_none})")
-    return TypeError(f"{name}[{row}] must be a str, got {type(value).__name__} {_short(value)}")
+    return TypeError(f"{name}[{row}] must be a str, got {_got(value)}")
 
 
 def _check_str_items(values: list, name: str, whole_none: str) -> list:

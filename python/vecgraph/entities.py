@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence
 
 from .arguments import Key
-from .errors import InvalidArgumentError, _short
+from .errors import InvalidArgumentError, _got
 
 if TYPE_CHECKING:  # the class these functions are methods of (graph.py imports this module)
     from .graph import Graph
@@ -264,8 +264,7 @@ def _checked_aliases(aliases: Any) -> list:
     aliases, new = list(aliases), []
     for i, alias in enumerate(aliases):
         if not isinstance(alias, str):
-            got = "None" if alias is None else f"{type(alias).__name__} {_short(alias)}"
-            raise TypeError(f"aliases[{i}] must be a str, got {got}")
+            raise TypeError(f"aliases[{i}] must be a str, got {_got(alias)}")
         if ALIAS_SEPARATOR in alias:
             raise InvalidArgumentError(f"aliases[{i}] must not hold U+001F, got {alias!r}")
         alias = " ".join(unicodedata.normalize("NFC", alias).split())

@@ -58,3 +58,8 @@ def _short(value: object, width: int = 40) -> str:
     """repr(value), cut to ``width`` characters: how error messages quote what came."""
     text = repr(value)
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _got(value: object) -> str:
+    """What came, for a message: ``None``, or its type and :func:`_short` repr (``int 7``)."""
+    return "None" if value is None else f"{type(value).__name__} {_short(value)}"

@@ -458,19 +458,15 @@ class Graph:
         """
         _release_after_batch(self._write_nodes(self._engine.add_nodes, keys, vectors, labels, texts, tenants, ts, props))
 
-    def _write_nodes(self, write, keys, vectors, labels, texts, tenants, ts, props) -> int:
-        # Checks and converts the columns of add_nodes / upsert_nodes, then calls the core's
-        # `write` and keeps the BM25 and entity indexes in step; returns the batch's size.
+    def _write_nodes(self, write, keys, vectors, labels, texts, tenants, ts, props, vectors_required=True) -> int:
+        # Checks and converts the columns of add_nodes / upsert_nodes / update_nodes, calls the
+        # core's `write` and keeps the BM25 and entity indexes in step; returns the batch's size.
+        # An upsert without tenants keeps the tenants of keys already in the graph, and an update
+        # every column it is not given: the BM25 index then takes the nodes' columns as the write
+        # left them.
         self._check_writable()
         keys, matrix, labels, tenants, ts, texts, props = _node_columns(keys, vectors, labels, texts, tenants, ts,
-                                                                        props, self._filterable)
-        return self._write_node_columns(write, keys, matrix, labels, tenants, ts, texts, props)
-
-    def _write_node_columns(self, write, keys, matrix, labels, tenants, ts, texts, props) -> int:
-        # Calls the core's `write` (add, upsert or update) and keeps the BM25 and entity indexes
-        # in step; returns the batch's size. An upsert without tenants keeps the tenants of keys
-        # already in the graph, and an update every column it is not given: the BM25 index then
-        # takes the nodes' columns as the write left them.
+                                                                        props, self._filterable, vectors_required)
         n = len(keys)
         add = write == self._engine.add_nodes
         if add and not (texts and any(texts)) and self._entities is None:
@@ -595,10 +591,8 @@ class Graph:
         Example:
             >>> g.update_nodes(["alice"], texts=["Alice, staff engineer"])  # doctest: +SKIP
         """
-        self._check_writable()
-        columns = _node_columns(keys, vectors, labels, texts, tenants, ts, props, self._filterable,
-                                vectors_required=False)
-        _release_after_batch(self._write_node_columns(self._engine.update_nodes, *columns))
+        _release_after_batch(self._write_nodes(self._engine.update_nodes, keys, vectors, labels, texts, tenants, ts,
+                                               props, vectors_required=False))
 
     def delete_nodes(self, keys: Sequence[Key], *, missing_ok: bool = False) -> int:
         """Delete nodes and every edge at them; they are never returned again. A deleted key

@@ -41,7 +41,7 @@ from .entities import entity_scores, firing_names, name_specificity
 # vecgraph.hybrid's names from before entities.py held them.
 from .entities import (ALIAS_SEPARATOR, ENTITY_AMBIGUITY_POWER, ENTITY_MAX_DF_SHARE, MAX_NAME_TOKENS,  # noqa: F401
                        EntityIndex, Mention, name_terms, normalize_name)
-from .errors import DimensionMismatchError, InvalidArgumentError, _short
+from .errors import DimensionMismatchError, InvalidArgumentError, _got
 from .fusion import convex_unchecked, fuse, minmax, rrf_with_ranks
 from .results import Edge, HybridHit, HybridResult, Key, ScoredEdge, SearchResult, estimate_tokens
 
@@ -200,8 +200,7 @@ def check_entity_keys(entity_keys: Any) -> Union[bool, list]:
     labels = list(entity_keys)
     for i, label in enumerate(labels):
         if not isinstance(label, str):
-            got = "None" if label is None else f"{type(label).__name__} {_short(label)}"
-            raise TypeError(f"entity_keys[{i}] must be a label (str), got {got}")
+            raise TypeError(f"entity_keys[{i}] must be a label (str), got {_got(label)}")
     return labels
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import csv as _csv
+import io
 import itertools
 import json
 import os
@@ -196,17 +197,28 @@ def _compact_vector(record: dict, name: str) -> None:
             record[name] = array
 
 
-def _open_binary(path: str):
+def _compression(path: str) -> Optional[str]:
+    """"gzip", "bz2" or None, from the file's name (any letter case)."""
     lower = path.lower()
-    if lower.endswith(".gz"):
+    return "gzip" if lower.endswith(".gz") else "bz2" if lower.endswith(".bz2") else None
+
+
+def _open_binary(path: str):
+    compression = _compression(path)
+    if compression == "gzip":
         import gzip
 
         return gzip.open(path, "rb")
-    if lower.endswith(".bz2"):
+    if compression == "bz2":
         import bz2
 
         return bz2.open(path, "rb")
     return open(path, "rb")
+
+
+def _open_text(path: str, errors: str = "strict"):
+    """The file as UTF-8 text (a BOM dropped, line ends kept for the csv module), decompressed."""
+    return io.TextIOWrapper(_open_binary(path), encoding="utf-8-sig", errors=errors, newline="")
 
 
 class _BadLine:
@@ -375,21 +387,9 @@ def _ipc_source(path: str) -> _Source:
 _CSV_BLOCK_BYTES = 16 << 20  # pyarrow parses a CSV file this many bytes at a time
 
 
-def _csv_opener(path: str) -> Callable:
-    if path.lower().endswith(".gz"):
-        import gzip
-
-        return gzip.open
-    if path.lower().endswith(".bz2"):
-        import bz2
-
-        return bz2.open
-    return open
-
-
 def _csv_source(path: str, delimiter: str) -> _Source:
     try:
-        with _csv_opener(path)(path, "rt", encoding="utf-8-sig", newline="") as f:
+        with _open_text(path) as f:
             header = next((row for row in _csv.reader(f, delimiter=delimiter) if row), None)
     except (OSError, UnicodeDecodeError) as e:
         raise InvalidArgumentError(f"cannot read the header of {path}: {e}") from None
@@ -433,10 +433,8 @@ class _CsvSource(_ArrowSource):
         # open_csv reads block by block; the columns _configure names are read as strings whatever
         # they look like (a label "123", a vector "[0.1, 0.2]", a key "007"). A quoted value may
         # hold line breaks, wherever the blocks end.
-        lower = self.file.lower()
-        compression = "gzip" if lower.endswith(".gz") else "bz2" if lower.endswith(".bz2") else None
         reader = pacsv.open_csv(
-            pa.input_stream(self.file, compression=compression),
+            pa.input_stream(self.file, compression=_compression(self.file)),
             read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK_BYTES),
             parse_options=pacsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True,
                                              invalid_row_handler=self._skip),
@@ -482,8 +480,7 @@ class _CsvRecords:
         self.records = 0  # records after the header the csv module has read
         self.header: Optional[list] = None
         try:
-            self._file = _csv_opener(source.file)(source.file, "rt", encoding="utf-8-sig", errors="replace",
-                                                  newline="")
+            self._file = _open_text(source.file, errors="replace")
         except OSError as e:
             raise InvalidArgumentError(f"cannot read {source.file} again to find its bad lines: {e}") from None
         self._reader = _csv.reader(self._file, delimiter=source.delimiter)

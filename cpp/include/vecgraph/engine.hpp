@@ -399,7 +399,8 @@ class Engine {
     std::unique_lock<std::shared_mutex> write_lock() const;
     // Write path pieces; each runs with writer_mutex_ held.
     Status writable() const;
-    Result<PreparedNodes> prepare_nodes(const NodeBatch& batch, bool upsert) const;
+    /// `found`: the nodes of the batch's keys (invalid_id: not in the graph), when known.
+    Result<PreparedNodes> prepare_nodes(const NodeBatch& batch, bool upsert, const node_id_t* found = nullptr) const;
     Status apply_nodes(const NodeBatch& batch, PreparedNodes& prepared);
     Result<PreparedEdges> prepare_edges(const EdgeBatch& batch) const;
     Status apply_edges(const EdgeBatch& batch, PreparedEdges& prepared);
