@@ -75,7 +75,7 @@ def test_methods_defined_beside_their_concern_are_named_as_graph_methods():
                  "use_embedder", "embed_query"):
         method = getattr(vg.Graph, name)
         assert (method.__name__, method.__qualname__, method.__module__) == (name, f"Graph.{name}", "vecgraph.graph")
-    assert list(inspect.signature(vg.Graph.checkpoint).parameters) == ["self"]
+    assert list(inspect.signature(vg.Graph.checkpoint).parameters) == ["self", "keep_history"]
     if sys.version_info < (3, 11):  # before 3.11 these messages name the code object, not the qualname
         return
     with pytest.raises(TypeError, match=r"^Graph\.hybrid_search\(\) got an unexpected keyword argument 'bogus'$"):

@@ -28,6 +28,8 @@ from .errors import (
 from .graph import FILTER_SCAN_MAX_NODES, FULL_SCAN_MAX_NODES, Graph, Hit, SearchResult, quantize
 from . import embedders, hybrid, ingest, snapshot, text
 from .fusion import rrf, rrf_with_ranks
+from . import memory
+from .memory import Memory
 
 __version__ = "0.1.0"
 
@@ -50,6 +52,8 @@ _check_forced_isa()
 
 __all__ = [
     "Graph",
+    "Memory",
+    "memory",
     "Hit",
     "SearchResult",
     "quantize",

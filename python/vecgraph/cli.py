@@ -475,6 +475,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from . import snapshot
 
     problems = list(snapshot.verify(args.folder))
+    if args.text and not args.absent_tenant:
+        raise CommandError("--text is checked together with --absent-tenant USER")
+    problems += _absence_problems(args.folder, args.absent_tenant, args.text)
     if args.json:
         _print_json({"folder": args.folder, "ok": not problems, "problems": problems})
     else:
@@ -485,6 +488,87 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if problems:
         print(f"vecgraph verify: error: {args.folder}: {_n(len(problems), 'problem')}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _absence_problems(folder: str, tenants: list, texts: list) -> list:
+    """What is left of ``tenants``: their live nodes, and every place a file of the folder
+    holds the UTF-8 bytes of a tenant name or of one of ``texts``."""
+    if not tenants:
+        return []
+    from .memory import scan_folder
+
+    problems = []
+    for tenant in tenants:
+        if not tenant:
+            raise CommandError("--absent-tenant needs a non-empty tenant name")
+    with _open_graph(folder, read_only=True) as graph:
+        for tenant in tenants:
+            keys = graph.keys(tenants=[tenant])
+            if keys:
+                problems.append(f"tenant {tenant!r} still has {_n(len(keys), 'node')} (e.g. {keys[0]!r})")
+    places: dict = {}
+    for path, needle, offset in scan_folder(folder, list(tenants) + list(texts), limit=10_000):
+        places.setdefault((path, needle), []).append(offset)
+    for (path, needle), offsets in places.items():
+        times = "" if len(offsets) == 1 else f" {len(offsets):,} times, first"
+        problems.append(f"{path} holds {needle!r}{times} at byte {offsets[0]:,}")
+    return problems
+
+
+def _open_memory(args: argparse.Namespace, create: bool = False):
+    from .memory import Memory
+
+    if not create:
+        _require_graph(args.folder)
+    spec = args.embedder
+    if spec is None and _is_graph(args.folder):
+        recorded = (storage.read_manifest(args.folder) or {}).get("embedder") or {}
+        spec = recorded.get("spec") or recorded.get("name")
+    return Memory.open(args.folder, embedder=spec or "wordllama")
+
+
+def _cmd_memory(args: argparse.Namespace) -> int:
+    action = args.memory_command
+    with _open_memory(args, create=action == "remember") as mem:
+        if action == "remember":
+            memory_id = mem.remember(args.user, args.text, kind=args.kind, source=args.source, session=args.session,
+                                     at=args.at, supersedes=args.supersedes)
+            _print_json({"id": memory_id}) if args.json else print(memory_id)
+        elif action == "recall":
+            hits = mem.recall(args.user, args.query, args.k, now=args.now, since=args.since, until=args.until,
+                              kinds=args.kinds, include_superseded=args.include_superseded,
+                              include_inferred=args.include_inferred)
+            if args.json:
+                _print_json([hit.to_dict() for hit in hits])
+            else:
+                for hit in hits:
+                    print(f"{hit.score:8.4f}  [{hit.id}] ({hit.kind}, {hit.source}, {hit.at.date().isoformat()}) "
+                          f"{hit.text}")
+                if not hits:
+                    print(f"no memory of {args.user!r} answers that")
+        elif action == "card":
+            _print_json(mem.card(args.user, refresh=args.refresh))
+        elif action == "forget":
+            receipt = mem.forget(args.user)
+            if args.json:
+                _print_json(receipt.to_dict())
+            else:
+                print(f"forgot {args.user!r}: {_n(receipt.memories, 'memory')}, {_n(receipt.entities, 'entity')}, "
+                      f"{_n(receipt.cards, 'card')}; {_n(len(receipt.files_removed), 'file')} removed; "
+                      f"{'verified: no file holds their data' if receipt.verified else 'nothing to erase' if not receipt.nodes else 'NOT verified'}")
+                for path, needle, offset in receipt.found:
+                    print(f"  {path} holds {needle!r} at byte {offset:,}")
+            if receipt.nodes and not receipt.verified:
+                return 1
+        elif action == "expire":
+            if args.purge:
+                result = mem.purge_expired(args.now)
+                expired = result["expired"]
+            else:
+                expired = [hit.id for hit in mem.expire(args.now)]
+                result = {"expired": expired}
+            _print_json(result) if args.json else print(f"expired {_n(len(expired), 'memory')}")
     return 0
 
 
@@ -623,8 +707,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = ("checkpoint", "compact", "demo", "eval", "export", "info", "ingest", "query", "restore", "stats",
-             "verify", "wordnet")
+_COMMANDS = ("checkpoint", "compact", "demo", "eval", "export", "info", "ingest", "memory", "query", "restore",
+             "stats", "verify", "wordnet")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -270,9 +270,15 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
         "Check the graph in FOLDER: every checksum (MANIFEST, snapshot files, write-ahead log), the\n"
         "CSR invariants, and that the seed index agrees with the vector store. Prints each problem\n"
         "found; the exit code is 0 when there is none, 1 otherwise.",
-        _examples("vecgraph verify memory.vg", "vecgraph verify memory.vg --json"))
+        _examples("vecgraph verify memory.vg", "vecgraph verify memory.vg --json",
+                  "vecgraph verify agent.vg --absent-tenant omar --text 'my PIN is 4921'"))
     p.add_argument("folder", metavar="FOLDER", help="graph folder")
     p.add_argument("--json", action="store_true", help='print {"folder", "ok", "problems"} as JSON')
+    p.add_argument("--absent-tenant", action="append", default=[], metavar="USER",
+                   help="also check that nothing of tenant USER is left: no node of it, and no file of the folder "
+                        "holding its bytes (UTF-8) anywhere; repeat for several")
+    p.add_argument("--text", action="append", default=[], metavar="TEXT",
+                   help="with --absent-tenant: texts or keys of that tenant's that no file may hold either; repeat")
 
     p = command(
         "demo", commands["demo"], "build a synthetic graph and run graph-guided searches",
@@ -340,7 +346,59 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                         "channel)")
     p.add_argument("--json", action="store_true", help="print every figure as one JSON object")
 
+    _memory_parser(command, commands)
+
     command("info", commands["info"], "version and SIMD kernels in use",
             "Print the version, the int8 kernel set in use and the ones this CPU can run.",
             _examples("vecgraph info", "VECGRAPH_FORCE_ISA=serial vecgraph info"))
     return parser
+
+
+def _memory_parser(command, commands: Mapping[str, Callable[[argparse.Namespace], int]]) -> None:
+    """``vecgraph memory remember|recall|card|forget|expire FOLDER ...`` (vecgraph.Memory)."""
+    p = command(
+        "memory", commands["memory"], "agent memory: remember, recall, card, forget, expire",
+        "Work with the memory store (vecgraph.Memory) in FOLDER: per-user memories with versions,\n"
+        "expiry and provenance, an overview card per user, and verified erasure. FOLDER is created by\n"
+        "the first `remember`; the embedder is the one the folder recorded (default wordllama).",
+        _examples("vecgraph memory remember agent.vg --user zhang 'order-service is written in Go' --kind project",
+                  "vecgraph memory recall agent.vg --user zhang 'which language is order-service in?' -k 5",
+                  "vecgraph memory card agent.vg --user zhang",
+                  "vecgraph memory forget agent.vg --user omar",
+                  "vecgraph memory expire agent.vg --now 2027-01-01"))
+    actions = p.add_subparsers(dest="memory_command", required=True, metavar="ACTION")
+
+    def action(name: str, help: str) -> argparse.ArgumentParser:
+        a = actions.add_parser(name, help=help, description=help, formatter_class=_HelpFormatter)
+        a.add_argument("folder", metavar="FOLDER", help="memory store folder")
+        a.add_argument("--embedder", metavar="SPEC", help="embedder (default: the folder's, else wordllama)")
+        a.add_argument("--json", action="store_true", help="print the result as JSON")
+        return a
+
+    a = action("remember", "store one memory of a user; prints its id")
+    a.add_argument("--user", required=True, help="user id")
+    a.add_argument("text", metavar="TEXT", help="what to remember")
+    a.add_argument("--kind", default="fact", help="kind (default fact)")
+    a.add_argument("--source", default="user", choices=("user", "tool", "document", "model"),
+                   help="provenance (default user; model: an inference)")
+    a.add_argument("--session", help="session id")
+    a.add_argument("--at", help="when it was said or happened (ISO 8601; default now)")
+    a.add_argument("--supersedes", metavar="ID", help="the id of the memory this one replaces")
+    a = action("recall", "the memories of a user that best answer a question")
+    a.add_argument("--user", required=True, help="user id")
+    a.add_argument("query", metavar="QUERY", help="the question")
+    a.add_argument("-k", "--k", type=_int_in(1, 1000), default=5, help="memories wanted (default 5)")
+    a.add_argument("--now", help="judge validity and expiry at this time (ISO 8601; default now)")
+    a.add_argument("--since", help="only memories from this time on (ISO 8601)")
+    a.add_argument("--until", help="only memories up to this time (ISO 8601)")
+    a.add_argument("--kinds", type=_name_list("--kinds", "kind"), action="extend", help="only these kinds (a,b)")
+    a.add_argument("--include-superseded", action="store_true", help="also versions that were replaced")
+    a.add_argument("--include-inferred", action="store_true", help="also inferences (source model)")
+    a = action("card", "the overview card of a user (JSON)")
+    a.add_argument("--user", required=True, help="user id")
+    a.add_argument("--refresh", action="store_true", help="build it again from the current memories")
+    a = action("forget", "erase a user and verify that no file of the folder holds their data")
+    a.add_argument("--user", required=True, help="user id")
+    a = action("expire", "delete the memories whose TTL has run out")
+    a.add_argument("--now", help="the time expiry is judged at (ISO 8601; default now)")
+    a.add_argument("--purge", action="store_true", help="also rewrite the folder's history so no file keeps them")

@@ -82,16 +82,23 @@ class EntityIndex:
     """
 
     def __init__(self) -> None:
-        self._names: dict[str, dict] = {}  # name -> {(type, key): [key, via_alias]}
-        self._by_key: dict = {}  # (type, key) -> its names, to forget them when the node goes
+        # name -> {tenant: {(type, key): [key, via_alias]}}: a lookup restricted to some tenants
+        # reads only their holders (a name that 1,000 tenants' nodes hold costs one of them).
+        self._names: dict[str, dict] = {}
+        self._by_key: dict = {}  # (type, key) -> [tenant, its names], to forget them when the node goes
+        self._by_tenant: dict = {}  # tenant -> {(type, key)}, to forget a tenant
         self._max_tokens = 1
         self._lock = threading.Lock()
 
-    def add(self, key: Any, names: Sequence[str], *, alias: bool = True) -> None:
-        """Makes each of ``names`` a name of node ``key`` (``alias=False``: the key itself)."""
+    def add(self, key: Any, names: Sequence[str], *, alias: bool = True, tenant: str = "") -> None:
+        """Makes each of ``names`` a name of node ``key`` (``alias=False``: the key itself),
+        a node of ``tenant``. A key known under another tenant moves to this one, names and all."""
         key = _plain_key(key)
         marker = (type(key), key)
         with self._lock:
+            known = self._by_key.get(marker)
+            if known is not None and known[0] != tenant:
+                self._move(marker, known, tenant)
             for name in names:
                 normal = normalize_name(name)
                 tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(normal)]
@@ -100,39 +107,86 @@ class EntityIndex:
                 normal = normal[tokens[0][0] : tokens[-1][1]]  # as mentions() cuts candidates from a text
                 if normal in _stopwords():
                     continue  # a name that is a stopword ("in", "a") would match nearly every text
-                holders = self._names.setdefault(normal, {})
+                holders = self._names.setdefault(normal, {}).setdefault(tenant, {})
                 entry = holders.get(marker)
                 if entry is None:
                     holders[marker] = [key, alias]
                 else:
                     entry[1] = entry[1] or alias
-                self._by_key.setdefault(marker, set()).add(normal)
+                self._by_key.setdefault(marker, [tenant, set()])[1].add(normal)
+                self._by_tenant.setdefault(tenant, set()).add(marker)
                 self._max_tokens = max(self._max_tokens, len(tokens))
 
-    def add_keys(self, keys: Sequence[Any]) -> None:
-        """Each str key is a name of its own node."""
-        for key in keys:
+    def _move(self, marker: tuple, known: list, tenant: str) -> None:
+        old = known[0]
+        for normal in known[1]:
+            by_tenant = self._names[normal]
+            entry = by_tenant[old].pop(marker)
+            if not by_tenant[old]:
+                del by_tenant[old]
+            by_tenant.setdefault(tenant, {})[marker] = entry
+        self._by_tenant[old].discard(marker)
+        if not self._by_tenant[old]:
+            del self._by_tenant[old]
+        self._by_tenant.setdefault(tenant, set()).add(marker)
+        known[0] = tenant
+
+    def add_keys(self, keys: Sequence[Any], tenants: Optional[Sequence[str]] = None) -> None:
+        """Each str key is a name of its own node (of ``tenants[i]``; None: tenant "")."""
+        for i, key in enumerate(keys):
             if isinstance(key, str):
-                self.add(key, [key], alias=False)
+                self.add(key, [key], alias=False, tenant="" if tenants is None else tenants[i])
+
+    def set_tenants(self, keys: Sequence[Any], tenants: Sequence[str]) -> None:
+        """Moves the known ones of ``keys`` to ``tenants`` (after a write changed them)."""
+        with self._lock:
+            for key, tenant in zip(map(_plain_key, keys), tenants):
+                marker = (type(key), key)
+                known = self._by_key.get(marker)
+                if known is not None and known[0] != tenant:
+                    self._move(marker, known, tenant)
 
     def forget(self, keys: Sequence[Any]) -> None:
         """Drop every name of these keys (their nodes were deleted)."""
         with self._lock:
             for key in map(_plain_key, keys):
-                marker = (type(key), key)
-                for normal in self._by_key.pop(marker, ()):
-                    holders = self._names.get(normal)
-                    if holders is not None:
-                        holders.pop(marker, None)
-                        if not holders:
-                            del self._names[normal]
+                self._forget((type(key), key))
+
+    def forget_tenant(self, tenant: str) -> None:
+        """Drop every name of the nodes of ``tenant`` (its nodes were deleted)."""
+        with self._lock:
+            for marker in list(self._by_tenant.get(tenant, ())):
+                self._forget(marker)
+
+    def _forget(self, marker: tuple) -> None:
+        known = self._by_key.pop(marker, None)
+        if known is None:
+            return
+        tenant, names = known
+        for normal in names:
+            by_tenant = self._names.get(normal)
+            if by_tenant is None:
+                continue
+            holders = by_tenant.get(tenant)
+            if holders is not None:
+                holders.pop(marker, None)
+                if not holders:
+                    del by_tenant[tenant]
+            if not by_tenant:
+                del self._names[normal]
+        members = self._by_tenant.get(tenant)
+        if members is not None:
+            members.discard(marker)
+            if not members:
+                del self._by_tenant[tenant]
 
     def __len__(self) -> int:
         return len(self._names)
 
-    def mentions(self, text: str) -> list:
+    def mentions(self, text: str, tenants: Optional[Sequence[str]] = None) -> list:
         """Every name found in ``text``, as :class:`Mention`, longest name first, then the
-        earliest, then by name (overlapping names are all reported)."""
+        earliest, then by name (overlapping names are all reported). With ``tenants``, only
+        the holders of those tenants count (a name no node of theirs holds is not found)."""
         normal = normalize_name(text)
         spans = [(m.start(), m.end()) for m in _TOKEN.finditer(normal)]
         found: list = []
@@ -141,9 +195,15 @@ class EntityIndex:
             for i in range(len(spans)):
                 for j in range(i, min(i + width, len(spans))):
                     candidate = normal[spans[i][0] : spans[j][1]]
-                    holders = names.get(candidate)
-                    if holders:
-                        ordered = sorted(holders.values(), key=lambda h: (type(h[0]).__name__, repr(h[0])))
+                    by_tenant = names.get(candidate)
+                    if not by_tenant:
+                        continue
+                    if tenants is None:
+                        entries = [entry for holders in by_tenant.values() for entry in holders.values()]
+                    else:
+                        entries = [entry for t in tenants for entry in by_tenant.get(t, {}).values()]
+                    if entries:
+                        ordered = sorted(entries, key=lambda h: (type(h[0]).__name__, repr(h[0])))
                         found.append(Mention(candidate, spans[i][0], tuple((h[0], h[1]) for h in ordered)))
         found.sort(key=lambda m: (-len(m.name), m.start, m.name))
         return found
@@ -316,7 +376,8 @@ def add_aliases(self: Graph, key: Key, aliases: Sequence[str]) -> list[str]:
         if merged != current:
             self._engine.set_aliases([key], [ALIAS_SEPARATOR.join(merged)])
             if self._entities is not None:
-                self._write_entities(lambda index: index.add(key, merged))
+                tenant = self._engine.text_columns([key])[1][0]
+                self._write_entities(lambda index: index.add(key, merged, tenant=tenant))
     return merged
 
 

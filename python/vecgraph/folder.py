@@ -380,31 +380,44 @@ def open_graph(
     return graph
 
 
-def checkpoint(self: Graph) -> dict:
+def checkpoint(self: Graph, *, keep_history: bool = True) -> dict:
     """Write the current state as an Arrow snapshot, commit it in the MANIFEST, and drop
     the WAL segments it makes unnecessary. Writes wait while the state is copied out.
     The HNSW graph is saved beside it when it holds exactly the live nodes (not while a
     background pass of :meth:`open` runs); with nothing written since the last snapshot,
     a checkpoint writes a new one only to add the HNSW graph that one lacks.
 
+    By default the previous generation and the WAL back to it are kept, so that open can fall
+    back to it if the new one is found damaged. ``keep_history=False`` is for erasure: a new
+    generation is always written and is the only one left, every WAL segment before it is
+    deleted, and the BM25 index is rebuilt from the live texts, so that no file of the folder
+    still holds a deleted node's bytes (see :meth:`vecgraph.Memory.forget`). The HNSW file is
+    then written only if the index holds no deleted node; otherwise the next open rebuilds it.
+
+    Args:
+        keep_history: False to drop every older generation and WAL segment (see above).
+
     Returns:
-        {"lsn": LSN the snapshot holds, "snapshot": its folder, "nodes": n, "edges": m}.
+        {"lsn": LSN the snapshot holds, "snapshot": its folder, "nodes": n, "edges": m,
+        "removed": paths of the files and folders deleted (relative to the graph's folder)}.
 
     Raises:
         InvalidArgumentError: an in-memory graph (nothing to checkpoint to).
         ReadOnlyError: the graph is closed.
         StorageError: the snapshot could not be written.
     """
+    keep_history = _flag(keep_history, "keep_history")
     with self._checkpoint_lock:
         self._require_folder("checkpoint")
-        unchanged = (self._manifest["snapshot"] is not None
+        before = _folder_files(self._path)
+        unchanged = keep_history and (self._manifest["snapshot"] is not None
                      and self._manifest["snapshot_lsn"] == self._engine.last_lsn())
         if unchanged and (storage.HNSW_FILE in (self._manifest.get("files") or {})
                           or not self._engine.seed_index_complete()):
             stats = self._engine.stats()  # nothing written since the last snapshot
             return {"lsn": self._manifest["snapshot_lsn"],
                     "snapshot": os.path.join(self._path, self._manifest["snapshot"]),
-                    "nodes": stats["nodes"], "edges": stats["edges"]}
+                    "nodes": stats["nodes"], "edges": stats["edges"], "removed": []}
         try:
             tmp = storage.begin_snapshot(self._path, self._manifest)
         except OSError as e:
@@ -415,6 +428,8 @@ def checkpoint(self: Graph) -> dict:
             state = self._engine.export_state(os.path.join(tmp, storage.HNSW_FILE))
             self._engine.sync()  # the WAL must never be behind a committed snapshot
             manifest = storage.write_snapshot(self._path, self._manifest, state, tmp)
+            if not keep_history:
+                manifest["previous"] = None
             manifest["text_lsn"] = int(state["text_lsn"])
             storage.write_manifest(self._path, manifest)
         except BaseException as e:
@@ -432,10 +447,27 @@ def checkpoint(self: Graph) -> dict:
         self._engine.drop_wal_before(int(previous["snapshot_lsn"] if previous else state["lsn"]) + 1)
         storage.remove_old_snapshots(self._path, manifest)
         with self._text_lock:
+            if not keep_history and not self._read_only:
+                # A deleted document's terms stay in tantivy's segments until they merge: the
+                # live documents are copied into new segments, and every older segment file is
+                # removed. (text_index() brings the index in step with the graph first.)
+                from .side_indexes import text_index
+
+                text_index(self).rewrite()  # the text lock is reentrant
             if self._text is not None:
                 self._text.optimize()  # buffered BM25 writes survive a crash from here on
+        after = _folder_files(self._path)
         return {"lsn": int(state["lsn"]), "snapshot": os.path.join(self._path, manifest["snapshot"]),
-                "nodes": len(state["ts"]), "edges": len(state["edge_src"])}
+                "nodes": len(state["ts"]), "edges": len(state["edge_src"]), "removed": sorted(before - after)}
+
+
+def _folder_files(folder: str) -> set:
+    """The paths of the files under ``folder``, relative to it."""
+    found = set()
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            found.add(os.path.relpath(os.path.join(root, name), folder))
+    return found
 
 
 def close(graph: Any) -> None:

@@ -55,8 +55,12 @@ def _snippet(graph, key, width: int = 60) -> str:
 
 
 def _n(count: int, word: str) -> str:
-    """``1 node``, ``2,000 nodes``."""
-    return f"{count:,} {word}" + ("" if count == 1 else "s")
+    """``1 node``, ``2,000 nodes``, ``3 memories``."""
+    if count == 1:
+        return f"{count:,} {word}"
+    if word.endswith("y") and word[-2:-1] not in ("a", "e", "o", "u"):
+        return f"{count:,} {word[:-1]}ies"
+    return f"{count:,} {word}s"
 
 
 def _queries(count: int) -> str:

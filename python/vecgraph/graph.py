@@ -210,6 +210,11 @@ class Graph:
         """The graph folder, or None for an in-memory graph."""
         return self._path
 
+    @property
+    def read_only(self) -> bool:
+        """True for a folder graph opened with ``read_only=True`` (writes raise ReadOnlyError)."""
+        return self._read_only
+
     full_scan_max_nodes = _scan_threshold(
         "full_scan_max_nodes", FULL_SCAN_MAX_NODES,
         """Searches find seeds by an exact scan while the graph holds at most this many nodes
@@ -482,7 +487,12 @@ class Graph:
                 self._write_text(lambda index: index.upsert(keys, columns[0], tenants=columns[1], labels=columns[2],
                                                             ts=columns[3], lsn=self._engine.last_lsn()))
             if self._entities is not None:
-                self._write_entities(lambda index: index.add_keys(keys))
+                if add:
+                    key_tenants = tenants if tenants is not None else [""] * n
+                else:  # as the write left them (an upsert or update without tenants keeps them)
+                    key_tenants = tenants if tenants is not None else self._engine.text_columns(keys)[1]
+                self._write_entities(lambda index: (index.add_keys(keys, key_tenants),
+                                                    index.set_tenants(keys, key_tenants)))
         return n
 
     def add_edges(
@@ -668,8 +678,8 @@ class Graph:
             deleted = self._engine.delete_tenant(tenant)
             if deleted and self._text is not None:
                 self._write_text(lambda index: index.delete_tenant(tenant, lsn=self._engine.last_lsn()))
-            if deleted:
-                self._entities = None  # rebuilt from the graph on next use
+            if deleted and self._entities is not None:
+                self._write_entities(lambda index: index.forget_tenant(tenant))
         return deleted
 
     # ---------------------------------------------------------------- names and text
@@ -868,6 +878,35 @@ class Graph:
                 raise InvalidArgumentError(
                     f"{kind} names {', '.join(map(repr, unknown))}, which the graph has never held: the filter "
                     "would match nothing through them (strict=True; without it, they match nothing)")
+
+    def keys(
+        self,
+        *,
+        labels: Optional[Sequence[str]] = None,
+        tenants: Optional[Sequence[str]] = None,
+        where: Optional[dict] = None,
+        since: Any = None,
+        until: Any = None,
+    ) -> list[Key]:
+        """The keys of the live nodes that pass the filters, in insertion order (of the slots
+        the nodes hold: an upserted node keeps its place).
+
+        Args:
+            labels, tenants, where, since, until: the filters of :meth:`search`, with the
+                same meaning (None: no condition). With labels or tenants, only those names'
+                member lists are read; otherwise every node is checked (about 10 ns a node).
+
+        Returns:
+            list of keys (str or int).
+
+        Raises:
+            InvalidArgumentError, TypeError: bad filters, as for :meth:`search`.
+        """
+        args = self._search_args(1, 1, 0, 1, 1, "both", None, labels, tenants, None, None, 1.0, False, None,
+                                 since, until)
+        conditions = _where(where, self._filterable)
+        found = self._engine.admitted_keys(args[7], args[8], args[9], args[10], conditions, len(self) + 1)
+        return list(found) if found is not None else []
 
     def neighbors(self, key: Key, rels: Optional[Sequence[str]] = None, direction: str = "out") -> list[Edge]:
         """Edges at ``key`` in traversal order (weight desc, insertion order).

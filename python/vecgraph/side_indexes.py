@@ -177,10 +177,11 @@ def entity_index(graph: Any) -> Any:
             state = graph._engine.export_state(roll_wal=False)
             keys = [storage.decode_key(k) for k in storage.strings_array(state["keys"], pa.large_binary()).to_pylist()]
             aliases = storage.strings_array(state["aliases"], pa.large_string()).to_pylist()
-            for key, joined in zip(keys, aliases):
+            tenants = storage.dictionary_array(state["tenants"]).cast(pa.string()).to_pylist()
+            for key, joined, tenant in zip(keys, aliases, tenants):
                 if joined:
-                    index.add(key, joined.split(ALIAS_SEPARATOR))
+                    index.add(key, joined.split(ALIAS_SEPARATOR), tenant=tenant)
                 if isinstance(key, str):
-                    index.add(key, [key], alias=False)
+                    index.add(key, [key], alias=False, tenant=tenant)
             graph._entities = index
         return graph._entities

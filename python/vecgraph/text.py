@@ -19,15 +19,12 @@ by Okapi BM25 (k1 = 1.2, b = 0.75). Its arguments are checked and encoded by
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import re
 import shutil
 import sys
 import tempfile
 import threading
 import weakref
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Callable, Optional, Union
 
@@ -57,20 +54,23 @@ from .text_checks import (
     _rebuild_row,
     _term,
 )
-from .text_pages import _top_admitted
+from . import text_files
+from .text_delta import _delta_doc, _marker, delta_rows
+from .text_files import _IO_ERROR, _META_FILE, _call, _is_panic, _size_and_crc, _write  # noqa: F401 (_size_and_crc: tests)
+from .text_pages import _key_order, _many_flags, _top_admitted
 from .tokenizer import STOPWORDS, TOKENIZER_VERSION, normalize, tokenize  # noqa: F401 (normalize: vecgraph.text's name too)
 
 __all__ = ["tokenize", "TextIndex", "STOPWORDS", "TOKENIZER_VERSION", "SCHEMA_VERSION"]
 
 Key = Union[str, int]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = text_files.SCHEMA_VERSION
 """Version of the layout of a :class:`TextIndex` folder (fields and header file)."""
 
 # ------------------------------------------------------------------------------------------ index
 
-# Folder of a TextIndex (SCHEMA_VERSION 3):
-#   vecgraph-text.json   {"format": "vecgraph-text", "schema_version": 3, "tokenizer": 2,
+# Folder of a TextIndex (SCHEMA_VERSION 4):
+#   vecgraph-text.json   {"format": "vecgraph-text", "schema_version": 4, "tokenizer": 2,
 #                         "lsn": N}: written (temporary file, then rename) after each commit of
 #                         the tantivy index, so N is the LSN of the last write the committed
 #                         index holds. close() adds "files": {name: [bytes, crc32]} of every
@@ -78,7 +78,8 @@ SCHEMA_VERSION = 3
 #                         raises CorruptionError there instead of failing a search later);
 #                         open drops it again before writing.
 #   tantivy's own files  (meta.json and the segments): one document per (kind, key) that has
-#                         terms, with the fields
+#                         terms, with the fields (every one stored, so that rewrite() can copy
+#                         the live documents into new segments without tokenizing again)
 #     node / edge   the token stream (tokenize(text) joined by single spaces), indexed with term
 #                   frequencies through a whitespace tokenizer, so the indexed terms are exactly
 #                   tokenize()'s. A node document fills `node`, an edge document `edge`: each
@@ -93,18 +94,21 @@ SCHEMA_VERSION = 3
 #   BM25 statistics: document frequencies are per field, so per kind; the average length is
 #   tantivy's, over all documents of the index (a graph indexes node texts only).
 #
-# Writes go to tantivy's IndexWriter at once and are published (commit, then the reader is
-# reloaded) by the next read: a search, count, delete or close. A crash loses what was not
-# published; the owner sees it as an lsn behind its own and rebuilds (see Graph).
+# Writes go to tantivy's IndexWriter at once and to the delta: the documents written since the
+# last publish (at most _DELTA_MAX), kept in memory with their term counts. A search reads the
+# published index (skipping the keys the delta holds) and the delta beside it, scored with the
+# published statistics plus the delta's, so a write is searchable without a commit (a commit
+# writes and fsyncs segment files: 5-10 ms). The writes are published (commit, then the reader
+# is reloaded) when the delta is full, by count, delete_tenant, flush, optimize or close, and
+# by a search after a write the delta cannot stand for. A crash loses what was not published;
+# the owner sees it as an lsn behind its own and rebuilds (see Graph).
 
-_META_FILE = "vecgraph-text.json"
-_FORMAT = "vecgraph-text"
 _WRITER_HEAP_BYTES = 64 << 20   # tantivy's indexing buffer; it needs >= 15 MB per thread
 _WRITER_THREADS = 1             # searches keep the other core
 _PROGRESS_MIN_ITEMS = 10_000
 _REBUILD_CHUNK = 4096
 _WRITTEN_MAX = 100_000         # keys written since the last publish that force one (see delete)
-_UNCHECKED_FILES = frozenset({_META_FILE, _META_FILE + ".tmp", ".tantivy-writer.lock", ".tantivy-meta.lock"})
+_DELTA_MAX = 256               # documents written since the last publish that searches read beside it
 
 
 def _schema() -> Any:
@@ -112,11 +116,11 @@ def _schema() -> Any:
 
     builder = tantivy.SchemaBuilder()
     for kind in _KINDS:
-        builder.add_text_field(kind, stored=False, tokenizer_name=_WHITESPACE, index_option="freq")
+        builder.add_text_field(kind, stored=True, tokenizer_name=_WHITESPACE, index_option="freq")
     builder.add_text_field("key", stored=True, tokenizer_name="raw", index_option="basic")
     for name in ("key_term", "kind", "tenant", "label"):
-        builder.add_text_field(name, stored=False, tokenizer_name="raw", index_option="basic")
-    builder.add_integer_field("ts", indexed=True, fast=True)
+        builder.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic")
+    builder.add_integer_field("ts", stored=True, indexed=True, fast=True)
     return builder.build()
 
 
@@ -184,6 +188,13 @@ class TextIndex:
         self._reset_on_open = False
         self._pending = False               # writes not yet published
         self._written: dict = {}            # doc key -> has a document, for keys written since
+        # (searcher, delta, added, count): the published state and what was written since,
+        # swapped as one tuple so that a reader never pairs a new searcher with an old delta.
+        # delta maps (kind, type(key), key) -> _DeltaDoc or None (deleted); None: searches
+        # publish first. added[:count]: (kind, _DeltaDoc) of every document added since, the
+        # ones replaced or deleted since too (tantivy's BM25 statistics count them until a merge).
+        self._view: tuple = (None, {}, [], 0)
+        self._stats: tuple = (None, {})     # (searcher, {kind: (N, avgdl)}) read from tantivy
         self._failed: Optional[str] = None  # a write that failed half-way (see _write)
         self._scratch: Optional[weakref.finalize] = None
         if path is None:
@@ -225,26 +236,13 @@ class TextIndex:
         """
         return cls(None, _copy_of=os.path.abspath(os.fspath(path)))
 
-    def _copy_files(self, source: str) -> None:
-        """Copies the index files of ``source`` (not tantivy's lock files) into the scratch folder."""
-        try:
-            names = sorted(os.listdir(source))
-        except OSError as exc:
-            self._discard_scratch()
-            raise StorageError(f"cannot list text index folder {source}: {exc}") from exc
-        try:
-            for name in names:
-                if name in (".tantivy-writer.lock", ".tantivy-meta.lock"):
-                    continue
-                if not os.path.isfile(os.path.join(source, name)):
-                    raise CorruptionError(f"text index {source} holds {name!r}, which is not a file")
-                shutil.copyfile(os.path.join(source, name), os.path.join(self._folder, name))
-        except OSError as exc:
-            self._discard_scratch()
-            raise StorageError(f"cannot copy text index {source}: {exc}") from exc
-        except BaseException:
-            self._discard_scratch()
-            raise
+    # The folder's files (vecgraph/text_files.py).
+    _copy_files = text_files.copy_files
+    _clear_folder = text_files.clear_folder
+    _read_meta = text_files.read_meta
+    _file_sums = text_files.file_sums
+    _check_files = text_files.check_files
+    _write_meta = text_files.write_meta
 
     def _open(self) -> None:
         tantivy = self._tantivy
@@ -261,6 +259,11 @@ class TextIndex:
                                       "delete the folder and rebuild")
             if meta.get("files") is not None:
                 self._check_files(meta["files"], entries)
+            if meta["schema_version"] != SCHEMA_VERSION:
+                # An index of another layout: tantivy cannot open it with this schema. Its files
+                # go; the index starts empty (lsn 0, reset_on_open) for its owner to rebuild.
+                self._clear_folder(entries)
+                meta = {**meta, "lsn": 0}
         self._schema = _schema()
         try:
             self._index = _call(lambda: tantivy.Index(self._schema, path=folder, reuse=True), folder, "open")
@@ -283,6 +286,12 @@ class TextIndex:
                 self._writer.wait_merging_threads()  # releases the writer lock
             raise
 
+    def _delete_all(self, writer: Any) -> None:
+        """Deletes every document (in the writer's next commit). Not delete_all_documents:
+        after a commit that deleted documents, tantivy ignores the deletes that follow it
+        (tantivy 0.27: a later delete_documents_by_term removes nothing)."""
+        writer.delete_documents_by_query(self._tantivy.Query.all_query())
+
     def _start(self, meta: Optional[dict]) -> None:
         folder = self._folder
         self._index.config_reader("Manual")
@@ -291,13 +300,14 @@ class TextIndex:
             self._write_meta(0)
         elif meta["schema_version"] != SCHEMA_VERSION or meta["tokenizer"] != TOKENIZER_VERSION:
             self._reset_on_open = True
-            self._commit(lambda w: w.delete_all_documents(), 0)
+            self._commit(self._delete_all, 0)
         else:
             self._lsn = self._published_lsn = meta["lsn"]
             if meta.get("files") is not None:
                 self._write_meta(self._lsn)  # the files change from here on
         _call(self._index.reload, folder, "open")
         self._searcher = self._index.searcher()
+        self._view = (self._searcher, {}, [], 0)
 
     # -------------------------------------------------------------------------------- properties
 
@@ -384,6 +394,9 @@ class TextIndex:
                 if doc is not None:
                     writer.add_document(doc)
             self._written.update((key, doc is not None) for key, doc in docs)
+            self._delta_put(kind, {_marker(kind, key): _delta_doc(key, stream, tenant, label, t) if doc is not None else None
+                             for (key, doc), stream, tenant, label, t in zip(docs, streams, tenant_list, label_list,
+                                                                             ts_list)})
 
         self._write(apply, lsn)
         return sum(doc is not None for _, doc in docs)
@@ -420,6 +433,7 @@ class TextIndex:
                 for key in doc_keys:
                     writer.delete_documents_by_term("key_term", _term(key))
                 written.update(dict.fromkeys(doc_keys, False))
+                self._delta_put(kind, {_marker(kind, key): None for key in doc_keys})
 
             self._write(apply, lsn)
         return removed
@@ -441,6 +455,7 @@ class TextIndex:
             self._check_writable()
             removed = self._count_terms("tenant", [_term(tenant)])
             self._write(lambda writer: writer.delete_documents_by_term("tenant", _term(tenant)), lsn)
+            self._publish()  # the delta cannot stand for a deletion by tenant
         return removed
 
     def clear(self) -> None:
@@ -452,7 +467,7 @@ class TextIndex:
         with self._lock:
             self._check_writable()
             self._publish()
-            self._commit(lambda writer: writer.delete_all_documents(), 0)
+            self._commit(self._delete_all, 0)
 
     def rebuild(self, items: Iterable[Sequence[Any]], lsn: int, *, progress: Optional[bool] = None) -> int:
         """Replaces the whole content by ``items`` in one commit, then sets :attr:`lsn`.
@@ -492,7 +507,7 @@ class TextIndex:
             writer = self._writer
             seen: set = set()
             try:
-                _write(writer.delete_all_documents, self._where())
+                _write(lambda: self._delete_all(writer), self._where())
                 for chunk_start, chunk in _chunks(items, _REBUILD_CHUNK):
                     for offset, item in enumerate(chunk):
                         kind, key_kind, key, tenant, label, ts, stream = _rebuild_row(item, chunk_start + offset)
@@ -516,6 +531,48 @@ class TextIndex:
                     bar.close()
             self._reset_on_open = False
         return stored
+
+    def rewrite(self) -> int:
+        """Copies every live document into new segments and deletes every older segment file,
+        so that no file of the index holds a deleted or replaced document any more (its key,
+        its terms in the term dictionaries, its stored fields): tantivy keeps those until it
+        merges their segment away, which it does not do for deletions alone. The documents are
+        read back from the index's stored fields, not tokenized again. One commit; scores do not
+        change, except that deleted documents leave the BM25 statistics (see the class docstring).
+
+        Returns:
+            The number of documents kept.
+
+        Raises:
+            ReadOnlyError: the index is closed. StorageError: a write to disk failed (nothing
+                changed).
+        """
+        with self._lock:
+            self._check_writable()
+            self._publish()
+            searcher = self._searcher
+            count = int(searcher.num_docs)
+            writer = self._writer
+            try:
+                documents = []
+                if count:
+                    hits = _call(lambda: searcher.search(self._tantivy.Query.all_query(), count, count=False).hits,
+                                 self._where(), "rewrite")
+                    documents = [searcher.doc(address) for _, address in hits]
+                _write(lambda: self._delete_all(writer), self._where())
+                for document in documents:
+                    _write(lambda: writer.add_document(document), self._where())
+                self._commit(None, self._lsn)
+                # tantivy keeps the files a live searcher reads: the old ones are let go first.
+                searcher = hits = None
+                self._stats = (None, {})
+                self._writer.garbage_collect_files()
+            except BaseException as exc:
+                self._rollback()
+                if isinstance(exc, ValueError):
+                    raise StorageError(f"text index {self._where()}: rewrite failed: {exc}") from exc
+                raise
+        return len(documents)
 
     def flush(self) -> None:
         """Publishes buffered writes now (one tantivy commit, fsynced), so that they survive a
@@ -628,15 +685,16 @@ class TextIndex:
             # bytes-like values iterate as ints: b"17" would read as the keys 49 and 55
             if isinstance(keys, (str, bytes, bytearray, memoryview)) or not isinstance(keys, Iterable):
                 raise TypeError(f"keys must be an iterable of str or int keys, got {type(keys).__name__}")
-            key_terms = list(dict.fromkeys(_term(_doc_key(kind, _encode_key(key, f"keys[{i}]")))
-                                           for i, key in enumerate(keys)))
+            doc_keys = list(dict.fromkeys(_doc_key(kind, _encode_key(key, f"keys[{i}]")) for i, key in enumerate(keys)))
+            key_terms = [_term(doc_key) for doc_key in doc_keys]
 
         terms = list(dict.fromkeys(tokenize(text)))
         if not terms or tenant_list == [] or label_list == [] or key_terms == []:
             return []
         if ts_min is not None and ts_max is not None and ts_min > ts_max:
             return []
-        searcher = self._reading()
+        searcher, delta, added, count = self._read_view()
+        written = {marker: doc for marker, doc in delta.items() if marker[0] == kind}
         Query, Occur = self._tantivy.Query, self._tantivy.Occur
         schema = self._schema
         query = Query.boolean_query([(Occur.Should, Query.term_query(schema, kind, term, index_option="freq"))
@@ -682,7 +740,26 @@ class TextIndex:
 
         # tantivy sizes its collector by the page: never more than the documents there are
         most = max(1, int(searcher.num_docs))
-        return _top_admitted(page, key_of, k, most, exclude, exclude_many)
+        if not written:
+            return _top_admitted(page, key_of, k, most, exclude, exclude_many)
+        # Documents written since the last publish: their published versions (replaced or
+        # deleted since) are skipped, and the delta's are scored here and merged in.
+        changed = {(marker[1], marker[2]) for marker in written}
+
+        def skip(keys: list) -> list:
+            flags = [(type(key), key) in changed for key in keys]
+            if exclude_many is not None:
+                flags = [a or b for a, b in zip(flags, _many_flags(exclude_many, keys))]
+            return flags
+
+        rows = _top_admitted(page, key_of, k, most, exclude, skip)
+        admitted: Any = True
+        if key_terms is not None:
+            admitted = {marker[1:] for marker in (_marker(kind, doc_key) for doc_key in doc_keys)}
+        rows += delta_rows(self, searcher, added[:count], written, terms, kind, k, tenant_list, label_list, ts_min,
+                           ts_max, admitted, exclude, exclude_many)
+        rows.sort(key=lambda row: (-row[1], _key_order(row[0])))
+        return rows[:k]
 
     def document_frequencies(self, terms: Sequence[str], kind: str = "node") -> tuple[int, list[int]]:
         """How many documents the index holds (node and edge texts alike), and how many of
@@ -708,9 +785,13 @@ class TextIndex:
         for i, term in enumerate(terms):
             if not isinstance(term, str):
                 raise TypeError(f"terms[{i}] must be a str, got {type(term).__name__}")
-        searcher = self._reading()
-        documents = int(searcher.num_docs)
-        return documents, [int(searcher.doc_freq(kind, term)) for term in terms]
+        searcher, delta, added, count = self._read_view()
+        # Documents: the published ones plus those written since (a replaced one counts twice
+        # until the next publish); frequencies count every document added, as BM25 does.
+        documents = int(searcher.num_docs) + sum(doc is not None for doc in delta.values())
+        written = [doc for doc_kind, doc in added[:count] if doc_kind == kind]
+        return documents, [int(searcher.doc_freq(kind, term)) + sum(term in doc.terms for doc in written)
+                           for term in terms]
 
     def count(self, kind: Optional[str] = None) -> int:
         """Number of documents stored (of ``kind`` ``"node"`` / ``"edge"``; None: both)."""
@@ -741,6 +822,7 @@ class TextIndex:
                 except ValueError:
                     clean = False
                 self._searcher = None
+                self._view = (None, None, [], 0)
                 self._index = None
                 if clean and self.path is not None:
                     self._write_meta(self._lsn, self._file_sums())
@@ -783,6 +865,27 @@ class TextIndex:
                 self._publish()
         return self._searcher
 
+    def _read_view(self) -> tuple:
+        """(searcher, delta, added, count) to read with (see ``_view``): the published state
+        and the documents written since; publishes first when the delta cannot stand for
+        what was written."""
+        self._check_usable(Error)
+        view = self._view
+        if view[1] is None or view[0] is None:
+            with self._lock:
+                if self._closed:
+                    raise Error(f"{self!r}: the index is closed")
+                self._publish()
+                view = self._view
+        return view
+
+    def _delta_put(self, kind: str, entries: dict) -> None:
+        """Adds ``entries`` to the delta (a new dict: readers keep the one they took)."""
+        searcher, delta, added, count = self._view
+        if delta is not None:
+            added.extend((kind, doc) for doc in entries.values() if doc is not None)
+            self._view = (searcher, {**delta, **entries}, added, len(added))
+
     def _write(self, apply: Callable[[Any], None], lsn: int) -> None:
         """Runs ``apply(writer)`` under the writer lock and sets the lsn. Arguments are checked
         before: a failure here is tantivy's (an I/O error), after which the buffered writes
@@ -799,7 +902,8 @@ class TextIndex:
                 raise StorageError(f"text index {self._where()}: write failed: {exc}") from exc
             self._pending = True
             self._lsn = lsn
-            if len(self._written) > _WRITTEN_MAX:
+            delta, count = self._view[1], self._view[3]
+            if len(self._written) > _WRITTEN_MAX or (delta is not None and max(len(delta), count) > _DELTA_MAX):
                 self._publish()  # bounds the memory of what was written since the last publish
 
     def _publish(self) -> None:
@@ -820,7 +924,8 @@ class TextIndex:
         self._write_meta(lsn)
         self._lsn = self._published_lsn = lsn
         self._searcher = self._index.searcher()  # before pending is cleared: a reader that sees
-        self._pending = False                     # nothing pending reads the new state
+        self._view = (self._searcher, {}, [], 0)  # nothing pending reads the new state
+        self._pending = False
         self._written = {}
 
     def _rollback(self) -> None:
@@ -831,6 +936,7 @@ class TextIndex:
         self._lsn = self._published_lsn
         self._pending = False
         self._written = {}
+        self._view = (self._searcher, {}, [], 0)
 
     def _count_terms(self, field: str, values: list, publish: bool = True) -> int:
         searcher = self._reading() if publish else self._searcher
@@ -850,101 +956,6 @@ class TextIndex:
             raise InvalidArgumentError(f"lsn {lsn} is older than the index's lsn {self._lsn}; writes "
                                        "must come in LSN order (rebuild() or clear() to start over)")
         return lsn
-
-    def _read_meta(self) -> dict:
-        path = os.path.join(self._folder, _META_FILE)
-        try:
-            with open(path, encoding="utf-8") as f:
-                meta = json.load(f)
-        except FileNotFoundError:
-            raise CorruptionError(f"{self._folder} is not empty but holds no {_META_FILE}: not a vecgraph "
-                                  "text index (or a damaged one); delete the folder and rebuild") from None
-        except (OSError, ValueError) as exc:
-            raise CorruptionError(f"text index {self._folder}: {_META_FILE} cannot be read ({exc})") from exc
-        fields_ok = isinstance(meta, dict) and meta.get("format") == _FORMAT and all(
-            type(meta.get(name)) is int and meta[name] >= 0 for name in ("schema_version", "tokenizer", "lsn"))
-        if not fields_ok:
-            raise CorruptionError(f"text index {self._folder}: {_META_FILE} is not a vecgraph text index "
-                                  f"header (got {meta!r})")
-        return meta
-
-    def _file_sums(self) -> dict:
-        """{name: [bytes, crc32]} of the index's files (all but the header and lock files)."""
-        return {name: list(_size_and_crc(os.path.join(self._folder, name)))
-                for name in sorted(os.listdir(self._folder)) if name not in _UNCHECKED_FILES}
-
-    def _check_files(self, sums: Any, entries: set) -> None:
-        """Raises CorruptionError unless the folder holds exactly the files of ``sums`` (written
-        by close()) with the same sizes and CRC-32s."""
-        where = f"text index {self._folder}"
-        if not isinstance(sums, dict):
-            raise CorruptionError(f"{where}: {_META_FILE} has a malformed file list")
-        present = {name for name in entries if name not in _UNCHECKED_FILES}
-        if present != set(sums):
-            missing, extra = sorted(set(sums) - present), sorted(present - set(sums))
-            raise CorruptionError(f"{where} changed since it was closed (missing {missing}, unexpected {extra})")
-        for name, (size, crc) in sums.items():
-            try:
-                actual_size, actual_crc = _size_and_crc(os.path.join(self._folder, name))
-            except OSError as exc:
-                raise CorruptionError(f"{where}: cannot read {name} ({exc})") from exc
-            if (actual_size, actual_crc) != (size, crc):
-                raise CorruptionError(f"{where}: {name} is damaged ({actual_size} bytes, CRC-32 "
-                                      f"{actual_crc:08x}; {size} bytes, {crc:08x} when closed)")
-
-    def _write_meta(self, lsn: int, files: Optional[dict] = None) -> None:
-        path = os.path.join(self._folder, _META_FILE)
-        header: dict = {"format": _FORMAT, "schema_version": SCHEMA_VERSION, "tokenizer": TOKENIZER_VERSION,
-                        "lsn": lsn}
-        if files is not None:
-            header["files"] = files
-        body = json.dumps(header)
-        try:
-            with open(path + ".tmp", "w", encoding="utf-8") as f:
-                f.write(body)
-            os.replace(path + ".tmp", path)
-        except OSError as exc:
-            raise StorageError(f"cannot write {path}: {exc}") from exc
-
-
-def _size_and_crc(path: str) -> tuple[int, int]:
-    """(bytes, CRC-32) of a file, read in 1 MiB blocks."""
-    crc, size = 0, 0
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            crc = zlib.crc32(block, crc)
-            size += len(block)
-    return size, crc
-
-
-# How tantivy's errors name a failed system call (its io::Error text).
-_IO_ERROR = re.compile(r"os error \d+|No space left on device|Permission denied|Read-only file system")
-
-
-def _write(fn: Callable[[], Any], where: str) -> Any:
-    """``fn()``, a call on the index writer. Its ValueError means the writer's worker threads
-    stopped (a failed write to disk: no space, an I/O error); that becomes StorageError."""
-    try:
-        return fn()
-    except ValueError as exc:
-        raise StorageError(f"text index {where}: a write failed ({exc}); the disk may be full") from exc
-
-
-def _is_panic(exc: BaseException) -> bool:
-    """pyo3's PanicException (a BaseException): tantivy met data it cannot read."""
-    return type(exc).__name__ == "PanicException"
-
-
-def _call(fn: Callable[[], Any], where: str, doing: str) -> Any:
-    """``fn()``, with a panic inside tantivy (pyo3's PanicException, a BaseException: tantivy
-    met data it cannot read) turned into CorruptionError."""
-    try:
-        return fn()
-    except BaseException as exc:
-        if _is_panic(exc):
-            raise CorruptionError(f"text index {where}: {doing} failed inside tantivy ({exc}); the index "
-                                  "is damaged, rebuild it") from exc
-        raise
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[tuple[int, list]]:
@@ -973,4 +984,3 @@ def _progress_bar(progress: Optional[bool], total: Optional[int]) -> Any:
 
     return tqdm(total=total, desc="text index", unit=" docs", unit_scale=True, file=sys.stderr,
                 dynamic_ncols=True, leave=False)
-

@@ -1,0 +1,945 @@
+"""The memory store: :class:`Memory`, written against :class:`vecgraph.Graph`'s public API.
+
+Layout of the graph a store keeps (one folder; the engine's filters do the work):
+
+- a **memory** is a node: key ``m-<16 hex>`` (its id), label = its kind, tenant = the user,
+  ts = ``at`` (when it was said or happened, microseconds), text, a vector of the text, and
+  props: ``source``, ``session``, ``recorded_at``, ``mentions`` (entity names), the version
+  links ``supersedes`` / ``superseded_by``, ``origin`` / ``confirmed_at`` for a confirmed
+  inference, and five filterable columns the engine keeps typed and checks inside every
+  channel (seed index, traversal, BM25, entity): ``source`` (str), ``valid_to`` (when it was
+  superseded; 2**63-1 while current), ``expires_at`` (``at`` + its kind's TTL; 2**63-1 for
+  never), ``span_start`` = ``span_end`` = ``at``;
+- an **entity** is a node per user and name (key ``ent:<user>:<name>``, label ``~entity``, the
+  name as its alias, no text), linked from each memory that mentions it by a ``mentions``
+  edge; its filterable columns admit every recall (``source`` "entity", ``span_start`` /
+  ``span_end`` at the int64 ends), so that a walk passes through it from one memory to
+  another: the graph channel's multi-session association;
+- a newer version links to the one it replaces by a ``supersedes`` edge;
+- a user's **card** is a node ``card:<user>`` (label ``~card``, its JSON as text, no
+  ``source``: no recall admits it); the **TTL policy** is the node ``~memory-policy`` and a
+  pending erasure the node ``~memory-erasure`` (both of tenant ``""``).
+
+Everything of a user is in their tenant, so :meth:`Memory.forget` is one ``delete_tenant``
+plus a rewrite of the folder's history (:meth:`vecgraph.Graph.checkpoint` with
+``keep_history=False``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import secrets
+import threading
+import time
+from datetime import date, datetime, timedelta, timezone
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from ..entities import normalize_name
+from ..errors import InvalidArgumentError, NotFoundError, _got
+from .card import default_summarizer, default_token_counter
+from .entities import default_extractor
+from .erasure import ErasureReceipt, scan_folder
+
+OPEN = 2**63 - 1  # valid_to / expires_at of what is current / never expires
+_INT64_MIN = -(2**63)
+SOURCES = ("user", "tool", "document", "model")
+FACT_SOURCES = ("user", "tool", "document")  # what recall and the card admit by default
+ENTITY_LABEL, CARD_LABEL, POLICY_LABEL, ERASURE_LABEL = "~entity", "~card", "~policy", "~erasure"
+POLICY_KEY, ERASURE_KEY = "~memory-policy", "~memory-erasure"
+MENTIONS, SUPERSEDES = "mentions", "supersedes"
+FILTERABLE = {"source": "str", "valid_to": "timestamp", "expires_at": "timestamp", "span_start": "timestamp",
+              "span_end": "timestamp"}
+_MEMORY_ID = re.compile(r"m-[0-9a-f]{16}\Z")
+_US = 1_000_000
+
+
+# ------------------------------------------------------------------------------ values
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def to_us(value: Any, name: str) -> int:
+    """A time as int64 microseconds since the epoch (UTC): a datetime (naive: UTC), a date (its
+    midnight UTC), an ISO 8601 str, or an int (already microseconds)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a datetime, date, ISO 8601 str or int microseconds, got bool")
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidArgumentError(f"{name} must be an ISO 8601 date or time such as '2026-03-01T09:30:00Z', "
+                                       f"got {value!r}") from None
+    if isinstance(value, datetime):
+        value = _utc(value)
+        return (value - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
+    if isinstance(value, date):
+        return (value - date(1970, 1, 1)).days * 86_400 * _US
+    if isinstance(value, (int, np.integer)):
+        if not _INT64_MIN <= int(value) < OPEN:
+            raise InvalidArgumentError(f"{name} must fit int64 microseconds, got {value}")
+        return int(value)
+    raise TypeError(f"{name} must be a datetime, date, ISO 8601 str or int microseconds, got {_got(value)}")
+
+
+def from_us(us: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=int(us))
+
+
+def _ttl_us(value: Any, kind: str) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        us = value // timedelta(microseconds=1)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise InvalidArgumentError(f"ttl[{kind!r}] must be finite, got {value!r}")
+        us = int(round(value * _US))  # seconds
+    else:
+        raise TypeError(f"ttl[{kind!r}] must be a timedelta, seconds (int or float) or None (never), got {_got(value)}")
+    if us <= 0:
+        raise InvalidArgumentError(f"ttl[{kind!r}] must be positive (or None: never expires), got {value!r}")
+    return us
+
+
+def _props(node: dict) -> dict:
+    """A node's props as a dict (a copy)."""
+    props = node["props"]
+    if isinstance(props, str):
+        return json.loads(props) if props else {}
+    return dict(props or {})
+
+
+def _user(user: Any) -> str:
+    if not isinstance(user, str):
+        raise TypeError(f"user must be a str, got {_got(user)}")
+    if not user.strip():
+        raise InvalidArgumentError(f"user must be a non-empty str, got {user!r}")
+    return user
+
+
+def _text(text: Any, name: str = "text") -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a str, got {_got(text)}")
+    if not text.strip():
+        raise InvalidArgumentError(f"{name} is empty or whitespace; a memory needs something to remember")
+    return text.strip()
+
+
+def _kind(kind: Any) -> str:
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be a str, got {_got(kind)}")
+    if not kind.strip() or kind.startswith("~"):
+        raise InvalidArgumentError(f"kind must be a non-empty str not starting with '~' (reserved), got {kind!r}")
+    return kind
+
+
+def _source(source: Any) -> str:
+    if source not in SOURCES:
+        raise InvalidArgumentError(f"source must be one of {', '.join(map(repr, SOURCES))}, got {source!r}")
+    return source
+
+
+# ------------------------------------------------------------------------------ results
+
+class MemoryHit:
+    """One memory as recall, history and expire return it.
+
+    Attributes:
+        id: the memory's id (str). text: what was remembered. kind: its kind (the node's label).
+        source: "user", "tool", "document" or "model". session: the session it came from (or None).
+        at: when it was said or happened (timezone-aware UTC datetime).
+        recorded_at: when it was stored (UTC datetime).
+        valid_to: when a newer version replaced it (UTC datetime), or None while current.
+        expires_at: when its kind's TTL ends it (UTC datetime), or None (never).
+        supersedes / superseded_by: ids of the previous / next version, or None.
+        origin: "model" for a confirmed inference (else None). confirmed_at: when (or None).
+        mentions: entity names it mentions (list of str). score: the fused recall score
+            (float; 0.0 outside recall). ranks: its rank in each recall channel (or None).
+    """
+
+    __slots__ = ("id", "text", "kind", "source", "session", "at", "recorded_at", "valid_to", "expires_at",
+                 "supersedes", "superseded_by", "origin", "confirmed_at", "mentions", "score", "ranks")
+
+    def __init__(self, node: dict, score: float = 0.0, ranks: Optional[dict] = None) -> None:
+        props = _props(node) if isinstance(node["props"], str) and node["props"] else (node["props"] or {})
+        self.id = node["key"]
+        self.text = node["text"]
+        self.kind = node["label"]
+        self.source = props.get("source")
+        self.session = props.get("session")
+        self.at = from_us(node["ts"])
+        self.recorded_at = from_us(props.get("recorded_at", node["ts"]))
+        self.valid_to = None if props.get("valid_to", OPEN) >= OPEN else from_us(props["valid_to"])
+        self.expires_at = None if props.get("expires_at", OPEN) >= OPEN else from_us(props["expires_at"])
+        self.supersedes = props.get("supersedes")
+        self.superseded_by = props.get("superseded_by")
+        self.origin = props.get("origin")
+        self.confirmed_at = from_us(props["confirmed_at"]) if props.get("confirmed_at") is not None else None
+        self.mentions = list(props.get("mentions", []))
+        self.score = float(score)
+        self.ranks = dict(ranks or {})
+
+    def to_dict(self) -> dict:
+        """JSON-ready: times as ISO 8601 strings."""
+        out = {}
+        for name in self.__slots__:
+            value = getattr(self, name)
+            out[name] = value.isoformat() if isinstance(value, datetime) else value
+        return out
+
+    def __repr__(self) -> str:
+        return (f"MemoryHit(id={self.id!r}, kind={self.kind!r}, source={self.source!r}, at={self.at.isoformat()!r}, "
+                f"score={self.score:.4f}, text={self.text[:60]!r})")
+
+
+class Recall(list):
+    """The memories :meth:`Memory.recall` returns, best first (a list of :class:`MemoryHit`)."""
+
+    def __init__(self, hits: Iterable[MemoryHit], count_tokens: Callable[[str], int]) -> None:
+        super().__init__(hits)
+        self._count_tokens = count_tokens
+
+    def to_context(self, max_tokens: int = 800, *, count_tokens: Optional[Callable[[str], int]] = None) -> str:
+        """The memories as cited lines for a prompt, best first, within ``max_tokens``:
+        ``[m-…] (kind, source, YYYY-MM-DD) text``; a line that does not fit is left out, never cut.
+
+        Args:
+            max_tokens: the budget (int >= 1), counted by ``count_tokens`` (default: the store's).
+
+        Returns:
+            The lines joined by newlines ("" when nothing fits).
+
+        Raises:
+            TypeError / InvalidArgumentError: max_tokens not an int >= 1.
+        """
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+            raise TypeError(f"max_tokens must be an int >= 1, got {_got(max_tokens)}")
+        if max_tokens < 1:
+            raise InvalidArgumentError(f"max_tokens must be an int >= 1, got {max_tokens}")
+        count = count_tokens or self._count_tokens
+        lines: list = []
+        used = 0
+        for hit in self:
+            line = f"[{hit.id}] ({hit.kind}, {hit.source}, {hit.at.date().isoformat()}) {hit.text}"
+            cost = count(line + "\n")
+            if used + cost <= max_tokens:
+                lines.append(line)
+                used += cost
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ the store
+
+class Memory:
+    """Long-term memory for agents: per-user memories with versions, expiry and provenance,
+    an overview card per user, recall fusing four channels, and verified erasure.
+
+    Open one with :meth:`open`; see :mod:`vecgraph.memory` and :mod:`vecgraph.memory.store`
+    for the layout. Methods are thread-safe (writes are serialised by a lock; recalls run
+    beside them and see every write that returned).
+    """
+
+    def __init__(self, graph: Any, embedder: Any, *, ttl: dict, strict_kinds: bool, card_tokens: int,
+                 summarizer: Callable, extract_entities: Callable, count_tokens: Callable,
+                 sync_each_call: bool = False) -> None:
+        self.graph = graph
+        self._sync_each_call = sync_each_call
+        self.embedder = embedder
+        self._ttl = ttl
+        self.strict_kinds = strict_kinds
+        self.card_tokens = card_tokens
+        self.summarizer = summarizer
+        self.extract_entities = extract_entities
+        self.count_tokens = count_tokens
+        self._lock = threading.RLock()
+        self._neutral = None  # a unit vector for the nodes no search ranks (policy, erasure marker)
+        #: Called with the name of each step of forget() as it ends (crash tests set it).
+        self._after_step: Optional[Callable[[str], None]] = None
+
+    # -------------------------------------------------------------- opening
+
+    @classmethod
+    def open(
+        cls,
+        path: Optional[str],
+        *,
+        embedder: Any = "wordllama",
+        ttl: Optional[dict] = None,
+        strict_kinds: bool = False,
+        card_tokens: int = 2000,
+        summarizer: Optional[Callable] = None,
+        extract_entities: Optional[Callable] = None,
+        count_tokens: Optional[Callable[[str], int]] = None,
+        sync: str = "always",
+    ) -> "Memory":
+        """Open the memory store in folder ``path``, creating it or recovering it (a crash
+        during :meth:`forget` is finished here: see there). ``path=None``: in memory.
+
+        Args:
+            path: a folder (str or path), or None.
+            embedder: "wordllama" (default, offline, 256-d), a spec for
+                :func:`vecgraph.embedders.load`, or an embedder object (``name``, ``dim``,
+                ``__call__(texts) -> (n, dim)``); recorded in the folder, and checked on reopen.
+            ttl: {kind: timedelta, seconds or None (never)}: how long memories of each kind
+                stay recallable after their ``at``. Merged into the policy the folder holds
+                (None: keep it). Kinds not named never expire, unless ``strict_kinds``.
+            strict_kinds: refuse kinds the policy does not name (kept in the folder).
+            card_tokens: the card's budget in tokens (int >= 100; an empty card takes about 85).
+            summarizer: builds a card, see :func:`vecgraph.memory.default_summarizer`.
+            extract_entities: ``(text) -> list[str]`` of the names a memory mentions (default
+                :func:`vecgraph.memory.default_extractor`; an LLM call plugs in here).
+            count_tokens: ``(str) -> int`` (default: the Llama 2 tokenizer wordllama ships).
+            sync: the WAL's fsync policy (see :meth:`vecgraph.Graph.open`). With "always"
+                (the default) every call that writes returns once its writes are durable, with
+                one fsync for all of them (the graph itself runs with "off", and the store syncs
+                it at the end of each call: a write made directly to ``mem.graph`` is durable
+                at the next call of the store, ``mem.graph.sync()`` or ``close()``).
+
+        Raises:
+            InvalidArgumentError: a negative or zero TTL, a bad kind, card_tokens < 100.
+            TypeError: arguments of the wrong type. And as :meth:`vecgraph.Graph.open`.
+        """
+        from .. import embedders as embedder_module
+        from ..graph import Graph
+
+        if isinstance(embedder, str):
+            embedder = embedder_module.load(embedder)
+        embedder = embedder_module.check_embedder(embedder)
+        policy_in = {}
+        if ttl is not None:
+            if not isinstance(ttl, dict):
+                raise TypeError(f"ttl must be a dict {{kind: timedelta or None}}, got {_got(ttl)}")
+            policy_in = {_kind(kind): _ttl_us(value, kind) for kind, value in ttl.items()}
+        if isinstance(card_tokens, bool) or not isinstance(card_tokens, int):
+            raise TypeError(f"card_tokens must be an int, got {_got(card_tokens)}")
+        if card_tokens < 100:
+            raise InvalidArgumentError(f"card_tokens must be >= 100 (an empty card takes about 85), got {card_tokens}")
+        if not isinstance(strict_kinds, bool):
+            raise TypeError(f"strict_kinds must be a bool, got {_got(strict_kinds)}")
+        for name, hook in (("summarizer", summarizer), ("extract_entities", extract_entities),
+                           ("count_tokens", count_tokens)):
+            if hook is not None and not callable(hook):
+                raise TypeError(f"{name} must be callable, got {_got(hook)}")
+        dim = int(embedder.dim)
+        if path is None:
+            graph = Graph(dim, "cos", filterable=FILTERABLE)
+        else:
+            graph = Graph.open(path, dim, "cos", filterable=FILTERABLE, sync="off" if sync == "always" else sync)
+            missing = {n: t for n, t in FILTERABLE.items() if graph.filterable.get(n) != t}
+            if missing:
+                graph.close()
+                raise InvalidArgumentError(
+                    f"{path} holds a graph that is not a memory store (it lacks the filterable properties "
+                    f"{', '.join(missing)})")
+        try:
+            graph.use_embedder(embedder)
+            store = cls(graph, embedder, ttl={}, strict_kinds=strict_kinds, card_tokens=card_tokens,
+                        summarizer=summarizer or default_summarizer,
+                        extract_entities=extract_entities or default_extractor,
+                        count_tokens=count_tokens or default_token_counter,
+                        sync_each_call=sync == "always" and path is not None)
+            store._load_policy(policy_in, strict_kinds)
+            store._finish_erasure()
+        except BaseException:
+            graph.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        """Close the graph (syncing the WAL)."""
+        self.graph.close()
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Memory({self.graph.path!r}, embedder={self.embedder.name!r}, nodes={len(self.graph)})"
+
+    # -------------------------------------------------------------- policy
+
+    def _durable(self) -> None:
+        """Under sync="always": one fsync for every write the call made (see :meth:`open`)."""
+        if self._sync_each_call:
+            self.graph.sync()
+
+    def _neutral_vector(self) -> np.ndarray:
+        if self._neutral is None:
+            self._neutral = np.full((1, self.graph.dim), 1.0 / math.sqrt(self.graph.dim), np.float32)
+        return self._neutral
+
+    def _put_system(self, key: str, label: str, props: dict) -> None:
+        self.graph.upsert_nodes([key], self._neutral_vector(), labels=label, texts=[""], props=[props])
+
+    def _load_policy(self, policy_in: dict, strict: bool) -> None:
+        stored = {"ttl_us": {}, "strict_kinds": False}
+        if POLICY_KEY in self.graph:
+            stored = _props(self.graph.get_node(POLICY_KEY, vector=False))
+        ttl = dict(stored["ttl_us"])
+        changed = {kind: us for kind, us in policy_in.items() if ttl.get(kind, "absent") != us}
+        ttl.update(policy_in)
+        strict = bool(strict or stored.get("strict_kinds"))
+        self._ttl = ttl
+        self.strict_kinds = strict
+        if changed or strict != stored.get("strict_kinds") or POLICY_KEY not in self.graph:
+            if not self.graph.read_only:
+                self._put_system(POLICY_KEY, POLICY_LABEL, {"ttl_us": ttl, "strict_kinds": strict})
+                for kind in changed:
+                    self._restamp_expiry(kind)
+                self._durable()
+
+    @property
+    def ttl(self) -> dict:
+        """The TTL policy: {kind: timedelta or None (never)}."""
+        return {kind: None if us is None else timedelta(microseconds=us) for kind, us in self._ttl.items()}
+
+    def set_ttl(self, kind: str, ttl: Any) -> int:
+        """Change the TTL of ``kind`` (a timedelta, seconds, or None: never), durably. Memories
+        of that kind already stored take the new expiry at once (their ``expires_at`` columns
+        are rewritten in one batch).
+
+        Returns:
+            The number of memories of ``kind`` whose expiry was computed again.
+
+        Raises:
+            InvalidArgumentError: a TTL <= 0, a reserved kind. TypeError: wrong types.
+        """
+        kind = _kind(kind)
+        us = _ttl_us(ttl, kind)
+        with self._lock:
+            self._ttl[kind] = us
+            self._put_system(POLICY_KEY, POLICY_LABEL, {"ttl_us": self._ttl, "strict_kinds": self.strict_kinds})
+            count = self._restamp_expiry(kind)
+            self._durable()
+            return count
+
+    def _expiry(self, kind: str, at_us: int) -> int:
+        us = self._ttl.get(kind)
+        return OPEN if us is None else min(OPEN - 1, at_us + us)
+
+    def _restamp_expiry(self, kind: str) -> int:
+        keys = self.graph.keys(labels=[kind], where={"source": list(SOURCES)})
+        if not keys:
+            return 0
+        nodes = [self.graph.get_node(key, vector=False) for key in keys]
+        props = []
+        for node in nodes:
+            p = _props(node)
+            p["expires_at"] = self._expiry(kind, node["ts"])
+            props.append(p)
+        self.graph.update_nodes(keys, props=props)
+        return len(keys)
+
+    # -------------------------------------------------------------- writing
+
+    def _embed(self, texts: list) -> np.ndarray:
+        from ..embedders import embed
+
+        return embed(self.embedder, texts)
+
+    def _memory_node(self, memory_id: str, what: str = "memory") -> dict:
+        if not isinstance(memory_id, str):
+            raise TypeError(f"{what} must be a memory id (str), got {_got(memory_id)}")
+        if not _MEMORY_ID.match(memory_id) or memory_id not in self.graph:
+            raise NotFoundError(f"{what} {memory_id!r} is not a memory of this store")
+        return self.graph.get_node(memory_id, vector=False)
+
+    def remember(
+        self,
+        user: str,
+        text: str,
+        *,
+        kind: str = "fact",
+        source: str = "user",
+        session: Optional[str] = None,
+        at: Any = None,
+        supersedes: Optional[str] = None,
+        entities: Optional[Sequence[str]] = None,
+    ) -> str:
+        """Store one memory of ``user``; it is recallable by the next call.
+
+        Args:
+            user: the user id (non-empty str; the graph's tenant).
+            text: what to remember (non-empty after stripping whitespace).
+            kind: its kind (the policy's TTL applies; e.g. "profile", "preference",
+                "project", "fact").
+            source: "user" (said by the user), "tool", "document", or "model" (an inference:
+                see :meth:`infer`).
+            session: the session it came from (str or None).
+            at: when it was said or happened (datetime, naive = UTC; date; ISO 8601 str; int
+                microseconds); default now.
+            supersedes: the id of the memory this one replaces: that one's validity interval
+                closes at ``at`` and it leaves recall (kept for :meth:`history`), linked by a
+                ``supersedes`` edge. It must be the user's and current.
+            entities: the names it mentions (default: ``extract_entities(text)``); each
+                becomes (or links to) an entity node of the user. The kind is always one.
+
+        Returns:
+            The memory's id (str, ``m-`` and 16 hex digits).
+
+        Raises:
+            TypeError: user, text, kind or session of the wrong type.
+            InvalidArgumentError: empty text, an unknown source, a reserved kind, an unknown
+                kind with ``strict_kinds``, an unparseable ``at``, superseding a memory already
+                superseded or from after ``at``.
+            NotFoundError: ``supersedes`` names no memory of this user.
+            ReadOnlyError, StorageError: as :meth:`vecgraph.Graph.add_nodes`.
+        Nothing is written when an error is raised before the writes (every check above).
+        """
+        user = _user(user)
+        text = _text(text)
+        kind = _kind(kind)
+        source = _source(source)
+        if self.strict_kinds and kind not in self._ttl:
+            raise InvalidArgumentError(f"kind {kind!r} is not in the TTL policy (strict_kinds): known kinds are "
+                                       f"{', '.join(map(repr, sorted(self._ttl))) or 'none'}")
+        if session is not None and not isinstance(session, str):
+            raise TypeError(f"session must be a str or None, got {_got(session)}")
+        now_us = to_us(datetime.now(timezone.utc), "now")
+        at_us = now_us if at is None else to_us(at, "at")
+        if entities is None:
+            names = self.extract_entities(text)
+            if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+                raise TypeError(f"extract_entities must return a list of str, returned {_got(names)}")
+        else:
+            if isinstance(entities, str) or not all(isinstance(n, str) for n in entities):
+                raise TypeError(f"entities must be a list of str, got {_got(entities)}")
+            names = list(entities)
+        with self._lock:
+            old = None
+            if supersedes is not None:
+                old = self._memory_node(supersedes, "supersedes")
+                if old["tenant"] != user:
+                    raise NotFoundError(f"supersedes {supersedes!r} is not a memory of user {user!r}")
+                old_props = _props(old)
+                if old_props.get("superseded_by"):
+                    raise InvalidArgumentError(f"memory {supersedes!r} is already superseded by "
+                                               f"{old_props['superseded_by']!r}; supersede that one")
+                if at_us < old["ts"]:
+                    raise InvalidArgumentError(f"at ({from_us(at_us).isoformat()}) is before the memory it "
+                                               f"supersedes ({from_us(old['ts']).isoformat()})")
+            entity_keys: dict = {}
+            for name in list(names) + [kind]:
+                name = name.strip()
+                normal = normalize_name(name)
+                if normal and normal not in entity_keys:
+                    entity_keys[normal] = (f"ent:{user}:{normal}", name)
+            new_entities = [(key, name) for key, name in entity_keys.values() if key not in self.graph]
+            memory_id = "m-" + secrets.token_hex(8)
+            vectors = self._embed([text] + [name for _, name in new_entities])
+            props = {"source": source, "session": session, "recorded_at": now_us,
+                     "mentions": [name for _, name in entity_keys.values()],
+                     "valid_to": OPEN, "expires_at": self._expiry(kind, at_us), "span_start": at_us, "span_end": at_us}
+            if old is not None:
+                props["supersedes"] = supersedes
+            entity_props = {"source": "entity", "valid_to": OPEN, "expires_at": OPEN, "span_start": _INT64_MIN,
+                            "span_end": OPEN}
+            keys = [memory_id] + [key for key, _ in new_entities]
+            self.graph.add_nodes(keys, vectors, labels=[kind] + [ENTITY_LABEL] * len(new_entities), tenants=user,
+                                 ts=[at_us] + [0] * len(new_entities), texts=[text] + [""] * len(new_entities),
+                                 props=[props] + [dict(entity_props, name=name) for _, name in new_entities])
+            for key, name in new_entities:
+                self.graph.add_aliases(key, [name])
+            src = [memory_id] * len(entity_keys)
+            dst = [key for key, _ in entity_keys.values()]
+            rels = [MENTIONS] * len(entity_keys)
+            if old is not None:
+                src.append(memory_id)
+                dst.append(supersedes)
+                rels.append(SUPERSEDES)
+            if src:
+                self.graph.add_edges(src, dst, rels=rels, ts=at_us)
+            if old is not None:
+                old_props.update(valid_to=at_us, superseded_by=memory_id)
+                self.graph.update_nodes([supersedes], props=[old_props])
+            self._durable()
+        return memory_id
+
+    def infer(self, user: str, text: str, **kwargs: Any) -> str:
+        """:meth:`remember` with ``source="model"``: a model's guess, not a fact. Recall leaves it
+        out unless ``include_inferred=True``; the card never holds it; :meth:`confirm` makes it
+        a fact."""
+        if "source" in kwargs:
+            raise TypeError("infer() sets source='model'; use remember() for another source")
+        return self.remember(user, text, source="model", **kwargs)
+
+    def confirm(self, memory_id: str, *, source: str = "user") -> MemoryHit:
+        """Promote an inference to a fact (the user confirmed it). Its provenance stays:
+        ``origin`` becomes "model" and ``confirmed_at`` the time of confirmation.
+
+        Raises:
+            NotFoundError: no such memory. InvalidArgumentError: it is not an inference
+                (``source`` is not "model"), or ``source`` is "model".
+        """
+        source = _source(source)
+        if source == "model":
+            raise InvalidArgumentError("confirm() makes an inference a fact: source must be 'user', 'tool' or 'document'")
+        with self._lock:
+            node = self._memory_node(memory_id, "memory_id")
+            props = _props(node)
+            if props.get("source") != "model":
+                raise InvalidArgumentError(f"memory {memory_id!r} is not an inference (its source is "
+                                           f"{props.get('source')!r}); only source='model' memories are confirmed")
+            props.update(source=source, origin="model", confirmed_at=to_us(datetime.now(timezone.utc), "now"))
+            self.graph.update_nodes([memory_id], props=[props])
+            self._durable()
+            return MemoryHit(self.graph.get_node(memory_id, vector=False))
+
+    # -------------------------------------------------------------- reading
+
+    def _now_us(self, now: Any) -> int:
+        return to_us(datetime.now(timezone.utc) if now is None else now, "now")
+
+    def _conditions(self, now_us: int, *, since: Any, until: Any, include_superseded: bool,
+                    include_inferred: bool, with_entities: bool) -> dict:
+        sources = list(SOURCES if include_inferred else FACT_SOURCES)
+        if with_entities:
+            sources.append("entity")
+        where: dict = {"source": sources, "expires_at": {">": now_us}}
+        if not include_superseded:
+            where["valid_to"] = {">": now_us}
+        latest = now_us if until is None else min(now_us, to_us(until, "until"))
+        where["span_start"] = {"<=": latest}
+        if since is not None:
+            where["span_end"] = {">=": to_us(since, "since")}
+        return where
+
+    def recall(
+        self,
+        user: str,
+        query: str,
+        k: int = 5,
+        *,
+        now: Any = None,
+        since: Any = None,
+        until: Any = None,
+        kinds: Optional[Sequence[str]] = None,
+        include_superseded: bool = False,
+        include_inferred: bool = False,
+        channels: Sequence[str] = ("dense", "bm25", "graph"),
+    ) -> Recall:
+        """The ``k`` memories of ``user`` that best answer ``query``.
+
+        One :meth:`vecgraph.Graph.hybrid_search` within the user's tenant: dense (the query's
+        embedding against each memory's), bm25 (the query's words), and graph (walks of up to 2
+        hops over ``mentions`` edges from the entities the query names and from the nearest
+        memories: what was said about the same thing in other sessions), fused by the graph's
+        default fusion. Validity, expiry, provenance and the time window are conditions on the
+        engine's filterable columns, applied inside every channel, so up to ``k`` admitted
+        memories come back however many are filtered out.
+
+        Args:
+            user: the user id. query: the question (non-empty str). k: memories wanted (1..1000).
+            now: the time validity and expiry are judged at (default: now): a memory counts if
+                ``at <= now``, it was not superseded by ``now`` and ``at + ttl > now``.
+            since, until: only memories whose ``at`` is in [since, until] (both included).
+            kinds: only these kinds (None: all).
+            include_superseded: also versions replaced by ``now`` (still not expired ones).
+            include_inferred: also inferences (``source="model"``).
+            channels: a subset of ("dense", "bm25", "graph", "entity").
+
+        Returns:
+            :class:`Recall`: :class:`MemoryHit` items, best first, with ``to_context()``.
+
+        Raises:
+            TypeError / InvalidArgumentError: bad arguments (an unparseable time, k out of range).
+        """
+        user = _user(user)
+        query = _text(query, "query")
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError(f"k must be an int, got {_got(k)}")
+        if not 1 <= k <= 1000:
+            raise InvalidArgumentError(f"k must be in [1, 1000], got {k}")
+        for name, flag in (("include_superseded", include_superseded), ("include_inferred", include_inferred)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, got {_got(flag)}")
+        labels = None
+        if kinds is not None:
+            if isinstance(kinds, str):
+                kinds = [kinds]
+            labels = [_kind(kind) for kind in kinds] + [ENTITY_LABEL]
+        where = self._conditions(self._now_us(now), since=since, until=until, include_superseded=include_superseded,
+                                 include_inferred=include_inferred, with_entities=True)
+        vector = self._embed([query])[0]
+        result = self.graph.hybrid_search(query, vector, k=2 * k + 10, channels=channels, tenants=[user],
+                                          labels=labels, where=where, entity_keys=False, hops=2)
+        hits = []
+        for hit in result.hits:
+            if isinstance(hit.key, str) and hit.key.startswith("m-"):
+                hits.append(MemoryHit(self.graph.get_node(hit.key, vector=False), hit.score, hit.ranks))
+                if len(hits) == k:
+                    break
+        return Recall(hits, self.count_tokens)
+
+    def recall_memory(self, user: str, query: str, time_range: Any = None) -> list:
+        """Search a user's long-term memory for what answers a question (a tool for an agent).
+
+        Args:
+            user: the id of the user whose memories to search.
+            query: the question, in natural language.
+            time_range: optional {"since": ISO 8601, "until": ISO 8601} (either may be left
+                out), or [since, until]: only memories said or done in that window.
+
+        Returns:
+            Up to 5 memories, best first, each {"id", "text", "kind", "source", "at"} (at: ISO 8601).
+        """
+        since = until = None
+        if time_range is not None:
+            if isinstance(time_range, dict):
+                unknown = set(time_range) - {"since", "until"}
+                if unknown:
+                    raise InvalidArgumentError(f"time_range takes 'since' and 'until', got {sorted(unknown)}")
+                since, until = time_range.get("since"), time_range.get("until")
+            elif isinstance(time_range, (list, tuple)) and len(time_range) == 2:
+                since, until = time_range
+            else:
+                raise TypeError(f"time_range must be {{'since': ..., 'until': ...}} or [since, until], got "
+                                f"{_got(time_range)}")
+        hits = self.recall(user, query, 5, since=since, until=until)
+        return [{"id": h.id, "text": h.text, "kind": h.kind, "source": h.source, "at": h.at.isoformat()}
+                for h in hits]
+
+    def memories(self, user: str, *, now: Any = None, include_superseded: bool = False,
+                 include_inferred: bool = False, kinds: Optional[Sequence[str]] = None) -> list:
+        """Every memory of ``user`` that recall could return at ``now`` (same conditions), in
+        the order they were stored (a list of :class:`MemoryHit`, score 0)."""
+        user = _user(user)
+        where = self._conditions(self._now_us(now), since=None, until=None, include_superseded=include_superseded,
+                                 include_inferred=include_inferred, with_entities=False)
+        labels = None if kinds is None else [_kind(kind) for kind in ([kinds] if isinstance(kinds, str) else kinds)]
+        return [MemoryHit(self.graph.get_node(key, vector=False))
+                for key in self.graph.keys(tenants=[user], labels=labels, where=where)]
+
+    def history(self, memory_id: str) -> list:
+        """The version chain ``memory_id`` belongs to, oldest first (a list of
+        :class:`MemoryHit` with ``at``, ``recorded_at``, ``valid_to``, ``source``).
+
+        Raises:
+            NotFoundError: no such memory (or it was deleted by expiry or erasure).
+        """
+        node = self._memory_node(memory_id, "memory_id")
+        first = node
+        seen = {node["key"]}
+        while True:
+            previous = _props(first).get("supersedes")
+            if not previous or previous in seen or previous not in self.graph:
+                break
+            seen.add(previous)
+            first = self.graph.get_node(previous, vector=False)
+        chain = [MemoryHit(first)]
+        while chain[-1].superseded_by and chain[-1].superseded_by in self.graph and len(chain) <= len(seen) + 10_000:
+            chain.append(MemoryHit(self.graph.get_node(chain[-1].superseded_by, vector=False)))
+        return chain
+
+    # -------------------------------------------------------------- layer 1: the card
+
+    def card(self, user: str, *, refresh: bool = False, now: Any = None) -> dict:
+        """The user's overview card (layer 1): a JSON-ready dict of at most ``card_tokens``
+        tokens, built by the summarizer from the current, confirmed, unexpired memories (see
+        :func:`vecgraph.memory.default_summarizer` for its fields). The stored card is returned
+        as it is; ``refresh=True`` (or no card yet) builds and stores a new one.
+
+        Raises:
+            TypeError / InvalidArgumentError: a bad user.
+        """
+        user = _user(user)
+        key = f"card:{user}"
+        if not refresh and key in self.graph:
+            return json.loads(self.graph.get_node(key, vector=False)["text"])
+        return self._refresh_card(user, now)
+
+    def end_session(self, user: str, session: Optional[str] = None, *, now: Any = None) -> dict:
+        """End a session: refresh and store the user's card from their current memories.
+        Returns the new card."""
+        user = _user(user)
+        if session is not None and not isinstance(session, str):
+            raise TypeError(f"session must be a str or None, got {_got(session)}")
+        return self._refresh_card(user, now)
+
+    def _refresh_card(self, user: str, now: Any) -> dict:
+        now_us = self._now_us(now)
+        memories = self.memories(user, now=now_us)
+        counts: dict = {}
+        own_names = []
+        for m in memories:
+            # A memory's names, its kind's aside (every memory of a kind shares that one).
+            own = {normalize_name(n) for n in m.mentions} - {normalize_name(m.kind)}
+            own_names.append(own)
+            for name in own:
+                counts[name] = counts.get(name, 0) + 1
+        for m, own in zip(memories, own_names):
+            m.score = float(sum(counts[n] - 1 for n in own))  # how often the others mention its names
+        card = self.summarizer(user, memories, max_tokens=self.card_tokens,
+                               count_tokens=self.count_tokens, now=from_us(now_us))
+        if not isinstance(card, dict):
+            raise TypeError(f"summarizer must return a dict, returned {_got(card)}")
+        text = json.dumps(card, ensure_ascii=False)
+        tokens = self.count_tokens(text)
+        if tokens > self.card_tokens:
+            raise InvalidArgumentError(f"the summarizer's card has {tokens} tokens, more than card_tokens="
+                                       f"{self.card_tokens}")
+        with self._lock:
+            self.graph.upsert_nodes([f"card:{user}"], self._neutral_vector(), labels=CARD_LABEL, tenants=user,
+                                    ts=now_us, texts=[text], props=[{"card": True}])
+            self._durable()
+        return card
+
+    # -------------------------------------------------------------- expiry and erasure
+
+    def expire(self, now: Any = None) -> list:
+        """Delete every memory whose TTL has run out at ``now`` (``at + ttl <= now``), with
+        the entities no remaining memory mentions. Expired memories already left recall at
+        ``now``; this removes them from the graph (the WAL and snapshot files still hold their
+        bytes until :meth:`purge_expired` or a later :meth:`forget` rewrites the folder). A
+        stored card of a user who lost memories is rebuilt at ``now``, so that it no longer
+        quotes them.
+
+        Returns:
+            The deleted memories (list of :class:`MemoryHit`).
+        """
+        now_us = self._now_us(now)
+        with self._lock:
+            keys = self.graph.keys(where={"expires_at": {"<=": now_us}, "source": list(SOURCES)})
+            nodes = [self.graph.get_node(key, vector=False) for key in keys]
+            gone = [MemoryHit(node) for node in nodes]
+            if keys:
+                entities = {key for m_key in keys for key in self._entities_of(m_key)}
+                self.graph.delete_nodes(keys)
+                orphans = [key for key in entities if not self.graph.neighbors(key, rels=[MENTIONS], direction="in")]
+                if orphans:
+                    self.graph.delete_nodes(orphans)
+                for user in sorted({node["tenant"] for node in nodes}):
+                    if f"card:{user}" in self.graph:
+                        self._refresh_card(user, now_us)
+                self._durable()
+            return gone
+
+    def _entities_of(self, memory_key: str) -> list:
+        return [edge.dst for edge in self.graph.neighbors(memory_key, rels=[MENTIONS], direction="out")]
+
+    def purge_expired(self, now: Any = None) -> dict:
+        """:meth:`expire`, then rewrite the folder's history (as :meth:`forget` does) so that no
+        file still holds the expired memories.
+
+        Returns:
+            {"expired": [ids], "files_removed": [relative paths]}.
+        """
+        gone = self.expire(now)
+        removed: list = []
+        if gone and self.graph.path is not None:
+            with self._lock:
+                removed = self.graph.checkpoint(keep_history=False)["removed"]
+        return {"expired": [m.id for m in gone], "files_removed": removed}
+
+    def _step(self, name: str) -> None:
+        if self._after_step is not None:
+            self._after_step(name)
+
+    def forget(self, user: str) -> ErasureReceipt:
+        """Erase everything of ``user``: memories, entities, edges, aliases, BM25 documents and
+        card, then every trace in the folder, and verify it.
+
+        Steps: (1) a durable marker node says an erasure is pending; (2) one logged
+        ``delete_tenant`` removes the user's nodes and their edges (atomic: after a crash the
+        user is either all there or all gone); (3) a checkpoint with ``keep_history=False``
+        writes a new snapshot generation, deletes every older one and every WAL segment before
+        it, and rebuilds the BM25 index so that no old segment file is left (the HNSW file is
+        not written while the index holds deleted nodes: the next open rebuilds it); (4) the
+        marker is cleared; (5) every file of the folder is scanned for the bytes of the user id
+        and of every deleted key (each WAL record and snapshot row that holds a node's text
+        holds its key and tenant too; texts themselves are not looked for, since another user
+        may have written the same words). A user id that is part of other data (another user
+        id it prefixes, a word in someone's text) is found there too and leaves the receipt
+        unverified: prefer ids that cannot occur by chance. A crash after (1) is finished by the next
+        :meth:`open`, which repeats (3) and (4).
+
+        What this cannot reach (backups, filesystem and SSD blocks, other processes' memory)
+        is listed in :mod:`vecgraph.memory.erasure`.
+
+        Returns:
+            :class:`ErasureReceipt`; for a user with nothing stored, an empty one (no error).
+
+        Raises:
+            TypeError / InvalidArgumentError: a bad user id. ReadOnlyError, StorageError: as
+            for writes.
+        """
+        user = _user(user)
+        started = time.perf_counter()
+        receipt = ErasureReceipt(user)
+        with self._lock:
+            keys = self.graph.keys(tenants=[user])
+            if not keys:
+                return receipt
+            # The scan looks for the user id and every deleted key: each WAL record and snapshot
+            # row that holds a node's text holds its key and tenant too. Texts are not needles:
+            # another user may hold the same words.
+            needles = [user] + [str(key) for key in keys]
+            receipt.entities = len(self.graph.keys(tenants=[user], labels=[ENTITY_LABEL]))
+            receipt.cards = len(self.graph.keys(tenants=[user], labels=[CARD_LABEL]))
+            receipt.memories = len(keys) - receipt.entities - receipt.cards
+            path = self.graph.path
+            if path is not None:
+                self._put_system(ERASURE_KEY, ERASURE_LABEL, {"pending": True})
+                self.graph.sync()  # the marker is durable before anything is deleted
+                self._step("marked")
+            receipt.nodes = self.graph.delete_tenant(user)
+            self.graph.sync()
+            self._step("deleted")
+            if path is not None:
+                result = self.graph.checkpoint(keep_history=False)
+                self._step("rewritten")
+                receipt.files_removed = result["removed"]
+                snapshot = result["snapshot"]
+                receipt.files_written = sorted(os.path.relpath(os.path.join(snapshot, name), path)
+                                               for name in os.listdir(snapshot))
+                self._put_system(ERASURE_KEY, ERASURE_LABEL, {"pending": False})
+                self.graph.sync()
+                receipt.found = scan_folder(path, needles)
+                receipt.verified = not receipt.found
+        receipt.seconds = time.perf_counter() - started
+        return receipt
+
+    def _finish_erasure(self) -> None:
+        """On open: an erasure that a crash interrupted after its marker is finished."""
+        if self.graph.path is None or self.graph.read_only or ERASURE_KEY not in self.graph:
+            return
+        if _props(self.graph.get_node(ERASURE_KEY, vector=False)).get("pending"):
+            self.graph.checkpoint(keep_history=False)
+            self._put_system(ERASURE_KEY, ERASURE_LABEL, {"pending": False})
+            self.graph.sync()
+
+    def users(self) -> list:
+        """The ids of the users with at least one memory (sorted)."""
+        keys = self.graph.keys(where={"source": list(SOURCES)})
+        return sorted({self.graph.get_node(key, vector=False)["tenant"] for key in keys})
+
+
+# The JSON schema of recall_memory's arguments (the shape agent frameworks take for a tool).
+Memory.recall_memory.json_schema = {  # type: ignore[attr-defined]
+    "name": "recall_memory",
+    "description": "Search a user's long-term memory for what answers a question.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "user": {"type": "string", "description": "the id of the user whose memories to search"},
+            "query": {"type": "string", "description": "the question, in natural language"},
+            "time_range": {
+                "type": "object",
+                "description": "only memories said or done in this window (ISO 8601 times)",
+                "properties": {"since": {"type": "string", "format": "date-time"},
+                               "until": {"type": "string", "format": "date-time"}},
+                "additionalProperties": False,
+            },
+        },
+        "required": ["user", "query"],
+        "additionalProperties": False,
+    },
+}
