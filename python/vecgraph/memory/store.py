@@ -336,7 +336,13 @@ class Memory:
         if path is None:
             graph = Graph(dim, "cos", filterable=FILTERABLE)
         else:
-            graph = Graph.open(path, dim, "cos", filterable=FILTERABLE, sync="off" if sync == "always" else sync)
+            try:
+                graph = Graph.open(path, dim, "cos", filterable=FILTERABLE, sync="off" if sync == "always" else sync)
+            except InvalidArgumentError as exc:
+                if "filterable" not in str(exc):
+                    raise
+                raise InvalidArgumentError(f"{path} holds a vecgraph graph that is not a memory store (a memory "
+                                           f"store is created by Memory.open in a new folder): {exc}") from exc
             missing = {n: t for n, t in FILTERABLE.items() if graph.filterable.get(n) != t}
             if missing:
                 graph.close()
