@@ -184,7 +184,7 @@ def test_a_bad_supersede_raises_and_writes_nothing(versions, case):
         "unknown id": (lambda: mem.remember("alice", "I live in Rome", supersedes="m-0123456789abcdef"),
                        vg.NotFoundError),
         "not an id": (lambda: mem.remember("alice", "I live in Rome", supersedes="Berlin"), vg.NotFoundError),
-        "entity key": (lambda: mem.remember("alice", "I live in Rome", supersedes="ent:alice:profile"),
+        "entity key": (lambda: mem.remember("alice", "I live in Rome", supersedes="ent:5:alice:profile"),
                        vg.NotFoundError),
         "other user": (lambda: mem.remember("alice", "I live in Rome", supersedes=bobs), vg.NotFoundError),
         "at before the old one": (lambda: mem.remember("alice", "I live in Rome", at=T0 + 9 * DAY, supersedes=new),
@@ -231,16 +231,16 @@ def test_expire_deletes_expired_memories_and_the_entities_only_they_mention():
         gone = mem.expire(now=T0 + HOUR)  # only e1
         assert [(m.id, m.text, m.kind) for m in gone] == [(e1, "kickoff with the Zanzibar team", "event")]
         assert all(isinstance(m, vg.memory.MemoryHit) for m in gone)
-        assert e1 not in mem.graph and "ent:alice:kickoff" not in mem.graph
-        for kept in ("ent:alice:zanzibar", "ent:alice:event", "ent:alice:priya", "ent:alice:fact", e2, fact):
+        assert e1 not in mem.graph and "ent:5:alice:kickoff" not in mem.graph
+        for kept in ("ent:5:alice:zanzibar", "ent:5:alice:event", "ent:5:alice:priya", "ent:5:alice:fact", e2, fact):
             assert kept in mem.graph
         assert len(mem.graph) == nodes - 2  # e1 and kickoff
         assert mem.graph.count_edges == edges - 3  # e1's mentions of zanzibar, kickoff and event
 
         gone = mem.expire(now=T0 + 4 * HOUR)  # e2, and with it priya and event (alice's)
         assert _ids(gone) == [e2]
-        assert {"ent:alice:priya", "ent:alice:event", e2} & set(mem.graph.keys()) == set()
-        assert "ent:bob:priya" in mem.graph and "ent:bob:event" in mem.graph and other in mem.graph
+        assert {"ent:5:alice:priya", "ent:5:alice:event", e2} & set(mem.graph.keys()) == set()
+        assert "ent:3:bob:priya" in mem.graph and "ent:3:bob:event" in mem.graph and other in mem.graph
         assert len(mem.graph) == nodes - 5
         assert mem.expire(now=T0 + 4 * HOUR) == []
         assert _ids(mem.recall("alice", "Zanzibar", k=10, now=T0 + 4 * HOUR)) == [fact]
@@ -523,16 +523,16 @@ def test_memories_that_mention_the_same_name_share_an_entity_node(mem):
     def entities(memory_id):
         return {e.dst for e in mem.graph.neighbors(memory_id, rels=["mentions"])}
 
-    assert entities(m1) == {"ent:alice:zanzibar", "ent:alice:project"}
-    assert entities(m2) == {"ent:alice:zanzibar", "ent:alice:fact"}
-    assert entities(m3) == {"ent:bob:zanzibar", "ent:bob:fact"}
-    assert {e.src for e in mem.graph.neighbors("ent:alice:zanzibar", rels=["mentions"], direction="in")} == {m1, m2}
-    node = mem.graph.get_node("ent:alice:zanzibar", vector=False)
+    assert entities(m1) == {"ent:5:alice:zanzibar", "ent:5:alice:project"}
+    assert entities(m2) == {"ent:5:alice:zanzibar", "ent:5:alice:fact"}
+    assert entities(m3) == {"ent:3:bob:zanzibar", "ent:3:bob:fact"}
+    assert {e.src for e in mem.graph.neighbors("ent:5:alice:zanzibar", rels=["mentions"], direction="in")} == {m1, m2}
+    node = mem.graph.get_node("ent:5:alice:zanzibar", vector=False)
     assert (node["label"], node["tenant"], node["aliases"], node["text"]) == ("~entity", "alice", ["Zanzibar"], "")
     # a name written differently is the same entity (normalised), no new node
     nodes = len(mem.graph)
     m4 = mem.remember("alice", "ZANZIBAR billing is live", kind="project", at=T0 + 2 * DAY)
-    assert "ent:alice:zanzibar" in entities(m4) and len(mem.graph) == nodes + 1
+    assert "ent:5:alice:zanzibar" in entities(m4) and len(mem.graph) == nodes + 1
     assert mem.history(m4)[0].mentions == ["ZANZIBAR", "project"]
 
 
@@ -626,7 +626,7 @@ BAD_CALLS = {
     "forget empty user": (lambda m: m.forget(""), vg.InvalidArgumentError),
     "forget user not a str": (lambda m: m.forget(["alice"]), TypeError),
     "history unknown": (lambda m: m.history("m-ffffffffffffffff"), vg.NotFoundError),
-    "history of an entity": (lambda m: m.history("ent:alice:fact"), vg.NotFoundError),
+    "history of an entity": (lambda m: m.history("ent:5:alice:fact"), vg.NotFoundError),
     "card bad user": (lambda m: m.card(7), TypeError),
     "set_ttl reserved kind": (lambda m: m.set_ttl("~card", HOUR), vg.InvalidArgumentError),
 }

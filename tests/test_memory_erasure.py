@@ -72,7 +72,7 @@ def _assert_other_intact(mem: vg.Memory, data: dict) -> None:
         assert memory_id in [h.id for h in mem.recall(OTHER, text, k=3)]
     if "card" in data:
         assert mem.card(OTHER) == data["card"]  # the stored card, as it was
-    assert "ent:olga:zanzibar" in mem.graph
+    assert "ent:4:olga:zanzibar" in mem.graph
 
 
 def _assert_user_gone(mem: vg.Memory, data: dict) -> None:
@@ -146,7 +146,7 @@ def test_forget_in_an_in_memory_store():
         assert receipt.files_removed == [] and receipt.verified is False  # no folder to verify
         _assert_user_gone(mem, data)
         assert {m.id: m.text for m in mem.memories(OTHER)} == data["other"]
-        assert "ent:olga:zanzibar" in mem.graph
+        assert "ent:4:olga:zanzibar" in mem.graph
 
 
 def _populate_in_memory(mem: vg.Memory) -> dict:
@@ -166,8 +166,9 @@ def test_purge_expired_leaves_no_file_holding_an_expired_memory(tmp_path):
         mem.end_session(OTHER, now=T0 + MINUTE)  # the card quotes the event
         mem.graph.checkpoint()
         assert files_containing(path, ["fire drill in the atrium"]) != []
-        nothing = mem.purge_expired(now=T0 + 30 * MINUTE)
-        assert nothing == {"expired": [], "files_removed": []}
+        nothing = mem.purge_expired(now=T0 + 30 * MINUTE)  # nothing expired: history rewritten all the same
+        assert nothing["expired"] == [] and any(p.startswith("snapshots/") for p in nothing["files_removed"])
+        assert files_containing(path, ["fire drill in the atrium"]) != []  # still live: in the new snapshot
         result = mem.purge_expired(now=T0 + 2 * HOUR)
         assert result["expired"] == [event] and result["files_removed"]
         assert files_containing(path, ["fire drill in the atrium", event]) == []
@@ -175,6 +176,37 @@ def test_purge_expired_leaves_no_file_holding_an_expired_memory(tmp_path):
     with vg.Memory.open(path, embedder=FakeEmbedder()) as mem:
         assert event not in mem.graph and fact in mem.graph
         assert [h.id for h in mem.recall(OTHER, "atrium", now=T0 + 2 * HOUR)] == [fact]
+
+
+def test_purge_expired_after_expire_still_rewrites_the_history(tmp_path):
+    """expire() deletes; a later purge_expired() that expires nothing more must still leave no
+    file holding what expire() deleted."""
+    path = str(tmp_path / "mem.vg")
+    with vg.Memory.open(path, embedder=FakeEmbedder(), ttl={"otp": HOUR}) as mem:
+        code = mem.remember(OTHER, "my one-time code is 839201", kind="otp", at=T0)
+        mem.remember(OTHER, "the atrium has a glass roof", kind="fact", at=T0)
+        assert [m.id for m in mem.expire(now=T0 + 2 * HOUR)] == [code]
+        assert files_containing(path, ["839201"]) != []  # deleted, still in the WAL
+        assert mem.purge_expired(now=T0 + 2 * HOUR)["expired"] == []
+        assert files_containing(path, ["839201", code]) == []
+
+
+def test_forget_of_a_user_with_no_live_node_still_erases_their_history(tmp_path):
+    """A user whose memories all expired (deleted by expire()) has no node left, yet the WAL holds
+    them: forget() rewrites the history and verifies."""
+    path = str(tmp_path / "mem.vg")
+    with vg.Memory.open(path, embedder=FakeEmbedder(), ttl={"otp": HOUR}) as mem:
+        mem.remember("omar-5521", "my one-time code is 839201", kind="otp", at=T0)
+        mem.remember(OTHER, "the atrium has a glass roof", kind="fact", at=T0)
+        mem.expire(now=T0 + 2 * HOUR)
+        assert mem.graph.keys(tenants=["omar-5521"]) == []
+        assert files_containing(path, ["omar-5521", "839201"]) != []
+        receipt = mem.forget("omar-5521")
+        assert receipt.nodes == 0 and receipt.verified and receipt.found == [] and receipt.id_found == []
+        assert receipt.files_removed and files_containing(path, ["omar-5521", "839201"]) == []
+        # nothing left of them: the next forget scans, finds nothing, rewrites nothing
+        again = mem.forget("omar-5521")
+        assert again.verified and again.files_removed == []
 
 
 # ------------------------------------------------------------------ scan_folder

@@ -554,12 +554,17 @@ def _cmd_memory(args: argparse.Namespace) -> int:
             if args.json:
                 _print_json(receipt.to_dict())
             else:
+                state = ("verified: no file holds their keys" if receipt.verified
+                         else "NOT verified: their keys are still in the folder")
                 print(f"forgot {args.user!r}: {_n(receipt.memories, 'memory')}, {_n(receipt.entities, 'entity')}, "
-                      f"{_n(receipt.cards, 'card')}; {_n(len(receipt.files_removed), 'file')} removed; "
-                      f"{'verified: no file holds their data' if receipt.verified else 'nothing to erase' if not receipt.nodes else 'NOT verified'}")
+                      f"{_n(receipt.cards, 'card')}; {_n(len(receipt.files_removed), 'file')} removed; {state}")
                 for path, needle, offset in receipt.found:
                     print(f"  {path} holds {needle!r} at byte {offset:,}")
-            if receipt.nodes and not receipt.verified:
+                if receipt.id_found:
+                    print(f"  the id {args.user!r} itself still occurs in {_n(len(receipt.id_found), 'place')}, e.g. "
+                          f"{receipt.id_found[0][0]} at byte {receipt.id_found[0][2]:,} (a short or common id also "
+                          "occurs in other data; `vecgraph verify --absent-tenant` lists them)")
+            if not receipt.verified:
                 return 1
         elif action == "expire":
             if args.purge:
@@ -737,8 +742,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # arguments again with options and positionals intermixed.
         rest = list(sys.argv[1:] if argv is None else argv)
         at = next(i for i, arg in enumerate(rest) if not arg.startswith("-"))  # the subcommand
-        again, unknown = args.parser.parse_known_intermixed_args(rest[at + 1:])
-        vars(args).update(vars(again))  # --debug before the subcommand stays
+        try:
+            again, unknown = args.parser.parse_known_intermixed_args(rest[at + 1:])
+        except TypeError:  # a subcommand with actions of its own (memory): argparse cannot intermix
+            again = None
+        if again is not None:
+            vars(args).update(vars(again))  # --debug before the subcommand stays
     if unknown:  # reported with the subcommand's usage, not the top-level one
         args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     prefix = f"vecgraph {args.command}"

@@ -37,10 +37,12 @@ class ErasureReceipt:
         files_removed: files deleted from the folder (relative paths): older snapshot
             generations, WAL segments, BM25 segment files.
         files_written: files of the new snapshot generation (relative paths).
-        verified: the folder was scanned afterwards for the bytes of the user id and of every
-            deleted key, and none was found (False with nothing to erase, or when the scan
-            found one: see ``found``).
-        found: (relative path, needle, byte offset) of whatever the scan found.
+        verified: the folder was scanned afterwards for the bytes of every deleted key and of
+            the key forms only the user's nodes have, and none was found (False in an
+            in-memory store, or when the scan found one: see ``found``).
+        found: (relative path, needle, byte offset) of whatever that scan found.
+        id_found: where the bytes of the user id itself occur afterwards: none for a
+            distinctive id; a short or common id also occurs in other data.
         seconds: how long the erasure took.
     """
 
@@ -53,6 +55,7 @@ class ErasureReceipt:
     files_written: list = field(default_factory=list)
     verified: bool = False
     found: list = field(default_factory=list)
+    id_found: list = field(default_factory=list)
     seconds: float = 0.0
 
     def to_dict(self) -> dict:

@@ -10,7 +10,7 @@ Layout of the graph a store keeps (one folder; the engine's filters do the work)
   channel (seed index, traversal, BM25, entity): ``source`` (str), ``valid_to`` (when it was
   superseded; 2**63-1 while current), ``expires_at`` (``at`` + its kind's TTL; 2**63-1 for
   never), ``span_start`` = ``span_end`` = ``at``;
-- an **entity** is a node per user and name (key ``ent:<user>:<name>``, label ``~entity``, the
+- an **entity** is a node per user and name (key ``ent:<len(user)>:<user>:<name>``, label ``~entity``, the
   name as its alias, no text), linked from each memory that mentions it by a ``mentions``
   edge; its filterable columns admit every recall (``source`` "entity", ``span_start`` /
   ``span_end`` at the int64 ends), so that a walk passes through it from one memory to
@@ -34,26 +34,30 @@ import re
 import secrets
 import threading
 import time
-from datetime import date, datetime, timedelta, timezone
+import warnings
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
 from ..entities import normalize_name
-from ..errors import InvalidArgumentError, NotFoundError, _got
+from ..errors import DimensionMismatchError, InvalidArgumentError, NotFoundError, _got
 from .card import default_summarizer, default_token_counter
 from .entities import default_extractor
 from .erasure import ErasureReceipt, scan_folder
+from .results import MemoryHit, Recall
+from .values import (_MAX_US, _US, OPEN, SOURCES, _entity_key, _kind, _kinds, _props, _source, _text, _ttl_us, _user,
+                     from_us, to_us)
 
-OPEN = 2**63 - 1  # valid_to / expires_at of what is current / never expires
 _INT64_MIN = -(2**63)
-SOURCES = ("user", "tool", "document", "model")
 FACT_SOURCES = ("user", "tool", "document")  # what recall and the card admit by default
 ENTITY_LABEL, CARD_LABEL, POLICY_LABEL, ERASURE_LABEL = "~entity", "~card", "~policy", "~erasure"
 POLICY_KEY, ERASURE_KEY = "~memory-policy", "~memory-erasure"
 MENTIONS, SUPERSEDES = "mentions", "supersedes"
 FILTERABLE = {"source": "str", "valid_to": "timestamp", "expires_at": "timestamp", "span_start": "timestamp",
               "span_end": "timestamp"}
+RECALL_CHANNELS = ("dense", "bm25", "graph")
+
 # The fusion weights of recall (convex fusion, see vecgraph.hybrid), chosen on the dev half of
 # bench/data/memory_dialogues.json (bench/bench_memory_quality.py): level-1 recall in the top 5
 # 46/53 with the graph's defaults (vecgraph.hybrid.DEFAULT_WEIGHTS["convex"]: bm25 1, graph
@@ -61,186 +65,7 @@ FILTERABLE = {"source": "str", "valid_to": "timestamp", "expires_at": "timestamp
 # do memories reached only through a shared entity), level-2 association unchanged (12/12).
 RECALL_WEIGHTS = {"dense": 1.0, "bm25": 0.5, "graph": 0.1, "entity": 4.0}
 _MEMORY_ID = re.compile(r"m-[0-9a-f]{16}\Z")
-_US = 1_000_000
 
-
-# ------------------------------------------------------------------------------ values
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
-
-
-def to_us(value: Any, name: str) -> int:
-    """A time as int64 microseconds since the epoch (UTC): a datetime (naive: UTC), a date (its
-    midnight UTC), an ISO 8601 str, or an int (already microseconds)."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a datetime, date, ISO 8601 str or int microseconds, got bool")
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidArgumentError(f"{name} must be an ISO 8601 date or time such as '2026-03-01T09:30:00Z', "
-                                       f"got {value!r}") from None
-    if isinstance(value, datetime):
-        value = _utc(value)
-        return (value - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
-    if isinstance(value, date):
-        return (value - date(1970, 1, 1)).days * 86_400 * _US
-    if isinstance(value, (int, np.integer)):
-        if not _INT64_MIN <= int(value) < OPEN:
-            raise InvalidArgumentError(f"{name} must fit int64 microseconds, got {value}")
-        return int(value)
-    raise TypeError(f"{name} must be a datetime, date, ISO 8601 str or int microseconds, got {_got(value)}")
-
-
-def from_us(us: int) -> datetime:
-    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=int(us))
-
-
-def _ttl_us(value: Any, kind: str) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, timedelta):
-        us = value // timedelta(microseconds=1)
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not math.isfinite(value):
-            raise InvalidArgumentError(f"ttl[{kind!r}] must be finite, got {value!r}")
-        us = int(round(value * _US))  # seconds
-    else:
-        raise TypeError(f"ttl[{kind!r}] must be a timedelta, seconds (int or float) or None (never), got {_got(value)}")
-    if us <= 0:
-        raise InvalidArgumentError(f"ttl[{kind!r}] must be positive (or None: never expires), got {value!r}")
-    return us
-
-
-def _props(node: dict) -> dict:
-    """A node's props as a dict (a copy)."""
-    props = node["props"]
-    if isinstance(props, str):
-        return json.loads(props) if props else {}
-    return dict(props or {})
-
-
-def _user(user: Any) -> str:
-    if not isinstance(user, str):
-        raise TypeError(f"user must be a str, got {_got(user)}")
-    if not user.strip():
-        raise InvalidArgumentError(f"user must be a non-empty str, got {user!r}")
-    return user
-
-
-def _text(text: Any, name: str = "text") -> str:
-    if not isinstance(text, str):
-        raise TypeError(f"{name} must be a str, got {_got(text)}")
-    if not text.strip():
-        raise InvalidArgumentError(f"{name} is empty or whitespace; a memory needs something to remember")
-    return text.strip()
-
-
-def _kind(kind: Any) -> str:
-    if not isinstance(kind, str):
-        raise TypeError(f"kind must be a str, got {_got(kind)}")
-    if not kind.strip() or kind.startswith("~"):
-        raise InvalidArgumentError(f"kind must be a non-empty str not starting with '~' (reserved), got {kind!r}")
-    return kind
-
-
-def _source(source: Any) -> str:
-    if source not in SOURCES:
-        raise InvalidArgumentError(f"source must be one of {', '.join(map(repr, SOURCES))}, got {source!r}")
-    return source
-
-
-# ------------------------------------------------------------------------------ results
-
-class MemoryHit:
-    """One memory as recall, history and expire return it.
-
-    Attributes:
-        id: the memory's id (str). text: what was remembered. kind: its kind (the node's label).
-        source: "user", "tool", "document" or "model". session: the session it came from (or None).
-        at: when it was said or happened (timezone-aware UTC datetime).
-        recorded_at: when it was stored (UTC datetime).
-        valid_to: when a newer version replaced it (UTC datetime), or None while current.
-        expires_at: when its kind's TTL ends it (UTC datetime), or None (never).
-        supersedes / superseded_by: ids of the previous / next version, or None.
-        origin: "model" for a confirmed inference (else None). confirmed_at: when (or None).
-        mentions: entity names it mentions (list of str). score: the fused recall score
-            (float; 0.0 outside recall). ranks: its rank in each recall channel (or None).
-    """
-
-    __slots__ = ("id", "text", "kind", "source", "session", "at", "recorded_at", "valid_to", "expires_at",
-                 "supersedes", "superseded_by", "origin", "confirmed_at", "mentions", "score", "ranks")
-
-    def __init__(self, node: dict, score: float = 0.0, ranks: Optional[dict] = None) -> None:
-        props = _props(node) if isinstance(node["props"], str) and node["props"] else (node["props"] or {})
-        self.id = node["key"]
-        self.text = node["text"]
-        self.kind = node["label"]
-        self.source = props.get("source")
-        self.session = props.get("session")
-        self.at = from_us(node["ts"])
-        self.recorded_at = from_us(props.get("recorded_at", node["ts"]))
-        self.valid_to = None if props.get("valid_to", OPEN) >= OPEN else from_us(props["valid_to"])
-        self.expires_at = None if props.get("expires_at", OPEN) >= OPEN else from_us(props["expires_at"])
-        self.supersedes = props.get("supersedes")
-        self.superseded_by = props.get("superseded_by")
-        self.origin = props.get("origin")
-        self.confirmed_at = from_us(props["confirmed_at"]) if props.get("confirmed_at") is not None else None
-        self.mentions = list(props.get("mentions", []))
-        self.score = float(score)
-        self.ranks = dict(ranks or {})
-
-    def to_dict(self) -> dict:
-        """JSON-ready: times as ISO 8601 strings."""
-        out = {}
-        for name in self.__slots__:
-            value = getattr(self, name)
-            out[name] = value.isoformat() if isinstance(value, datetime) else value
-        return out
-
-    def __repr__(self) -> str:
-        return (f"MemoryHit(id={self.id!r}, kind={self.kind!r}, source={self.source!r}, at={self.at.isoformat()!r}, "
-                f"score={self.score:.4f}, text={self.text[:60]!r})")
-
-
-class Recall(list):
-    """The memories :meth:`Memory.recall` returns, best first (a list of :class:`MemoryHit`)."""
-
-    def __init__(self, hits: Iterable[MemoryHit], count_tokens: Callable[[str], int]) -> None:
-        super().__init__(hits)
-        self._count_tokens = count_tokens
-
-    def to_context(self, max_tokens: int = 800, *, count_tokens: Optional[Callable[[str], int]] = None) -> str:
-        """The memories as cited lines for a prompt, best first, within ``max_tokens``:
-        ``[m-…] (kind, source, YYYY-MM-DD) text``; a line that does not fit is left out, never cut.
-
-        Args:
-            max_tokens: the budget (int >= 1), counted by ``count_tokens`` (default: the store's).
-
-        Returns:
-            The lines joined by newlines ("" when nothing fits).
-
-        Raises:
-            TypeError / InvalidArgumentError: max_tokens not an int >= 1.
-        """
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-            raise TypeError(f"max_tokens must be an int >= 1, got {_got(max_tokens)}")
-        if max_tokens < 1:
-            raise InvalidArgumentError(f"max_tokens must be an int >= 1, got {max_tokens}")
-        count = count_tokens or self._count_tokens
-        lines: list = []
-        used = 0
-        for hit in self:
-            line = f"[{hit.id}] ({hit.kind}, {hit.source}, {hit.at.date().isoformat()}) {hit.text}"
-            cost = count(line + "\n")
-            if used + cost <= max_tokens:
-                lines.append(line)
-                used += cost
-        return "\n".join(lines)
-
-
-# ------------------------------------------------------------------------------ the store
 
 class Memory:
     """Long-term memory for agents: per-user memories with versions, expiry and provenance,
@@ -295,7 +120,8 @@ class Memory:
             ttl: {kind: timedelta, seconds or None (never)}: how long memories of each kind
                 stay recallable after their ``at``. Merged into the policy the folder holds
                 (None: keep it). Kinds not named never expire, unless ``strict_kinds``.
-            strict_kinds: refuse kinds the policy does not name (kept in the folder).
+            strict_kinds: refuse kinds the policy does not name (kept in the folder: once a store
+                is strict, it stays strict).
             card_tokens: the card's budget in tokens (int >= 100; an empty card takes about 85).
             summarizer: builds a card, see :func:`vecgraph.memory.default_summarizer`.
             extract_entities: ``(text) -> list[str]`` of the names a memory mentions (default
@@ -343,6 +169,10 @@ class Memory:
                     raise
                 raise InvalidArgumentError(f"{path} holds a vecgraph graph that is not a memory store (a memory "
                                            f"store is created by Memory.open in a new folder): {exc}") from exc
+            except DimensionMismatchError as exc:
+                raise DimensionMismatchError(f"{exc}; a memory store keeps the vectors of the embedder it "
+                                             f"was created with (embedder {embedder.name!r} makes {dim}-d vectors), "
+                                             "or the folder is not a memory store") from exc
             missing = {n: t for n, t in FILTERABLE.items() if graph.filterable.get(n) != t}
             if missing:
                 graph.close()
@@ -435,7 +265,7 @@ class Memory:
 
     def _expiry(self, kind: str, at_us: int) -> int:
         us = self._ttl.get(kind)
-        return OPEN if us is None else min(OPEN - 1, at_us + us)
+        return OPEN if us is None or at_us + us > _MAX_US else at_us + us
 
     def _restamp_expiry(self, kind: str) -> int:
         keys = self.graph.keys(labels=[kind], where={"source": list(SOURCES)})
@@ -517,6 +347,10 @@ class Memory:
             raise TypeError(f"session must be a str or None, got {_got(session)}")
         now_us = to_us(datetime.now(timezone.utc), "now")
         at_us = now_us if at is None else to_us(at, "at")
+        if at_us > now_us + 60 * _US:
+            warnings.warn(f"at ({from_us(at_us).isoformat()}) is in the future: recall leaves this memory out until "
+                          "then (a naive datetime is read as UTC; datetime.now() is local time, "
+                          "datetime.now(timezone.utc) is not)", RuntimeWarning, stacklevel=2)
         if entities is None:
             names = self.extract_entities(text)
             if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
@@ -543,7 +377,7 @@ class Memory:
                 name = name.strip()
                 normal = normalize_name(name)
                 if normal and normal not in entity_keys:
-                    entity_keys[normal] = (f"ent:{user}:{normal}", name)
+                    entity_keys[normal] = (_entity_key(user, normal), name)
             new_entities = [(key, name) for key, name in entity_keys.values() if key not in self.graph]
             memory_id = "m-" + secrets.token_hex(8)
             # Entity nodes are hubs for the graph channel's walks, not answers: they get the
@@ -557,9 +391,25 @@ class Memory:
             entity_props = {"source": "entity", "valid_to": OPEN, "expires_at": OPEN, "span_start": _INT64_MIN,
                             "span_end": OPEN}
             keys = [memory_id] + [key for key, _ in new_entities]
-            self.graph.add_nodes(keys, vectors, labels=[kind] + [ENTITY_LABEL] * len(new_entities), tenants=user,
-                                 ts=[at_us] + [0] * len(new_entities), texts=[text] + [""] * len(new_entities),
-                                 props=[props] + [dict(entity_props, name=name) for _, name in new_entities])
+            labels = [kind] + [ENTITY_LABEL] * len(new_entities)
+            stamps = [at_us] + [0] * len(new_entities)
+            texts = [text] + [""] * len(new_entities)
+            rows = [props] + [dict(entity_props, name=name) for _, name in new_entities]
+            if old is not None:
+                # The new memory, its new entities and the old memory's closed interval are one
+                # logged write (an upsert of all of them): after a crash either the new version
+                # is there and the old one closed, or neither changed. The old node keeps its
+                # int8 vector (quantizing its dequantized vector gives the same codes).
+                old_props.update(valid_to=at_us, superseded_by=memory_id)
+                keys.append(supersedes)
+                vectors = np.concatenate([vectors, self.graph.get_node(supersedes)["vector"][None, :]])
+                labels.append(old["label"])
+                stamps.append(old["ts"])
+                texts.append(old["text"])
+                rows.append(old_props)
+            self.graph.upsert_nodes(keys, vectors, labels=labels, tenants=user, ts=stamps, texts=texts, props=rows)
+            # Then the entities' names and the edges (a crash before them leaves the memory
+            # without its mentions edges: found by dense and BM25, not through its entities).
             for key, name in new_entities:
                 self.graph.add_aliases(key, [name])
             src = [memory_id] * len(entity_keys)
@@ -571,9 +421,6 @@ class Memory:
                 rels.append(SUPERSEDES)
             if src:
                 self.graph.add_edges(src, dst, rels=rels, ts=at_us)
-            if old is not None:
-                old_props.update(valid_to=at_us, superseded_by=memory_id)
-                self.graph.update_nodes([supersedes], props=[old_props])
             self._durable()
         return memory_id
 
@@ -620,10 +467,14 @@ class Memory:
         where: dict = {"source": sources, "expires_at": {">": now_us}}
         if not include_superseded:
             where["valid_to"] = {">": now_us}
-        latest = now_us if until is None else min(now_us, to_us(until, "until"))
-        where["span_start"] = {"<=": latest}
-        if since is not None:
-            where["span_end"] = {">=": to_us(since, "since")}
+        until_us = None if until is None else to_us(until, "until")
+        since_us = None if since is None else to_us(since, "since")
+        if since_us is not None and until_us is not None and since_us > until_us:
+            raise InvalidArgumentError(f"since ({from_us(since_us).isoformat()}) is after until "
+                                       f"({from_us(until_us).isoformat()}): an empty window")
+        where["span_start"] = {"<=": now_us if until_us is None else min(now_us, until_us)}
+        if since_us is not None:
+            where["span_end"] = {">=": since_us}
         return where
 
     def recall(
@@ -659,7 +510,8 @@ class Memory:
             kinds: only these kinds (None: all).
             include_superseded: also versions replaced by ``now`` (still not expired ones).
             include_inferred: also inferences (``source="model"``).
-            channels: a subset of ("dense", "bm25", "graph", "entity").
+            channels: a subset of :data:`RECALL_CHANNELS` ("dense", "bm25", "graph"; the
+                entity channel feeds the graph channel's walks).
             weights: {channel: weight} for the fusion (default :data:`RECALL_WEIGHTS`; see
                 :meth:`vecgraph.Graph.hybrid_search`).
 
@@ -671,31 +523,49 @@ class Memory:
         """
         user = _user(user)
         query = _text(query, "query")
-        if isinstance(k, bool) or not isinstance(k, int):
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
             raise TypeError(f"k must be an int, got {_got(k)}")
+        k = int(k)
         if not 1 <= k <= 1000:
             raise InvalidArgumentError(f"k must be in [1, 1000], got {k}")
         for name, flag in (("include_superseded", include_superseded), ("include_inferred", include_inferred)):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be a bool, got {_got(flag)}")
-        labels = None
-        if kinds is not None:
-            if isinstance(kinds, str):
-                kinds = [kinds]
-            labels = [_kind(kind) for kind in kinds] + [ENTITY_LABEL]
+        if isinstance(channels, str) or not isinstance(channels, Iterable):
+            raise TypeError(f"channels must be a list of channel names, got {_got(channels)}")
+        channels = tuple(channels)
+        unknown = [c for c in channels if c not in RECALL_CHANNELS]
+        if unknown or not channels:
+            raise InvalidArgumentError(f"channels must be names from {RECALL_CHANNELS} (the entity channel ranks entity "
+                                       f"nodes, not memories: it feeds the graph channel's walks), got {list(channels)!r}")
+        labels = None if kinds is None else _kinds(kinds) + [ENTITY_LABEL]
         where = self._conditions(self._now_us(now), since=since, until=until, include_superseded=include_superseded,
                                  include_inferred=include_inferred, with_entities=True)
         vector = self._embed([query])[0]
-        result = self.graph.hybrid_search(query, vector, k=k + 10, channels=channels, tenants=[user],
-                                          labels=labels, where=where, entity_keys=False, hops=2,
-                                          weights=RECALL_WEIGHTS if weights is None else weights)
-        hits = []
-        for hit in result.hits:
-            if isinstance(hit.key, str) and hit.key.startswith("m-"):
-                hits.append(MemoryHit(self.graph.get_node(hit.key, vector=False), hit.score, hit.ranks))
-                if len(hits) == k:
-                    break
-        return Recall(hits, self.count_tokens)
+        # Entity nodes pass the filters (walks go through them) and so can fill places of the
+        # fused list: it is asked again, four times longer, until it holds k memories or ends.
+        want = k + 10
+        while True:
+            result = self.graph.hybrid_search(query, vector, k=want, channels=channels, tenants=[user],
+                                              labels=labels, where=where, entity_keys=False, hops=2,
+                                              weights=RECALL_WEIGHTS if weights is None else weights)
+            hits = []
+            for hit in result.hits:
+                if isinstance(hit.key, str) and hit.key.startswith("m-"):
+                    node = self._node_or_none(hit.key)
+                    if node is not None:  # None: deleted since the search (a forget, an expire)
+                        hits.append(MemoryHit(node, hit.score, hit.ranks))
+                        if len(hits) == k:
+                            break
+            if len(hits) == k or len(result.hits) < want or want >= 4000:
+                return Recall(hits, self.count_tokens)
+            want *= 4
+
+    def _node_or_none(self, key: str) -> Optional[dict]:
+        try:
+            return self.graph.get_node(key, vector=False)
+        except NotFoundError:
+            return None
 
     def recall_memory(self, user: str, query: str, time_range: Any = None) -> list:
         """Search a user's long-term memory for what answers a question (a tool for an agent).
@@ -732,9 +602,9 @@ class Memory:
         user = _user(user)
         where = self._conditions(self._now_us(now), since=None, until=None, include_superseded=include_superseded,
                                  include_inferred=include_inferred, with_entities=False)
-        labels = None if kinds is None else [_kind(kind) for kind in ([kinds] if isinstance(kinds, str) else kinds)]
-        return [MemoryHit(self.graph.get_node(key, vector=False))
-                for key in self.graph.keys(tenants=[user], labels=labels, where=where)]
+        labels = None if kinds is None else _kinds(kinds)
+        nodes = (self._node_or_none(key) for key in self.graph.keys(tenants=[user], labels=labels, where=where))
+        return [MemoryHit(node) for node in nodes if node is not None]  # None: deleted meanwhile
 
     def history(self, memory_id: str) -> list:
         """The version chain ``memory_id`` belongs to, oldest first (a list of
@@ -763,7 +633,8 @@ class Memory:
         """The user's overview card (layer 1): a JSON-ready dict of at most ``card_tokens``
         tokens, built by the summarizer from the current, confirmed, unexpired memories (see
         :func:`vecgraph.memory.default_summarizer` for its fields). The stored card is returned
-        as it is; ``refresh=True`` (or no card yet) builds and stores a new one.
+        as it is; ``refresh=True`` (or no card yet) builds and stores a new one. A user with no
+        memory gets the empty card, which is not stored.
 
         Raises:
             TypeError / InvalidArgumentError: a bad user.
@@ -805,7 +676,10 @@ class Memory:
             raise InvalidArgumentError(f"the summarizer's card has {tokens} tokens, more than card_tokens="
                                        f"{self.card_tokens}")
         with self._lock:
-            self.graph.upsert_nodes([f"card:{user}"], self._neutral_vector(), labels=CARD_LABEL, tenants=user,
+            key = f"card:{user}"
+            if key not in self.graph and not self.graph.keys(tenants=[user], where={"source": list(SOURCES)}):
+                return card  # no memory (an unknown user, or one forgotten meanwhile): nothing is stored
+            self.graph.upsert_nodes([key], self._neutral_vector(), labels=CARD_LABEL, tenants=user,
                                     ts=now_us, texts=[text], props=[{"card": True}])
             self._durable()
         return card
@@ -845,14 +719,15 @@ class Memory:
 
     def purge_expired(self, now: Any = None) -> dict:
         """:meth:`expire`, then rewrite the folder's history (as :meth:`forget` does) so that no
-        file still holds the expired memories.
+        file still holds an expired memory, whether this call or an earlier :meth:`expire`
+        deleted it. The rewrite runs on every call (in a folder store).
 
         Returns:
-            {"expired": [ids], "files_removed": [relative paths]}.
+            {"expired": [ids deleted by this call], "files_removed": [relative paths]}.
         """
         gone = self.expire(now)
         removed: list = []
-        if gone and self.graph.path is not None:
+        if self.graph.path is not None:
             with self._lock:
                 removed = self.graph.checkpoint(keep_history=False)["removed"]
         return {"expired": [m.id for m in gone], "files_removed": removed}
@@ -871,19 +746,23 @@ class Memory:
         writes a new snapshot generation, deletes every older one and every WAL segment before
         it, and rebuilds the BM25 index so that no old segment file is left (the HNSW file is
         not written while the index holds deleted nodes: the next open rebuilds it); (4) the
-        marker is cleared; (5) every file of the folder is scanned for the bytes of the user id
-        and of every deleted key (each WAL record and snapshot row that holds a node's text
-        holds its key and tenant too; texts themselves are not looked for, since another user
-        may have written the same words). A user id that is part of other data (another user
-        id it prefixes, a word in someone's text) is found there too and leaves the receipt
-        unverified: prefer ids that cannot occur by chance. A crash after (1) is finished by the next
-        :meth:`open`, which repeats (3) and (4).
+        marker is cleared; (5) every file of the folder is scanned for the bytes of every deleted
+        key and of the key forms only the user's nodes have (``ent:<len>:<user>:``,
+        ``card:<user>``): each WAL record and snapshot row that holds a node's text holds its key
+        too; texts themselves are not looked for, since another user may have written the same
+        words. ``receipt.verified`` says none was found. The user id's own bytes are looked for
+        as well and listed in ``receipt.id_found``: empty after the erasure of a distinctive id,
+        while a short or common one ("7", "al") also occurs in other data (other users' ids
+        and texts, the format's own bytes). A crash after (1) is finished by the next
+        :meth:`open`, which repeats (3) and (4). A user with no live node whose id or keys the
+        folder's history still holds (memories :meth:`expire` deleted) gets steps (1), (3)-(5).
 
         What this cannot reach (backups, filesystem and SSD blocks, other processes' memory)
         is listed in :mod:`vecgraph.memory.erasure`.
 
         Returns:
-            :class:`ErasureReceipt`; for a user with nothing stored, an empty one (no error).
+            :class:`ErasureReceipt`; for a user the folder holds nothing of, an empty one (no
+            error; ``verified`` True after the scan in a folder store).
 
         Raises:
             TypeError / InvalidArgumentError: a bad user id. ReadOnlyError, StorageError: as
@@ -892,23 +771,28 @@ class Memory:
         user = _user(user)
         started = time.perf_counter()
         receipt = ErasureReceipt(user)
+        path = self.graph.path
+        # Definite leftovers: the deleted keys, and the key forms only this user's nodes have
+        # (entities and card: ones that expire() deleted are found by these too).
+        own = [f"ent:{len(user)}:{user}:", f"card:{user}"]
         with self._lock:
             keys = self.graph.keys(tenants=[user])
             if not keys:
-                return receipt
-            # The scan looks for the user id and every deleted key: each WAL record and snapshot
-            # row that holds a node's text holds its key and tenant too. Texts are not needles:
-            # another user may hold the same words.
-            needles = [user] + [str(key) for key in keys]
+                # Nothing live, but the folder's history may still hold the user (memories that
+                # expire() deleted): it is rewritten when a scan finds the user there.
+                if path is None or not scan_folder(path, own + [user], limit=1):
+                    receipt.verified = path is not None
+                    receipt.seconds = time.perf_counter() - started
+                    return receipt
+            needles = own + [str(key) for key in keys]
             receipt.entities = len(self.graph.keys(tenants=[user], labels=[ENTITY_LABEL]))
             receipt.cards = len(self.graph.keys(tenants=[user], labels=[CARD_LABEL]))
             receipt.memories = len(keys) - receipt.entities - receipt.cards
-            path = self.graph.path
             if path is not None:
                 self._put_system(ERASURE_KEY, ERASURE_LABEL, {"pending": True})
                 self.graph.sync()  # the marker is durable before anything is deleted
                 self._step("marked")
-            receipt.nodes = self.graph.delete_tenant(user)
+            receipt.nodes = self.graph.delete_tenant(user) if keys else 0
             self.graph.sync()
             self._step("deleted")
             if path is not None:
@@ -921,6 +805,7 @@ class Memory:
                 self._put_system(ERASURE_KEY, ERASURE_LABEL, {"pending": False})
                 self.graph.sync()
                 receipt.found = scan_folder(path, needles)
+                receipt.id_found = scan_folder(path, [user])
                 receipt.verified = not receipt.found
         receipt.seconds = time.perf_counter() - started
         return receipt
