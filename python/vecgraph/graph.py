@@ -894,7 +894,7 @@ class Graph:
         Args:
             labels, tenants, where, since, until: the filters of :meth:`search`, with the
                 same meaning (None: no condition). With labels or tenants, only those names'
-                member lists are read; otherwise every node is checked (about 10 ns a node).
+                member lists are read; otherwise every node is checked.
 
         Returns:
             list of keys (str or int).

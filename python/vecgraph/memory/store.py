@@ -27,6 +27,7 @@ plus a rewrite of the folder's history (:meth:`vecgraph.Graph.checkpoint` with
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -65,6 +66,16 @@ RECALL_CHANNELS = ("dense", "bm25", "graph")
 # do memories reached only through a shared entity), level-2 association unchanged (12/12).
 RECALL_WEIGHTS = {"dense": 1.0, "bm25": 0.5, "graph": 0.1, "entity": 4.0}
 _MEMORY_ID = re.compile(r"m-[0-9a-f]{16}\Z")
+
+
+def _random_unit_rows(keys: list, dim: int) -> np.ndarray:
+    """(len(keys), dim) float32 unit vectors drawn from a generator seeded by each key."""
+    out = np.empty((len(keys), dim), np.float32)
+    for i, key in enumerate(keys):
+        seed = int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
+        row = np.random.default_rng(seed).standard_normal(dim)
+        out[i] = row / np.linalg.norm(row)
+    return out
 
 
 class Memory:
@@ -380,9 +391,11 @@ class Memory:
                     entity_keys[normal] = (_entity_key(user, normal), name)
             new_entities = [(key, name) for key, name in entity_keys.values() if key not in self.graph]
             memory_id = "m-" + secrets.token_hex(8)
-            # Entity nodes are hubs for the graph channel's walks, not answers: they get the
-            # neutral vector, so that the dense channel does not rank them among memories.
-            vectors = np.concatenate([self._embed([text])] + [self._neutral_vector()] * len(new_entities))
+            # Entity nodes are hubs for the graph channel's walks, not answers: their vectors are
+            # random (near-orthogonal to every text's), so the dense channel does not rank them
+            # among memories, and the HNSW index gets no run of identical vectors.
+            vectors = np.concatenate([self._embed([text]), _random_unit_rows([key for key, _ in new_entities],
+                                                                            self.graph.dim)])
             props = {"source": source, "session": session, "recorded_at": now_us,
                      "mentions": [name for _, name in entity_keys.values()],
                      "valid_to": OPEN, "expires_at": self._expiry(kind, at_us), "span_start": at_us, "span_end": at_us}
@@ -407,7 +420,8 @@ class Memory:
                 stamps.append(old["ts"])
                 texts.append(old["text"])
                 rows.append(old_props)
-            self.graph.upsert_nodes(keys, vectors, labels=labels, tenants=user, ts=stamps, texts=texts, props=rows)
+            write = self.graph.add_nodes if old is None else self.graph.upsert_nodes
+            write(keys, vectors, labels=labels, tenants=user, ts=stamps, texts=texts, props=rows)
             # Then the entities' names and the edges (a crash before them leaves the memory
             # without its mentions edges: found by dense and BM25, not through its entities).
             for key, name in new_entities:
