@@ -97,3 +97,31 @@ def test_forget_json_receipt(store):
     assert receipt["verified"] is True and receipt["found"] == [] and receipt["nodes"] >= 2
     again = json.loads(ok("memory", "forget", path, "--user", "zhang", "--json").stdout)
     assert again["nodes"] == 0 and again["files_removed"] == [] and again["verified"] is True  # scanned: nothing
+
+
+def test_recall_and_card_open_the_store_read_only(store):
+    path, ids, _ = store
+    with vg.Memory.open(path, embedder="wordllama", read_only=True) as reader:  # another reader
+        out = ok("memory", "recall", path, "--user", "zhang", "what does order-service run on?").stdout
+        assert ids["rust"] in out
+        card = json.loads(ok("memory", "card", path, "--user", "zhang").stdout)  # built, not stored
+        assert [e["id"] for e in card["projects"]] == [ids["rust"]] and "card:zhang" not in reader.graph
+        assert "open read-only in another" in failed(1, "memory", "forget", path, "--user", "zhang")  # a writer waits
+    with vg.Memory.open(path) as app:  # a process writing to the store holds its LOCK
+        assert "already open for writing" in failed(1, "memory", "recall", path, "--user", "zhang", "order-service")
+        assert len(app.memories("zhang")) == 1
+
+
+def test_a_store_built_with_an_embedder_object_is_forgotten_from_the_shell(tmp_path):
+    from memory_helpers import FakeEmbedder
+
+    path = str(tmp_path / "obj.vg")
+    with vg.Memory.open(path, embedder=FakeEmbedder()) as mem:
+        mem.remember("omar", "my locker code is 4921", at="2025-03-01")
+        mem.remember("zoe", "zoe likes kiwi", at="2025-03-01")
+    assert "built with embedder 'test-hashed-bow-64', which cannot be loaded here" in failed(
+        1, "memory", "recall", path, "--user", "zoe", "kiwi")
+    assert "verified" in ok("memory", "forget", path, "--user", "omar").stdout
+    assert "no problems found" in ok("verify", path, "--absent-tenant", "omar", "--text", "4921").stdout
+    with vg.Memory.open(path, embedder=FakeEmbedder()) as mem:
+        assert [h.text for h in mem.recall("zoe", "kiwi")] == ["zoe likes kiwi"]

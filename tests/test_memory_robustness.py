@@ -164,3 +164,34 @@ def test_a_card_of_an_unknown_user_is_not_stored():
             card[s] == [] for s in ("profile", "preferences", "projects", "facts", "other"))
         assert mem.end_session("ghost")["memories"] == 0
         assert state(mem) == before and "card:ghost" not in mem.graph
+
+
+def test_a_store_opened_without_an_embedder_forgets_and_expires_but_does_not_embed(tmp_path):
+    path = str(tmp_path / "mem.vg")
+    with vg.Memory.open(path, embedder=FakeEmbedder(), ttl={"otp": timedelta(hours=1)}) as mem:
+        code = mem.remember("omar", "one-time code 839201", kind="otp", at=T0)
+        keep = mem.remember("zoe", "zoe likes kiwi", at=T0)
+    with vg.Memory.open(path, embedder=None) as mem:
+        assert [m.id for m in mem.expire(now=T0 + DAY)] == [code]
+        assert mem.forget("zoe").verified and keep not in mem.graph
+        for call in (lambda: mem.remember("u", "x"), lambda: mem.recall("u", "x")):
+            with pytest.raises(vg.InvalidArgumentError, match="without an embedder"):
+                call()
+    with pytest.raises(vg.InvalidArgumentError, match="needs an embedder"):
+        vg.Memory.open(str(tmp_path / "new.vg"), embedder=None)
+    with pytest.raises(vg.InvalidArgumentError, match="needs an embedder"):
+        vg.Memory.open(None, embedder=None)
+
+
+def test_a_read_only_store_reads_and_refuses_writes(tmp_path):
+    path = str(tmp_path / "mem.vg")
+    with vg.Memory.open(path, embedder=FakeEmbedder()) as writer:
+        m = writer.remember("u", "kiwi fruit salad", at=T0)
+    with vg.Memory.open(path, embedder=FakeEmbedder(), read_only=True) as reader, \
+            vg.Memory.open(path, embedder=FakeEmbedder(), read_only=True) as second:
+        assert [h.id for h in reader.recall("u", "kiwi")] == [m] == [h.id for h in second.recall("u", "kiwi")]
+        assert [e["id"] for e in reader.card("u")["facts"]] == [m] and "card:u" not in reader.graph
+        with pytest.raises(vg.ReadOnlyError):
+            reader.remember("u", "more")
+        with pytest.raises(vg.InvalidArgumentError, match="read-write"):
+            vg.Memory.open(path, embedder=FakeEmbedder(), read_only=True, ttl={"fact": None})

@@ -516,21 +516,34 @@ def _absence_problems(folder: str, tenants: list, texts: list) -> list:
     return problems
 
 
-def _open_memory(args: argparse.Namespace, create: bool = False):
+def _open_memory(args: argparse.Namespace, action: str):
+    """The store in args.folder: read-only for recall and card (several readers may share it; a
+    process writing to it holds the LOCK); without an embedder for forget, expire and card when
+    the folder's cannot be loaded here (a store built with an embedder object)."""
     from .memory import Memory
 
-    if not create:
+    if action != "remember":
         _require_graph(args.folder)
     spec = args.embedder
     if spec is None and _is_graph(args.folder):
         recorded = (storage.read_manifest(args.folder) or {}).get("embedder") or {}
         spec = recorded.get("spec") or recorded.get("name")
-    return Memory.open(args.folder, embedder=spec or "wordllama")
+    embedder: Any = spec or "wordllama"
+    if args.embedder is None:
+        try:
+            embedder = _load_embedder(embedder)
+        except Exception as exc:  # noqa: BLE001 - forget, expire and card embed nothing
+            if action in ("remember", "recall"):
+                raise CommandError(f"the store was built with embedder {embedder!r}, which cannot be loaded here "
+                                   f"({exc}); pass --embedder SPEC") from exc
+            embedder = None
+    read_only = action == "recall" or (action == "card" and not args.refresh)
+    return Memory.open(args.folder, embedder=embedder, read_only=read_only)
 
 
 def _cmd_memory(args: argparse.Namespace) -> int:
     action = args.memory_command
-    with _open_memory(args, create=action == "remember") as mem:
+    with _open_memory(args, action) as mem:
         if action == "remember":
             memory_id = mem.remember(args.user, args.text, kind=args.kind, source=args.source, session=args.session,
                                      at=args.at, supersedes=args.supersedes)

@@ -119,6 +119,7 @@ class Memory:
         extract_entities: Optional[Callable] = None,
         count_tokens: Optional[Callable[[str], int]] = None,
         sync: str = "always",
+        read_only: bool = False,
     ) -> "Memory":
         """Open the memory store in folder ``path``, creating it or recovering it (a crash
         during :meth:`forget` is finished here: see there). ``path=None``: in memory.
@@ -128,6 +129,8 @@ class Memory:
             embedder: "wordllama" (default, offline, 256-d), a spec for
                 :func:`vecgraph.embedders.load`, or an embedder object (``name``, ``dim``,
                 ``__call__(texts) -> (n, dim)``); recorded in the folder, and checked on reopen.
+                None opens an existing folder without one: everything but :meth:`remember`,
+                :meth:`infer` and :meth:`recall` works (forget, expire, cards, history).
             ttl: {kind: timedelta, seconds or None (never)}: how long memories of each kind
                 stay recallable after their ``at``. Merged into the policy the folder holds
                 (None: keep it). Kinds not named never expire, unless ``strict_kinds``.
@@ -143,6 +146,9 @@ class Memory:
                 one fsync for all of them (the graph itself runs with "off", and the store syncs
                 it at the end of each call: a write made directly to ``mem.graph`` is durable
                 at the next call of the store, ``mem.graph.sync()`` or ``close()``).
+            read_only: open the folder to read, beside a process that writes to it (see
+                :meth:`vecgraph.Graph.open`): recall, cards (built, not stored), history;
+                writes raise ReadOnlyError, ``ttl`` must be None.
 
         Raises:
             InvalidArgumentError: a negative or zero TTL, a bad kind, card_tokens < 100.
@@ -151,14 +157,22 @@ class Memory:
         from .. import embedders as embedder_module
         from ..graph import Graph
 
-        if isinstance(embedder, str):
-            embedder = embedder_module.load(embedder)
-        embedder = embedder_module.check_embedder(embedder)
+        if not isinstance(read_only, bool):
+            raise TypeError(f"read_only must be a bool, got {_got(read_only)}")
+        if embedder is None:
+            if path is None:
+                raise InvalidArgumentError("an in-memory store needs an embedder (embedder=None opens a folder)")
+        else:
+            if isinstance(embedder, str):
+                embedder = embedder_module.load(embedder)
+            embedder = embedder_module.check_embedder(embedder)
         policy_in = {}
         if ttl is not None:
             if not isinstance(ttl, dict):
                 raise TypeError(f"ttl must be a dict {{kind: timedelta or None}}, got {_got(ttl)}")
             policy_in = {_kind(kind): _ttl_us(value, kind) for kind, value in ttl.items()}
+            if read_only:
+                raise InvalidArgumentError("ttl= changes the folder's TTL policy: open the store read-write")
         if isinstance(card_tokens, bool) or not isinstance(card_tokens, int):
             raise TypeError(f"card_tokens must be an int, got {_got(card_tokens)}")
         if card_tokens < 100:
@@ -169,12 +183,15 @@ class Memory:
                            ("count_tokens", count_tokens)):
             if hook is not None and not callable(hook):
                 raise TypeError(f"{name} must be callable, got {_got(hook)}")
-        dim = int(embedder.dim)
+        dim = None if embedder is None else int(embedder.dim)
         if path is None:
             graph = Graph(dim, "cos", filterable=FILTERABLE)
         else:
             try:
-                graph = Graph.open(path, dim, "cos", filterable=FILTERABLE, sync="off" if sync == "always" else sync)
+                if embedder is None and not os.path.exists(os.path.join(os.fspath(path), "MANIFEST")):
+                    raise InvalidArgumentError(f"{path} holds no memory store; creating one needs an embedder")
+                graph = Graph.open(path, dim, None if dim is None else "cos", filterable=FILTERABLE,
+                                   sync="off" if sync == "always" else sync, read_only=read_only)
             except InvalidArgumentError as exc:
                 if "filterable" not in str(exc):
                     raise
@@ -191,12 +208,13 @@ class Memory:
                     f"{path} holds a graph that is not a memory store (it lacks the filterable properties "
                     f"{', '.join(missing)})")
         try:
-            graph.use_embedder(embedder)
+            if embedder is not None and not (graph.read_only and graph.embedder is None):
+                graph.use_embedder(embedder)  # records it, or checks it against the folder's
             store = cls(graph, embedder, ttl={}, strict_kinds=strict_kinds, card_tokens=card_tokens,
                         summarizer=summarizer or default_summarizer,
                         extract_entities=extract_entities or default_extractor,
                         count_tokens=count_tokens or default_token_counter,
-                        sync_each_call=sync == "always" and path is not None)
+                        sync_each_call=sync == "always" and path is not None and not read_only)
             store._load_policy(policy_in, strict_kinds)
             store._finish_erasure()
         except BaseException:
@@ -215,7 +233,8 @@ class Memory:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Memory({self.graph.path!r}, embedder={self.embedder.name!r}, nodes={len(self.graph)})"
+        name = None if self.embedder is None else self.embedder.name
+        return f"Memory({self.graph.path!r}, embedder={name!r}, nodes={len(self.graph)})"
 
     # -------------------------------------------------------------- policy
 
@@ -296,6 +315,9 @@ class Memory:
     def _embed(self, texts: list) -> np.ndarray:
         from ..embedders import embed
 
+        if self.embedder is None:
+            raise InvalidArgumentError("this store was opened without an embedder (embedder=None): remember and "
+                                       "recall need one")
         return embed(self.embedder, texts)
 
     def _memory_node(self, memory_id: str, what: str = "memory") -> dict:
@@ -691,6 +713,8 @@ class Memory:
                                        f"{self.card_tokens}")
         with self._lock:
             key = f"card:{user}"
+            if self.graph.read_only:
+                return card  # built, not stored
             if key not in self.graph and not self.graph.keys(tenants=[user], where={"source": list(SOURCES)}):
                 return card  # no memory (an unknown user, or one forgotten meanwhile): nothing is stored
             self.graph.upsert_nodes([key], self._neutral_vector(), labels=CARD_LABEL, tenants=user,
