@@ -10,8 +10,9 @@ Layout of the graph a store keeps (one folder; the engine's filters do the work)
   channel (seed index, traversal, BM25, entity): ``source`` (str), ``valid_to`` (when it was
   superseded; 2**63-1 while current), ``expires_at`` (``at`` + its kind's TTL; 2**63-1 for
   never), ``span_start`` = ``span_end`` = ``at``;
-- an **entity** is a node per user and name (key ``ent:<len(user)>:<user>:<name>``, label ``~entity``, the
-  name as its alias, no text), linked from each memory that mentions it by a ``mentions``
+- an **entity** is a node per user and name (key ``ent:<len(user)>:<user>:<name>``, label
+  ``~entity``, the name as its alias, no text, a random unit vector seeded by its key: a hub
+  for walks, not an answer), linked from each memory that mentions it by a ``mentions``
   edge; its filterable columns admit every recall (``source`` "entity", ``span_start`` /
   ``span_end`` at the int64 ends), so that a walk passes through it from one memory to
   another: the graph channel's multi-session association;
@@ -80,7 +81,8 @@ def _random_unit_rows(keys: list, dim: int) -> np.ndarray:
 
 class Memory:
     """Long-term memory for agents: per-user memories with versions, expiry and provenance,
-    an overview card per user, recall fusing four channels, and verified erasure.
+    an overview card per user, recall fusing the dense, BM25 and graph channels (the graph
+    channel walking from the entities a question names), and verified erasure.
 
     Open one with :meth:`open`; see :mod:`vecgraph.memory` and :mod:`vecgraph.memory.store`
     for the layout. Methods are thread-safe (writes are serialised by a lock; recalls run
@@ -133,7 +135,8 @@ class Memory:
                 :meth:`infer` and :meth:`recall` works (forget, expire, cards, history).
             ttl: {kind: timedelta, seconds or None (never)}: how long memories of each kind
                 stay recallable after their ``at``. Merged into the policy the folder holds
-                (None: keep it). Kinds not named never expire, unless ``strict_kinds``.
+                (None: keep it). Kinds not named never expire (with ``strict_kinds`` they are
+                refused).
             strict_kinds: refuse kinds the policy does not name (kept in the folder: once a store
                 is strict, it stays strict).
             card_tokens: the card's budget in tokens (int >= 100; an empty card takes about 85).
