@@ -195,3 +195,20 @@ def test_a_read_only_store_reads_and_refuses_writes(tmp_path):
             reader.remember("u", "more")
         with pytest.raises(vg.InvalidArgumentError, match="read-write"):
             vg.Memory.open(path, embedder=FakeEmbedder(), read_only=True, ttl={"fact": None})
+
+
+def test_include_superseded_puts_each_old_version_after_the_newest_one_returned():
+    with vg.Memory.open(None, embedder=FakeEmbedder()) as mem:
+        # The oldest version matches the question best, word for word.
+        v1 = mem.remember("u", "order service language is Go Go Go", at=T0)
+        v2 = mem.remember("u", "order service moved to Java", at=T0 + DAY, supersedes=v1)
+        v3 = mem.remember("u", "order service now Rust", at=T0 + 2 * DAY, supersedes=v2)
+        other = mem.remember("u", "order pizza on fridays", at=T0)
+        q = "order service language Go"
+        found = mem.recall("u", q, k=4, include_superseded=True)
+        hits = [h.id for h in found]
+        score = {h.id: h.score for h in found}
+        assert set(hits) == {v1, v2, v3, other}
+        assert score[v1] > score[v3]  # by score alone the oldest version would come first
+        assert hits.index(v3) < hits.index(v2) < hits.index(v1) and hits.index(v1) == hits.index(v3) + 2
+        assert [h.id for h in mem.recall("u", q, k=4)] == [h for h in hits if h in (v3, other)]

@@ -79,6 +79,29 @@ def _random_unit_rows(keys: list, dim: int) -> np.ndarray:
     return out
 
 
+def _newer_first(hits: list) -> list:
+    """``hits`` with each superseded memory moved to just after the newest version of its chain
+    that is also among them (the current version first); the others keep their order."""
+    by_id = {hit.id: hit for hit in hits}
+
+    def newest(hit: MemoryHit) -> MemoryHit:
+        seen = {hit.id}
+        while hit.superseded_by in by_id and hit.superseded_by not in seen:
+            hit = by_id[hit.superseded_by]
+            seen.add(hit.id)
+        return hit
+
+    heads = {hit.id: newest(hit).id for hit in hits}
+    out: list = []
+    for hit in hits:
+        if heads[hit.id] != hit.id:
+            continue  # placed after its newest version below
+        out.append(hit)
+        older = [h for h in hits if h.id != hit.id and heads[h.id] == hit.id]
+        out.extend(sorted(older, key=lambda h: h.at, reverse=True))
+    return out
+
+
 class Memory:
     """Long-term memory for agents: per-user memories with versions, expiry and provenance,
     an overview card per user, recall fusing the dense, BM25 and graph channels (the graph
@@ -547,7 +570,8 @@ class Memory:
                 ``at <= now``, it was not superseded by ``now`` and ``at + ttl > now``.
             since, until: only memories whose ``at`` is in [since, until] (both included).
             kinds: only these kinds (None: all).
-            include_superseded: also versions replaced by ``now`` (still not expired ones).
+            include_superseded: also versions replaced by ``now`` (still not expired ones), each
+                right after the newest version of its chain that is returned too.
             include_inferred: also inferences (``source="model"``).
             channels: a subset of :data:`RECALL_CHANNELS` ("dense", "bm25", "graph"; the
                 entity channel feeds the graph channel's walks).
@@ -597,7 +621,7 @@ class Memory:
                         if len(hits) == k:
                             break
             if len(hits) == k or len(result.hits) < want or want >= 4000:
-                return Recall(hits, self.count_tokens)
+                return Recall(_newer_first(hits) if include_superseded else hits, self.count_tokens)
             want *= 4
 
     def _node_or_none(self, key: str) -> Optional[dict]:
