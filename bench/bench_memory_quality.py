@@ -591,6 +591,8 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("--show-failures", action="store_true",
                         help="list the questions that missed, with ranks")
     parser.add_argument("--no-erasure", action="store_true", help="skip the folder store and forget()")
+    parser.add_argument("--embedder", default="wordllama",
+                        help="embedder spec for vecgraph.embedders.load (default wordllama; or module:attribute)")
     args = parser.parse_args(argv)
 
     data = load(args.data)
@@ -598,7 +600,7 @@ def main(argv: Optional[list] = None) -> int:
     questions = [q for q in data["questions"] if q["split"] in splits]
     by_probe = {probe: [q for q in questions if q["probe"] == probe] for probe in PROBES}
 
-    embedder = vg.embedders.load("wordllama")
+    embedder = vg.embedders.load(args.embedder)
     store = Store(data, None, embedder)
     warm = [q for q in data["questions"] if q["probe"] == "recall"]
     for q in [next(q for q in warm if q["lang"] == "en"), next(q for q in warm if q["lang"] == "zh")] * 3:
