@@ -132,19 +132,18 @@ class EntityIndex:
         known[0] = tenant
 
     def add_keys(self, keys: Sequence[Any], tenants: Optional[Sequence[str]] = None) -> None:
-        """Each str key is a name of its own node (of ``tenants[i]``; None: tenant "")."""
+        """Each str key is a name of its own node, of ``tenants[i]`` (None: tenant ""); a key
+        already known under another tenant (an int key with aliases too) moves to it."""
         for i, key in enumerate(keys):
+            tenant = "" if tenants is None else tenants[i]
             if isinstance(key, str):
-                self.add(key, [key], alias=False, tenant="" if tenants is None else tenants[i])
-
-    def set_tenants(self, keys: Sequence[Any], tenants: Sequence[str]) -> None:
-        """Moves the known ones of ``keys`` to ``tenants`` (after a write changed them)."""
-        with self._lock:
-            for key, tenant in zip(map(_plain_key, keys), tenants):
+                self.add(key, [key], alias=False, tenant=tenant)
+            else:
                 marker = (type(key), key)
-                known = self._by_key.get(marker)
-                if known is not None and known[0] != tenant:
-                    self._move(marker, known, tenant)
+                with self._lock:
+                    known = self._by_key.get(marker)
+                    if known is not None and known[0] != tenant:
+                        self._move(marker, known, tenant)
 
     def forget(self, keys: Sequence[Any]) -> None:
         """Drop every name of these keys (their nodes were deleted)."""

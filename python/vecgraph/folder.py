@@ -390,8 +390,9 @@ def checkpoint(self: Graph, *, keep_history: bool = True) -> dict:
     By default the previous generation and the WAL back to it are kept, so that open can fall
     back to it if the new one is found damaged. ``keep_history=False`` is for erasure: a new
     generation is always written and is the only one left, every WAL segment before it is
-    deleted, and the BM25 index is rebuilt from the live texts, so that no file of the folder
-    still holds a deleted node's bytes (see :meth:`vecgraph.Memory.forget`). The HNSW file is
+    deleted, and the BM25 index's live documents are copied into new segments (every older
+    segment file removed: :meth:`vecgraph.text.TextIndex.rewrite`), so that no file of the
+    folder still holds a deleted node's bytes (see :meth:`vecgraph.Memory.forget`). The HNSW file is
     then written only if the index holds no deleted node; otherwise the next open rebuilds it.
 
     Args:

@@ -479,20 +479,16 @@ class Graph:
             return n
         with self._text_lock:
             write(keys, matrix, labels, tenants, ts, texts, props)
+            columns = None  # the nodes' text columns as the write left them, read once
+            if add or (write == self._engine.upsert_nodes and tenants is not None):
+                columns = (texts or [""] * n, tenants if tenants is not None else [""] * n, labels, ts)
             if self._text is not None and (not add or (texts and any(texts))):
-                if add or (write == self._engine.upsert_nodes and tenants is not None):
-                    columns = (texts or [""] * n, tenants, labels, ts)
-                else:
-                    columns = self._engine.text_columns(keys)
+                columns = columns or self._engine.text_columns(keys)
                 self._write_text(lambda index: index.upsert(keys, columns[0], tenants=columns[1], labels=columns[2],
                                                             ts=columns[3], lsn=self._engine.last_lsn()))
             if self._entities is not None:
-                if add:
-                    key_tenants = tenants if tenants is not None else [""] * n
-                else:  # as the write left them (an upsert or update without tenants keeps them)
-                    key_tenants = tenants if tenants is not None else self._engine.text_columns(keys)[1]
-                self._write_entities(lambda index: (index.add_keys(keys, key_tenants),
-                                                    index.set_tenants(keys, key_tenants)))
+                tenants_now = (columns or self._engine.text_columns(keys))[1]
+                self._write_entities(lambda index: index.add_keys(keys, tenants_now))
         return n
 
     def add_edges(

@@ -56,7 +56,7 @@ from .text_checks import (
 )
 from . import text_files
 from .text_delta import _delta_doc, _marker, delta_rows
-from .text_files import _IO_ERROR, _META_FILE, _call, _is_panic, _size_and_crc, _write  # noqa: F401 (_size_and_crc: tests)
+from .text_files import _IO_ERROR, _call, _is_panic, _write
 from .text_pages import _key_order, _many_flags, _top_admitted
 from .tokenizer import STOPWORDS, TOKENIZER_VERSION, normalize, tokenize  # noqa: F401 (normalize: vecgraph.text's name too)
 
@@ -107,7 +107,6 @@ _WRITER_HEAP_BYTES = 64 << 20   # tantivy's indexing buffer; it needs >= 15 MB p
 _WRITER_THREADS = 1             # searches keep the other core
 _PROGRESS_MIN_ITEMS = 10_000
 _REBUILD_CHUNK = 4096
-_WRITTEN_MAX = 100_000         # keys written since the last publish that force one (see delete)
 _DELTA_MAX = 256               # documents written since the last publish that searches read beside it
 
 
@@ -187,12 +186,12 @@ class TextIndex:
         self._closed = False
         self._reset_on_open = False
         self._pending = False               # writes not yet published
-        self._written: dict = {}            # doc key -> has a document, for keys written since
         # (searcher, delta, added, count): the published state and what was written since,
         # swapped as one tuple so that a reader never pairs a new searcher with an old delta.
-        # delta maps (kind, type(key), key) -> _DeltaDoc or None (deleted); None: searches
-        # publish first. added[:count]: (kind, _DeltaDoc) of every document added since, the
-        # ones replaced or deleted since too (tantivy's BM25 statistics count them until a merge).
+        # delta maps (kind, type(key), key) -> _DeltaDoc, or None for a key written without a
+        # document (deleted, or a text without terms). added[:count]: (kind, _DeltaDoc) of every
+        # document added since, the ones replaced or deleted since too (tantivy's BM25
+        # statistics count them until a merge). searcher is None before open and after close.
         self._view: tuple = (None, {}, [], 0)
         self._stats: tuple = (None, {})     # (searcher, {kind: (N, avgdl)}) read from tantivy
         self._failed: Optional[str] = None  # a write that failed half-way (see _write)
@@ -393,7 +392,6 @@ class TextIndex:
                 writer.delete_documents_by_term("key_term", _term(key))
                 if doc is not None:
                     writer.add_document(doc)
-            self._written.update((key, doc is not None) for key, doc in docs)
             self._delta_put(kind, {_marker(kind, key): _delta_doc(key, stream, tenant, label, t) if doc is not None else None
                              for (key, doc), stream, tenant, label, t in zip(docs, streams, tenant_list, label_list,
                                                                              ts_list)})
@@ -421,19 +419,19 @@ class TextIndex:
         doc_keys = list(dict.fromkeys(_doc_key(kind, enc) for enc in keys_enc))
         with self._lock:
             self._check_writable()
-            # Counted without publishing: keys written since the last publish are known here,
+            # Counted without publishing: keys written since the last publish are in the delta,
             # the others are looked up in the published index.
-            written = self._written
-            removed = sum(written[key] for key in doc_keys if key in written)
-            unknown = [_term(key) for key in doc_keys if key not in written]
+            delta = self._view[1]
+            markers = {key: _marker(kind, key) for key in doc_keys}
+            removed = sum(delta[m] is not None for m in markers.values() if m in delta)
+            unknown = [_term(key) for key, m in markers.items() if m not in delta]
             if unknown:
                 removed += self._count_terms("key_term", unknown, publish=False)
 
             def apply(writer: Any) -> None:
                 for key in doc_keys:
                     writer.delete_documents_by_term("key_term", _term(key))
-                written.update(dict.fromkeys(doc_keys, False))
-                self._delta_put(kind, {_marker(kind, key): None for key in doc_keys})
+                self._delta_put(kind, dict.fromkeys(markers.values()))
 
             self._write(apply, lsn)
         return removed
@@ -822,7 +820,7 @@ class TextIndex:
                 except ValueError:
                     clean = False
                 self._searcher = None
-                self._view = (None, None, [], 0)
+                self._view = (None, {}, [], 0)
                 self._index = None
                 if clean and self.path is not None:
                     self._write_meta(self._lsn, self._file_sums())
@@ -867,11 +865,10 @@ class TextIndex:
 
     def _read_view(self) -> tuple:
         """(searcher, delta, added, count) to read with (see ``_view``): the published state
-        and the documents written since; publishes first when the delta cannot stand for
-        what was written."""
+        and the documents written since."""
         self._check_usable(Error)
         view = self._view
-        if view[1] is None or view[0] is None:
+        if view[0] is None:  # closed by another thread meanwhile
             with self._lock:
                 if self._closed:
                     raise Error(f"{self!r}: the index is closed")
@@ -881,10 +878,9 @@ class TextIndex:
 
     def _delta_put(self, kind: str, entries: dict) -> None:
         """Adds ``entries`` to the delta (a new dict: readers keep the one they took)."""
-        searcher, delta, added, count = self._view
-        if delta is not None:
-            added.extend((kind, doc) for doc in entries.values() if doc is not None)
-            self._view = (searcher, {**delta, **entries}, added, len(added))
+        searcher, delta, added, _count = self._view
+        added.extend((kind, doc) for doc in entries.values() if doc is not None)
+        self._view = (searcher, {**delta, **entries}, added, len(added))
 
     def _write(self, apply: Callable[[Any], None], lsn: int) -> None:
         """Runs ``apply(writer)`` under the writer lock and sets the lsn. Arguments are checked
@@ -902,8 +898,7 @@ class TextIndex:
                 raise StorageError(f"text index {self._where()}: write failed: {exc}") from exc
             self._pending = True
             self._lsn = lsn
-            delta, count = self._view[1], self._view[3]
-            if len(self._written) > _WRITTEN_MAX or (delta is not None and max(len(delta), count) > _DELTA_MAX):
+            if max(len(self._view[1]), self._view[3]) > _DELTA_MAX:
                 self._publish()  # bounds the memory of what was written since the last publish
 
     def _publish(self) -> None:
@@ -926,7 +921,6 @@ class TextIndex:
         self._searcher = self._index.searcher()  # before pending is cleared: a reader that sees
         self._view = (self._searcher, {}, [], 0)  # nothing pending reads the new state
         self._pending = False
-        self._written = {}
 
     def _rollback(self) -> None:
         try:
@@ -935,7 +929,6 @@ class TextIndex:
             pass
         self._lsn = self._published_lsn
         self._pending = False
-        self._written = {}
         self._view = (self._searcher, {}, [], 0)
 
     def _count_terms(self, field: str, values: list, publish: bool = True) -> int:
