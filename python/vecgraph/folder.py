@@ -390,9 +390,8 @@ def checkpoint(self: Graph, *, keep_history: bool = True) -> dict:
     By default the previous generation and the WAL back to it are kept, so that open can fall
     back to it if the new one is found damaged. ``keep_history=False`` is for erasure: a new
     generation is always written and is the only one left, every WAL segment before it is
-    deleted, and the BM25 index's live documents are copied into new segments (every older
-    segment file removed: :meth:`vecgraph.text.TextIndex.rewrite`), so that no file of the
-    folder still holds a deleted node's bytes (see :meth:`vecgraph.Memory.forget`). The HNSW file is
+    deleted, and the BM25 index is filled anew from the live texts (every older segment file
+    removed), so that no file of the folder still holds a deleted node's bytes (see :meth:`vecgraph.Memory.forget`). The HNSW file is
     then written only if the index holds no deleted node; otherwise the next open rebuilds it.
 
     Args:
@@ -450,11 +449,14 @@ def checkpoint(self: Graph, *, keep_history: bool = True) -> dict:
         with self._text_lock:
             if not keep_history and not self._read_only:
                 # A deleted document's terms stay in tantivy's segments until they merge: the
-                # live documents are copied into new segments, and every older segment file is
-                # removed. (text_index() brings the index in step with the graph first.)
-                from .side_indexes import text_index
+                # index is filled anew from the live texts (one commit that drops every older
+                # segment), and optimize() below removes their files.
+                from .side_indexes import refill_text, text_index
 
-                text_index(self).rewrite()  # the text lock is reentrant
+                index = text_index(self)  # the text lock is reentrant
+                # The snapshot's state serves when no write came after it (else it is read again;
+                # a write that changes texts waits for the text lock held here).
+                refill_text(self, index, state if int(state["lsn"]) == self._engine.last_lsn() else None)
             if self._text is not None:
                 self._text.optimize()  # buffered BM25 writes survive a crash from here on
         after = _folder_files(self._path)

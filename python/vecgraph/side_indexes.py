@@ -96,11 +96,13 @@ def bm25(graph: Any, text: str, depth: int, **filters: Any) -> list:
     return text_index(graph).search(text, depth, **filters)
 
 
-def refill_text(graph: Any, index: Any) -> None:
-    """Fill ``index`` with the texts of every live node (as of the graph's last write)."""
+def refill_text(graph: Any, index: Any, state: Any = None) -> None:
+    """Fill ``index`` with the texts of every live node (as of the graph's last write; or of
+    ``state``, an export_state the caller already made at the last write)."""
     import pyarrow as pa
 
-    state = graph._engine.export_state(roll_wal=False)
+    if state is None:
+        state = graph._engine.export_state(roll_wal=False)
     texts = storage.strings_array(state["texts"], pa.large_string()).to_pylist()
     if not any(texts):
         index.rebuild([], lsn=int(state["lsn"]))

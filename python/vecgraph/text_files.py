@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 from .errors import CorruptionError, StorageError
 from .tokenizer import TOKENIZER_VERSION
 
-SCHEMA_VERSION = 4  # the layout of the folder (fields and header file): see vecgraph.text
+SCHEMA_VERSION = 3  # the layout of the folder (fields and header file): see vecgraph.text
 _META_FILE = "vecgraph-text.json"
 _FORMAT = "vecgraph-text"
 _UNCHECKED_FILES = frozenset({_META_FILE, _META_FILE + ".tmp", ".tantivy-writer.lock", ".tantivy-meta.lock"})
