@@ -525,8 +525,21 @@ def test_rebuild_equals_incremental_build(tmp_path):
             # (document frequencies, average length) until their segments merge, as in
             # Lucene, so scores agree closely but not exactly.
             assert [a[key] for key in b] == pytest.approx(list(b.values()), rel=0.3)
-    incremental.close()
-    rebuilt.close()
+    # The erasure checkpoint's refill from the graph's own columns (no per-item checks) gives
+    # exactly rebuild()'s index: the same documents, the same scores.
+    refilled = TextIndex(str(tmp_path / "refilled"))
+    mixed = [(key if key % 2 else f"s{key}", text, tenant, "doc", t) for key, text, tenant, _, t in items]
+    mixed.append(("no-text", None, "t1", None, 5))
+    rebuilt.rebuild(mixed, lsn=lsn + 1)
+    columns = [list(column) for column in zip(*mixed)]
+    assert refilled._refill_nodes(*columns, lsn=lsn + 1) == len(final)
+    assert refilled.count() == len(final) and refilled.lsn == lsn + 1
+    for query in ["garden", "A7-Pro 多少钱", "v2.0 lantern meadow", "カタカナ orbit"]:
+        for filters in ({}, {"tenants": "t2"}, {"labels": "doc", "ts_min": 20, "ts_max": 70}):
+            expected = rebuilt.search(query, 1000, **filters)
+            assert expected and refilled.search(query, 1000, **filters) == expected, (query, filters)
+    for index in (incremental, rebuilt, refilled):
+        index.close()
 
 
 def test_rebuild_items_and_errors(index):

@@ -4,7 +4,9 @@ jieba, kana and Hangul bigrams, Unicode normalisation, stopwords, invisible form
 from __future__ import annotations
 
 import pytest
-from vecgraph.tokenizer import STOPWORDS, tokenize
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from vecgraph.tokenizer import STOPWORDS, _tokenize_ascii, _tokenize_general, tokenize
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -78,3 +80,24 @@ def test_invisible_format_characters_do_not_split_words():
     assert tokenize("A7\u00adPro") == tokenize("A7Pro") == ["a7pro"]
     assert tokenize("zero\u200bwidth \ufeffword") == ["zerowidth", "word"]
     assert tokenize("ERR_0x99\u200d41") == tokenize("ERR_0x9941")
+
+
+_ASCII_PIECES = st.sampled_from(["a", "Z", "7", "_", "-", ".", "@", ":", "/", " ", "!", "'", "\x00", "\t", "\x7f",
+                                 "A7", "v2.0", "__init__", "the", "Don't", "x" * 70, "ERR_0x9941", "ann@b.co"])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_ASCII_PIECES, max_size=30).map("".join) | st.text(st.characters(max_codepoint=127), max_size=80))
+def test_ascii_fast_path_equals_the_general_rules(text):
+    assert _tokenize_ascii(text) == _tokenize_general(text)
+    assert tokenize(text) == _tokenize_general(text)
+
+
+def test_ascii_fast_path_on_whole_texts():
+    texts = ["The A7-Pro's price: $99 (see ERR_0x9941, std::vector and __init__)!",
+             "order-service is written in Go 1.22; email ann@example.com.",
+             "_leading trailing_ __both__ a--b a-- --b " + "y" * 65 + "-z"]
+    for text in texts:
+        assert _tokenize_ascii(text) == _tokenize_general(text)
+    assert tokenize(texts[0]) == ["a7-pro", "a7", "pro", "price", "99", "see", "err_0x9941", "err", "0x9941",
+                                  "std::vector", "std", "vector", "__init__", "init"]

@@ -110,8 +110,7 @@ def refill_text(graph: Any, index: Any, state: Any = None) -> None:
     keys = [storage.decode_key(k) for k in storage.strings_array(state["keys"], pa.large_binary()).to_pylist()]
     tenants = storage.dictionary_array(state["tenants"]).cast(pa.string()).to_pylist()
     labels = storage.dictionary_array(state["labels"]).cast(pa.string()).to_pylist()
-    items = ((k, t, tn, lb, s) for k, t, tn, lb, s in zip(keys, texts, tenants, labels, state["ts"].tolist()) if t)
-    index.rebuild(items, lsn=int(state["lsn"]))
+    index._refill_nodes(keys, texts, tenants, labels, state["ts"].tolist(), int(state["lsn"]))
 
 
 def open_text_index(graph: Any) -> None:

@@ -498,37 +498,64 @@ class TextIndex:
         if progress is not None and not isinstance(progress, bool):
             raise TypeError(f"progress must be True, False or None, got {type(progress).__name__}")
         total = len(items) if hasattr(items, "__len__") else None  # type: ignore[arg-type]
+        bar = _progress_bar(progress, total)
+
+        def rows() -> Iterator[tuple]:
+            for chunk_start, chunk in _chunks(items, _REBUILD_CHUNK):
+                for offset, item in enumerate(chunk):
+                    kind, key_kind, key, tenant, label, ts, stream = _rebuild_row(item, chunk_start + offset)
+                    yield kind, key_kind, key, stream, tenant, label, ts, f"items[{chunk_start + offset}]: "
+                if bar is not None:
+                    bar.update(len(chunk))
+
+        return self._replace(rows(), lsn, bar)
+
+    def _refill_nodes(self, keys: Sequence[Any], texts: Sequence[Any], tenants: Sequence[Any],
+                      labels: Sequence[Any], ts: Sequence[int], lsn: int) -> int:
+        """:meth:`rebuild` from node columns the graph has already checked (its own state):
+        keys int or str, texts str or None, tenants and labels str or None, ts int. Skips
+        rebuild's per-item checks, which cost as much as the tokenizing."""
+
+        def rows() -> Iterator[tuple]:
+            for key, text, tenant, label, t in zip(keys, texts, tenants, labels, ts):
+                if text:
+                    stream = " ".join(tokenize(text))
+                    if stream:
+                        yield "node", "i" if type(key) is int else "s", str(key), stream, tenant or "", label or "", t, ""
+
+        return self._replace(rows(), lsn, None)
+
+    def _replace(self, rows: Iterator[tuple], lsn: int, bar: Any) -> int:
+        """Replaces the whole content by ``rows`` ((kind, key_kind, key, stream, tenant, label,
+        ts, where): an empty stream is skipped, ``where`` prefixes errors) in one commit; on any
+        error nothing changes. ``bar`` (a progress bar or None) is closed at the end."""
         stored = 0
-        with self._lock:
-            self._check_writable()
-            self._publish()  # a failed rebuild rolls back to exactly the state before it
-            bar = _progress_bar(progress, total)
-            writer = self._writer
-            seen: set = set()
-            try:
-                _write(lambda: self._delete_all(writer), self._where())
-                for chunk_start, chunk in _chunks(items, _REBUILD_CHUNK):
-                    for offset, item in enumerate(chunk):
-                        kind, key_kind, key, tenant, label, ts, stream = _rebuild_row(item, chunk_start + offset)
+        try:
+            with self._lock:
+                self._check_writable()
+                self._publish()  # a failed rebuild rolls back to exactly the state before it
+                writer = self._writer
+                add = writer.add_document
+                seen: set = set()
+                try:
+                    _write(lambda: self._delete_all(writer), self._where())
+                    for kind, key_kind, key, stream, tenant, label, ts, where in rows:
                         doc_key = _doc_key(kind, (key_kind, key))
                         if doc_key in seen:
-                            raise DuplicateKeyError(f"items[{chunk_start + offset}]: {kind} key "
-                                                    f"{_decode_key(key_kind, key)!r} appears twice")
+                            raise DuplicateKeyError(f"{where}{kind} key {_decode_key(key_kind, key)!r} appears twice")
                         seen.add(doc_key)
                         if stream:
                             document = self._document(kind, doc_key, stream, tenant, label, ts)
-                            _write(lambda: writer.add_document(document), self._where())
+                            _write(lambda: add(document), self._where())  # noqa: B023 (called at once)
                             stored += 1
-                    if bar is not None:
-                        bar.update(len(chunk))
-                self._commit(None, lsn)
-            except BaseException:
-                self._rollback()
-                raise
-            finally:
-                if bar is not None:
-                    bar.close()
-            self._reset_on_open = False
+                    self._commit(None, lsn)
+                except BaseException:
+                    self._rollback()
+                    raise
+                self._reset_on_open = False
+        finally:
+            if bar is not None:
+                bar.close()
         return stored
 
     def flush(self) -> None:

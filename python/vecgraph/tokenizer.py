@@ -56,6 +56,7 @@ _MAX_COMPOUND_CHARS = 64
 
 _token_re: Optional[re.Pattern] = None
 _split_re = re.compile(f"[{re.escape(_JOINERS)}]+")
+_ASCII_RUN = re.compile(f"_*[A-Za-z0-9]+(?:[{re.escape(_JOINERS)}]+[A-Za-z0-9]+)*_*")  # the word rule on ASCII
 _jieba: Any = None
 _lazy_lock = threading.Lock()
 
@@ -160,10 +161,36 @@ def tokenize(text: str) -> list[str]:
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if not text:
         return []
-    text = normalize(text)
+    return _tokenize_ascii(text) if text.isascii() else _tokenize_general(text)
+
+
+def _tokenize_ascii(text: str) -> list[str]:
+    """:func:`tokenize` of an ASCII ``text``, by the same rules at a third of the cost: NFKC
+    leaves ASCII alone, casefolding is ``lower()``, a letter is ``[A-Za-z0-9]``, and there are
+    no marks, Han, kana or format characters (tests check it against :func:`_tokenize_general`)."""
     out: list[str] = []
     append = out.append
     stop = STOPWORDS
+    for tok in _ASCII_RUN.findall(text.lower()):
+        if tok.isalnum():
+            if tok not in stop:
+                append(tok)
+            continue
+        parts = [p for p in _split_re.split(tok) if p]
+        if (len(parts) > 1 or parts[0] != tok) and len(tok) <= _MAX_COMPOUND_CHARS:
+            append(tok)
+        for part in parts:
+            if part not in stop:
+                append(part)
+    return out
+
+
+def _tokenize_general(text: str) -> list[str]:
+    """:func:`tokenize` of any ``text`` (the reference for :func:`_tokenize_ascii`)."""
+    out: list[str] = []
+    append = out.append
+    stop = STOPWORDS
+    text = normalize(text)
     for m in _pattern().finditer(text):
         group = m.lastgroup
         tok = m.group()
