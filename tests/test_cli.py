@@ -25,8 +25,8 @@ from vecgraph import cli, formatting
 DIM = 8
 N = 40
 KEYS = [f"n{i}" for i in range(N)]
-SUBCOMMANDS = ("ingest", "query", "stats", "checkpoint", "compact", "export", "restore", "verify", "demo", "info",
-               "eval")
+SUBCOMMANDS = ("ingest", "query", "stats", "checkpoint", "compact", "export", "restore", "verify", "repair", "demo",
+               "info", "eval")
 # The subprocess imports the same vecgraph as this test module.
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(vg.__file__)))
 

@@ -9,6 +9,7 @@ Subcommands:
   export      write a portable copy (Parquet or Arrow IPC) other tools can read
   restore     build a graph folder from an exported copy
   verify      check checksums, the CSR and the seed index of a graph folder
+  repair      rebuild a graph folder's lost or damaged MANIFEST from its snapshots and WAL
   demo        build a clustered synthetic graph, run graph-guided searches, and print what they
               found, how fast, and how close the HNSW path is to the exact one
   wordnet     build (or reopen) a WordNet 3.0 graph, answer its held-out questions through every
@@ -71,6 +72,8 @@ def _is_graph(folder: str) -> bool:
 
 def _require_graph(folder: str) -> None:
     if not _is_graph(folder):
+        if os.path.isdir(folder) and storage.graph_remnants(folder):
+            raise storage.missing_manifest(folder, storage.graph_remnants(folder))
         why = "" if not os.path.isdir(folder) else f" (the folder has no {storage.MANIFEST})"
         raise CommandError(f"no vecgraph graph at {folder}{why}")
 
@@ -471,13 +474,16 @@ def _cmd_restore(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    _require_graph(args.folder)
     from . import snapshot
 
-    problems = list(snapshot.verify(args.folder))
     if args.text and not args.absent_tenant:
         raise CommandError("--text is checked together with --absent-tenant USER")
-    problems += _absence_problems(args.folder, args.absent_tenant, args.text)
+    lost = os.path.isdir(args.folder) and not _is_graph(args.folder) and storage.graph_remnants(args.folder)
+    if not lost:
+        _require_graph(args.folder)
+    problems = list(snapshot.verify(args.folder))  # a lost MANIFEST: that one problem
+    if not lost:
+        problems += _absence_problems(args.folder, args.absent_tenant, args.text)
     if args.json:
         _print_json({"folder": args.folder, "ok": not problems, "problems": problems})
     else:
@@ -488,6 +494,27 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if problems:
         print(f"vecgraph verify: error: {args.folder}: {_n(len(problems), 'problem')}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _cmd_repair(args: argparse.Namespace) -> int:
+    from .graph import Graph
+
+    if not os.path.isdir(args.folder):
+        raise CommandError(f"no folder at {args.folder}")
+    report = Graph.repair(args.folder, force=args.force, dim=args.dim, metric=args.metric)
+    if args.json:
+        _print_json(report)
+    elif not report["repaired"]:
+        print(f"{args.folder}: {report['reason']}")
+    else:
+        print(f"{args.folder}: {report['reason']}; rebuilt it from {report['snapshot'] or 'the WAL alone'} "
+              f"(LSN {report['snapshot_lsn']}) and {_n(report['replayed'], 'WAL record')} after it, up to LSN "
+              f"{report['last_lsn']}: {_n(report['nodes'], 'node')}, {_n(report['edges'], 'edge')}")
+        for problem in report["skipped"]:
+            print(f"  passed over: {problem}")
+        for risk in report["may_lose"]:
+            print(f"  forced; may be lost: {risk}")
     return 0
 
 
@@ -725,8 +752,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = ("checkpoint", "compact", "demo", "eval", "export", "info", "ingest", "memory", "query", "restore",
-             "stats", "verify", "wordnet")
+_COMMANDS = ("checkpoint", "compact", "demo", "eval", "export", "info", "ingest", "memory", "query", "repair",
+             "restore", "stats", "verify", "wordnet")
 
 
 def build_parser() -> argparse.ArgumentParser:

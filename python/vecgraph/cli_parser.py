@@ -281,6 +281,24 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                    help="with --absent-tenant: texts or keys of that tenant's that no file may hold either; repeat")
 
     p = command(
+        "repair", commands["repair"], "rebuild a lost or damaged MANIFEST from the snapshots and the WAL",
+        "Rebuild the MANIFEST of the graph in FOLDER from the newest snapshot whose checksums and uuid\n"
+        "agree with the WAL segments, after recovering the graph in memory from it and the WAL. Changes\n"
+        "nothing (exit code 1, saying what is missing) unless the result is proven complete, or --force\n"
+        "is given (it prints what may be lost). A folder whose MANIFEST is intact is left alone.",
+        _examples("vecgraph repair memory.vg", "vecgraph repair memory.vg --force",
+                  "vecgraph repair fresh.vg --dim 384 --metric cos --force"))
+    p.add_argument("folder", metavar="FOLDER", help="graph folder")
+    p.add_argument("--force", action="store_true",
+                   help="repair even when completeness cannot be proven (no WAL_TAIL, a snapshot of an earlier "
+                        "version without its description); prints what may be lost")
+    p.add_argument("--dim", type=_int_in(1, 65536), default=None,
+                   help="the graph's dimension, needed only when the folder holds no snapshot")
+    p.add_argument("--metric", choices=("cos", "ip", "l2"), default=None,
+                   help="the graph's metric, needed only when the folder holds no snapshot")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    p = command(
         "demo", commands["demo"], "build a synthetic graph and run graph-guided searches",
         "Build a clustered synthetic graph in memory, run graph-guided searches, and print their\n"
         "latency, recall against exact seeds, and example results with their paths.",

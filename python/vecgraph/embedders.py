@@ -291,6 +291,7 @@ def use_embedder(self: Graph, embedder: Any) -> None:
             manifest = dict(self._manifest, embedder=record)
             try:
                 storage.write_manifest(self._path, manifest)
+                storage.describe_embedder(self._path, manifest)  # so that vecgraph.repair keeps it too
             except OSError as e:
                 raise storage.StorageError(f"cannot record the embedder in {self._path}: {e}") from e
             self._manifest = manifest

@@ -75,6 +75,9 @@ def _check_folder_takes_a_graph(folder: str, dim: Any) -> None:
     """A folder without a MANIFEST takes a new graph only when empty (but for what an
     interrupted creation leaves) and given ``dim``; else InvalidArgumentError."""
     leftovers = storage.foreign_entries(folder)
+    remnants = storage.graph_remnants(folder)
+    if remnants:
+        raise storage.missing_manifest(folder, remnants)
     if leftovers:
         raise InvalidArgumentError(
             f"{folder} is not empty and has no MANIFEST ({', '.join(sorted(leftovers)[:5])}); "
@@ -224,6 +227,8 @@ def open_graph(
         raise storage.StorageError(f"{folder} is a file, not a graph folder")
     created = not os.path.exists(folder)
     if read_only and not os.path.isfile(os.path.join(folder, storage.MANIFEST)):
+        if not created and storage.graph_remnants(folder):
+            raise storage.missing_manifest(folder, storage.graph_remnants(folder))
         why = "does not exist" if created else f"has no {storage.MANIFEST}"
         raise storage.StorageError(f"{folder} {why}; read_only=True opens an existing graph only")
     if created and dim is None:

@@ -31,6 +31,7 @@ from .results import Edge, Hit, Key, SearchResult
 # Names of this module from before the split: pickles of a SearchResult name
 # vecgraph.graph._search_result_from_state; the folder constants were importable here.
 from .folder import BACKGROUND_INDEX_MIN  # noqa: F401
+from .repair import repair as _repair
 from .results import _search_result_from_state  # noqa: F401
 from .side_indexes import LEGACY_TEXT_INDEX_FILES, TEXT_INDEX_DIR  # noqa: F401
 
@@ -197,6 +198,7 @@ class Graph:
     # A graph in a folder (vecgraph/folder.py): created, or recovered from its snapshot and WAL;
     # a checkpoint commits a new snapshot generation.
     open = classmethod(folder.open_graph)
+    repair = classmethod(_repair)
     checkpoint = folder.checkpoint
 
     @property

@@ -532,6 +532,8 @@ def verify(folder: Union[str, os.PathLike], *, limit: int = 100) -> list[str]:
 
     path = os.path.abspath(os.fspath(folder))
     if not os.path.isfile(os.path.join(path, storage.MANIFEST)):
+        if os.path.isdir(path) and storage.graph_remnants(path):
+            return [str(storage.missing_manifest(path, storage.graph_remnants(path)))]
         raise InvalidArgumentError(f"no vecgraph graph at {path} (no MANIFEST)")
     problems: list[str] = []
     try:

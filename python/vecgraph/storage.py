@@ -53,6 +53,9 @@ SNAPSHOT_DIR = "snapshots"
 KEEP_GENERATIONS = 2
 SNAPSHOT_FILES = ("nodes.arrow", "edges.arrow")
 HNSW_FILE = "hnsw.usearch"
+# A generation's own description (the MANIFEST's fields as of it, its files' sha256).
+SNAPSHOT_DESCRIPTION = "snapshot.json"
+DESCRIBED = ("format_version", "uuid", "dim", "metric", "hnsw", "embedder", "filterable")
 # The HNSW parameters of a graph made without them (Graph, Graph.open, a restore of a snapshot
 # whose description has none). A graph's own parameters are kept in its MANIFEST.
 DEFAULT_HNSW = {"connectivity": 24, "expansion_add": 128, "expansion_search": 128}
@@ -301,6 +304,43 @@ def _manifest_problem(m: Any) -> str:
     return ""
 
 
+def graph_remnants(folder: str) -> list[str]:
+    """What of a graph a folder holds besides its MANIFEST (snapshots/, wal/, WAL_TAIL): a
+    folder holding some without a MANIFEST lost it (see :func:`missing_manifest`)."""
+    def starts_with(path: str, magic: bytes) -> bool:
+        try:
+            with open(path, "rb") as f:
+                return f.read(len(magic)) == magic
+        except OSError:
+            return False
+
+    def listing(path: str) -> list[str]:
+        try:
+            return os.listdir(path) if os.path.isdir(path) else []
+        except OSError:
+            return []
+
+    found = []
+    snapshots = os.path.join(folder, SNAPSHOT_DIR)
+    if any(name.isdigit() and os.path.isfile(os.path.join(snapshots, name, SNAPSHOT_FILES[0]))
+           for name in listing(snapshots)):
+        found.append(SNAPSHOT_DIR)
+    wal = os.path.join(folder, WAL_DIR)
+    if any(name.endswith(".log") and starts_with(os.path.join(wal, name), b"VGWAL\0\r\n") for name in listing(wal)):
+        found.append(WAL_DIR)
+    if starts_with(os.path.join(folder, WAL_TAIL), b"VGTAIL\0\n"):
+        found.append(WAL_TAIL)
+    return found
+
+
+def missing_manifest(folder: str, remnants: list[str]) -> CorruptionError:
+    """The error of opening a folder that holds a graph's ``remnants`` but no readable MANIFEST."""
+    return CorruptionError(
+        f"{folder} holds a vecgraph graph ({', '.join(remnants)}) but its {MANIFEST} is missing: "
+        f"`vecgraph repair {folder}` (vecgraph.Graph.repair) rebuilds it from the newest sound snapshot "
+        "and the WAL, or restore the folder from a backup")
+
+
 def foreign_entries(folder: str) -> list[str]:
     """Names in a folder that holds no MANIFEST other than what creating a graph there leaves
     when it is interrupted: a LOCK holding a pid (or nothing) and a MANIFEST.tmp holding a
@@ -498,6 +538,13 @@ def write_snapshot(folder: str, manifest: dict, state: dict, tmp: Optional[str] 
         files[file_name] = _sha256(path)
     if state.get("hnsw_saved"):
         files[HNSW_FILE] = _sha256(os.path.join(tmp, HNSW_FILE))  # written and fsynced by the engine
+    # What the MANIFEST says of this generation, kept beside it so that a lost or damaged
+    # MANIFEST can be rebuilt from the folder (vecgraph.repair).
+    description = {k: manifest.get(k) for k in DESCRIBED}
+    description.update(generation=generation, snapshot_lsn=int(state["lsn"]), files=files,
+                       text_lsn=int(state.get("text_lsn", state["lsn"])))
+    _write_file_durably(os.path.join(tmp, SNAPSHOT_DESCRIPTION),
+                        json.dumps(description, indent=1, sort_keys=True).encode())
     fsync_dir(tmp)
     final = os.path.join(root, name)
     shutil.rmtree(final, ignore_errors=True)
@@ -512,6 +559,24 @@ def write_snapshot(folder: str, manifest: dict, state: dict, tmp: Optional[str] 
         previous={k: manifest.get(k) for k in ("snapshot", "snapshot_lsn", "files")} if manifest.get("snapshot") else None,
     )
     return committed
+
+
+def describe_embedder(folder: str, manifest: dict) -> None:
+    """Copy the MANIFEST's embedder record into its current generation's description (the
+    record is made after that generation was written)."""
+    if not manifest.get("snapshot"):
+        return
+    path = os.path.join(folder, manifest["snapshot"], SNAPSHOT_DESCRIPTION)
+    try:
+        with open(path, "rb") as f:
+            description = json.loads(f.read())
+    except (OSError, ValueError):
+        return  # a generation of an earlier version, without a description
+    description["embedder"] = manifest.get("embedder")
+    tmp = path + ".tmp"
+    _write_file_durably(tmp, json.dumps(description, indent=1, sort_keys=True).encode())
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(path))
 
 
 def remove_old_snapshots(folder: str, manifest: dict) -> None:
