@@ -26,6 +26,7 @@ Status Engine::attach_wal(const std::string& dir, const wal::Uuid& uuid, std::ui
     sync_policy_ = options.sync;
     last_lsn_.store(next_lsn - 1);
     read_only_.clear();
+    refused_storage_ = false;
     return Status::OK();
 }
 
@@ -54,9 +55,10 @@ Status Engine::close_wal() {
     return status;
 }
 
-void Engine::refuse_writes(std::string why) {
+void Engine::refuse_writes(std::string why, bool storage) {
     std::lock_guard<std::mutex> writer(writer_mutex_);
     read_only_ = std::move(why);
+    refused_storage_ = storage;
 }
 
 std::uint64_t Engine::last_lsn() const { return last_lsn_.load(); }

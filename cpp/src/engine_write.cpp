@@ -164,7 +164,7 @@ std::string batch_key(const std::string* keys, const std::int64_t* ints, std::si
 // Write path: writable -> prepare (check everything) -> log -> apply -> finish (sync).
 
 Status Engine::writable() const {
-    if (!read_only_.empty()) return Status::read_only(read_only_);
+    if (!read_only_.empty()) return refused_storage_ ? Status::io_error(read_only_) : Status::read_only(read_only_);
     return Status::OK();
 }
 

@@ -353,7 +353,25 @@ Result<RecoveryReport> recover(const std::string& dir, const Uuid& uuid, std::ui
     const std::vector<SegmentFile>& segments = listed.value();
     RecoveryReport report;
     std::uint64_t expected_lsn = 0;  // LSN the next record must have; 0 before the first segment
-    for (std::size_t i = 0; i < segments.size(); ++i) {
+    // Segments whose records all lie below from_lsn (by the next segment's name) are kept only
+    // to fall back to an older snapshot: not read, so damage there does not stop a recovery
+    // that does not need them; their headers are checked and damage reported.
+    const std::uint64_t needed = std::max<std::uint64_t>(from_lsn, 1);
+    std::size_t start = 0;
+    while (start + 1 < segments.size() && segments[start + 1].first_lsn <= needed) ++start;
+    for (std::size_t i = 0; i < start; ++i) {
+        ++report.fallback_segments;
+        FileReader file;
+        SegmentHeader header;
+        Status status = file.open(segments[i].path);
+        if (status.ok())
+            status = file.size() < segment_header_bytes
+                         ? Status::corruption("WAL segment " + segments[i].path + " is " + std::to_string(file.size()) +
+                                              " bytes, shorter than its header")
+                         : check_header(file, segments[i].path, segments[i].first_lsn, uuid, &header);
+        if (!status.ok()) report.fallback_damaged.push_back(status.message());
+    }
+    for (std::size_t i = start; i < segments.size(); ++i) {
         const std::string& path = segments[i].path;
         bool is_last = i + 1 == segments.size();
         FileReader file;
@@ -384,8 +402,7 @@ Result<RecoveryReport> recover(const std::string& dir, const Uuid& uuid, std::ui
         }
         SegmentHeader header;
         VG_RETURN_IF_ERROR(check_header(file, path, segments[i].first_lsn, uuid, &header));
-        if (i == 0) {
-            std::uint64_t needed = std::max<std::uint64_t>(from_lsn, 1);
+        if (i == start) {
             if (header.first_lsn > needed)
                 return Status::corruption("the WAL starts at LSN " + std::to_string(header.first_lsn) + " (" + path +
                                           "), but recovery needs the records from LSN " + std::to_string(needed) +

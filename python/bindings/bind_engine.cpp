@@ -278,9 +278,9 @@ class PyEngine {
     void compact() { released([&] { return engine_->compact(); }); }
     void sync() { released([&] { return engine_->sync(); }); }
     void close_wal() { released([&] { return engine_->close_wal(); }); }
-    void refuse_writes(std::string why) {
+    void refuse_writes(std::string why, bool storage) {
         GilRelease release;  // waits for a write in flight
-        engine_->refuse_writes(std::move(why));
+        engine_->refuse_writes(std::move(why), storage);
     }
     void drop_wal_before(std::uint64_t lsn) { released([&] { return engine_->drop_wal_before(lsn); }); }
     std::uint64_t last_lsn() const { return engine_->last_lsn(); }
@@ -361,6 +361,8 @@ class PyEngine {
         d["replayed"] = r.replayed;
         d["truncated_bytes"] = r.truncated_bytes;
         d["truncated_at"] = r.truncated_at;
+        d["fallback_segments"] = r.fallback_segments;
+        d["fallback_damaged"] = r.fallback_damaged;
         return d;
     }
 
@@ -936,7 +938,7 @@ void bind_engine(py::module_& m) {
         .def("verify", &PyEngine::verify, py::arg("limit") = 100)
         .def("sync", &PyEngine::sync)
         .def("close_wal", &PyEngine::close_wal)
-        .def("refuse_writes", &PyEngine::refuse_writes, py::arg("why"))
+        .def("refuse_writes", &PyEngine::refuse_writes, py::arg("why"), py::arg("storage") = false)
         .def("drop_wal_before", &PyEngine::drop_wal_before, py::arg("lsn"))
         .def("last_lsn", &PyEngine::last_lsn)
         .def("attach_wal", &PyEngine::attach_wal, py::arg("dir"), py::arg("uuid"), py::arg("next_lsn"), py::arg("sync"),
@@ -974,6 +976,25 @@ void bind_engine(py::module_& m) {
         py::arg("dir"), py::arg("tail_marker"), py::arg("uuid"), py::arg("from_lsn"),
         "Raises CorruptionError when the WAL in dir lacks the newest segment the tail marker names "
         "(wal_format.hpp, TAIL MARKER); reads only.");
+    m.def(
+        "scan_wal",
+        [](const std::string& dir, const py::bytes& uuid, std::uint64_t from_lsn) {
+            wal::Uuid id = PyEngine::to_uuid(uuid);
+            Result<wal::RecoveryReport> report = Status::internal("not run");
+            {
+                GilRelease release;
+                report = wal::recover(dir, id, from_lsn, wal::RecordVisitor(), false, "");
+            }
+            const wal::RecoveryReport& r = unwrap(std::move(report));
+            py::dict d;
+            d["records"] = r.records;
+            d["last_lsn"] = r.last_lsn;
+            d["truncated_bytes"] = r.truncated_bytes;
+            return d;
+        },
+        py::arg("dir"), py::arg("uuid"), py::arg("from_lsn"),
+        "Read every WAL record recovery from from_lsn would read, checking each (CRC32C, LSN "
+        "chain), applying none; raises CorruptionError as recovery would. Reads only.");
 }
 
 }  // namespace vecgraph::bindings

@@ -79,7 +79,7 @@ class Engine:
         ...
     def node_codes(self, keys: collections.abc.Sequence) -> tuple:
         ...
-    def refuse_writes(self, why: str) -> None:
+    def refuse_writes(self, why: str, storage: bool = False) -> None:
         ...
     def replay_wal(self, dir: str, uuid: bytes, from_lsn: typing.SupportsInt | typing.SupportsIndex, truncate_tail: bool, tail_marker: str = '') -> dict:
         ...
@@ -165,6 +165,10 @@ def convex_fuse(key_lists: list, score_lists: collections.abc.Sequence[collectio
 def rrf_fuse(key_lists: list, weights: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], k: typing.SupportsFloat | typing.SupportsIndex, top_n: typing.SupportsInt | typing.SupportsIndex, with_ranks: bool) -> list:
     """
     Weighted RRF of lists (list or tuple) of hashable keys, best first: [(key, score)] or [(key, score, ranks)] with one rank (from 1) or None per list. top_n < 0: every key. Arguments are checked by vecgraph.fusion.rrf.
+    """
+def scan_wal(dir: str, uuid: bytes, from_lsn: typing.SupportsInt | typing.SupportsIndex) -> dict:
+    """
+    Read every WAL record recovery from from_lsn would read, checking each (CRC32C, LSN chain), applying none; raises CorruptionError as recovery would. Reads only.
     """
 def scan_i8(query: numpy.ndarray, base: numpy.ndarray, isa: str = '') -> numpy.typing.NDArray[numpy.int32]:
     """

@@ -258,6 +258,7 @@ def open_graph(
     # LOCK that was there as it was (and removes one it made, below).
     lock = storage.FolderLock(folder, stamp=False, shared=read_only)
     loaded: Optional[dict] = None
+    full: Optional[BaseException] = None  # the disk was full when the graph was to be made writable
     try:
         manifest = storage.read_manifest(folder)
         if manifest is not None:
@@ -353,6 +354,12 @@ def open_graph(
                 f"{done} {report['truncated_bytes']} bytes at the end of the WAL ({report['truncated_at']}): "
                 "a record half-written when the process died, or damaged in its last bytes; "
                 f"a write that had not returned is lost{left}", RuntimeWarning, stacklevel=2)
+        if report["fallback_damaged"] and not _inspect:
+            warnings.warn(
+                "the WAL segments kept only to fall back to the previous snapshot are damaged ("
+                + "; ".join(report["fallback_damaged"][:3]) + "): the graph opened from the newest snapshot, which "
+                "with the newer segments holds every write; falling back to the previous snapshot is no longer "
+                "possible (the next checkpoint drops those segments)", RuntimeWarning, stacklevel=2)
         # The WAL continues where its last segment ends; with no segment, after the snapshot.
         next_lsn = report["next_lsn"] or snapshot_lsn + 1
         if read_only:
@@ -361,7 +368,12 @@ def open_graph(
                 "open it without read_only to write")
         else:
             # The writer makes WAL_TAIL name the segment it appends to or creates.
-            graph._engine.attach_wal(wal_dir, uuid, next_lsn, sync, sync_interval_ms, segment_bytes, wal_tail)
+            try:
+                graph._engine.attach_wal(wal_dir, uuid, next_lsn, sync, sync_interval_ms, segment_bytes, wal_tail)
+            except storage.StorageError as e:
+                if not storage.disk_full(e):
+                    raise
+                full = e  # opened to read; writes refused, below
     except BaseException:
         if not created and not lock_existed and not read_only:
             try:  # a LOCK this open made goes (removed while held: no one else takes it meanwhile)
@@ -375,8 +387,15 @@ def open_graph(
     graph._path, graph._lock, graph._manifest = folder, lock, manifest
     graph._read_only = read_only
     try:
-        if not read_only:
-            open_text_index(graph)
+        if not read_only and full is None:
+            try:
+                open_text_index(graph)
+            except storage.StorageError as e:
+                if not storage.disk_full(e):
+                    raise
+                full = e
+        if full is not None:
+            _open_degraded(graph, folder, full)
     except BaseException:
         graph.close()
         raise
@@ -467,6 +486,22 @@ def checkpoint(self: Graph, *, keep_history: bool = True) -> dict:
         after = _folder_files(self._path)
         return {"lsn": int(state["lsn"]), "snapshot": os.path.join(self._path, manifest["snapshot"]),
                 "nodes": len(state["ts"]), "edges": len(state["edge_src"]), "removed": sorted(before - after)}
+
+
+def _open_degraded(graph: Graph, folder: str, full: BaseException) -> None:
+    """The disk is full at open: the graph stays open for every read (searches, the BM25 index
+    in memory, export), and each write raises StorageError saying so."""
+    why = (f"the disk is full: the graph at {folder} was opened for reading only ({full}); free space and "
+           "open it again to write")
+    text = graph._text
+    graph._text = None
+    if text is not None:
+        with contextlib.suppress(Exception):
+            text.close()
+    graph._engine.refuse_writes(why, True)
+    graph._degraded = why
+    graph._read_only = True  # reads use a private copy of the BM25 index, as read_only=True does
+    warnings.warn(why, RuntimeWarning, stacklevel=3)
 
 
 def _folder_files(folder: str) -> set:

@@ -25,7 +25,7 @@ from .arguments import (FILTER_SCAN_AUTO, FILTER_SCAN_MAX_NODES, FULL_SCAN_MAX_N
                         _choice, _count_at_least, _edge_columns, _exclude_keys, _filterable, _flag, _float_array,
                         _keys, _names, _node_columns, _scan_max_nodes, _scan_threshold, _strings, _threads, _where)
 from .entities import ALIAS_SEPARATOR
-from .errors import InvalidArgumentError, ReadOnlyError
+from .errors import InvalidArgumentError, ReadOnlyError, StorageError
 from .heap import _release_after_batch
 from .results import Edge, Hit, Key, SearchResult
 # Names of this module from before the split: pickles of a SearchResult name
@@ -184,6 +184,7 @@ class Graph:
         self._embedder: Optional[dict] = None  # {"name", "dim"} of an in-memory graph's embedder
         self._closed = False
         self._read_only = False  # a folder graph opened with read_only=True
+        self._degraded: Optional[str] = None  # why writes raise StorageError (the disk was full at open)
         self._pid = os.getpid()  # of the process that made this graph (see _forked)
         folder._GRAPHS.add(self)
         self._checkpoint_lock = threading.Lock()  # one checkpoint at a time; close waits for it
@@ -355,6 +356,8 @@ class Graph:
     def _check_writable(self, needs: str = "writes need") -> None:
         """ReadOnlyError as :meth:`_check_open`, and on a graph opened with read_only=True."""
         self._check_open(needs)
+        if self._degraded is not None:
+            raise StorageError(self._degraded)
         if self._read_only:
             raise ReadOnlyError(f"the graph at {self._path} is open read-only (Graph.open(..., read_only=True)); "
                                 f"{needs} a graph opened for writing")

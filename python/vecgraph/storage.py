@@ -304,6 +304,17 @@ def _manifest_problem(m: Any) -> str:
     return ""
 
 
+def disk_full(error: BaseException) -> bool:
+    """Whether ``error`` (an OSError, or an error raised from one) says the disk or quota is full."""
+    while error is not None:
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if "No space left on device" in str(error) or "Disk quota exceeded" in str(error):
+            return True
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+    return False
+
+
 def graph_remnants(folder: str) -> list[str]:
     """What of a graph a folder holds besides its MANIFEST (snapshots/, wal/, WAL_TAIL): a
     folder holding some without a MANIFEST lost it (see :func:`missing_manifest`)."""

@@ -638,6 +638,28 @@ TEST_CASE("recovery: the first segment starting after from_lsn means missing rec
     CHECK(contains(got.status.message(), "LSNs 7 to 9 are missing"));
 }
 
+TEST_CASE("recovery: segments holding only records below from_lsn are not read, their damage only reported") {
+    TempDir tmp;
+    write_log(tmp.wal(), {3000, 3000, 3000, 3000}, 1, fast_options(4096));  // one record a segment
+    const std::vector<std::string> paths = segment_paths(tmp.wal());
+    REQUIRE(paths.size() == 4);
+    write_file(paths[0], std::string(read_file(paths[0]).size(), '\0'));  // zero-filled, as a disk may leave it
+    Replayed got = replay(tmp.wal(), false, 3);
+    REQUIRE_OK(got.status);
+    CHECK_EQ(got.report.fallback_segments, 2u);
+    REQUIRE(got.report.fallback_damaged.size() == 1);
+    CHECK(contains(got.report.fallback_damaged[0], paths[0]));
+    CHECK_EQ(got.report.replayed, 2u);
+    CHECK_EQ(got.report.next_lsn, 5u);
+    Replayed intact = replay(tmp.wal(), false, 2);  // segment 1 still not needed: reported, not read
+    REQUIRE_OK(intact.status);
+    CHECK_EQ(intact.report.fallback_damaged.size(), 1u);
+    CHECK_EQ(intact.report.replayed, 3u);
+    Replayed needed = replay(tmp.wal(), false, 1);  // the damaged bytes are needed: corruption
+    CHECK(needed.status.code() == StatusCode::corruption);
+    CHECK(contains(needed.status.message(), "bad header"));
+}
+
 TEST_CASE("recovery: leftover .log.tmp files are ignored, and the writer deletes them") {
     TempDir tmp;
     write_log(tmp.wal(), {8, 8});

@@ -283,8 +283,9 @@ class Engine {
     Status drop_wal_before(std::uint64_t lsn);
     /// Syncs and closes the WAL; later writes are refused (read_only).
     Status close_wal();
-    /// Refuses every later write with read_only and `why` (a graph opened to read only).
-    void refuse_writes(std::string why);
+    /// Refuses every later write with read_only and `why` (a graph opened to read only), or
+    /// with io_error when `storage` (a graph opened while its disk is full).
+    void refuse_writes(std::string why, bool storage = false);
     /// LSN of the last write applied (0: none).
     std::uint64_t last_lsn() const;
     /// LSN of the last write that changed which node texts exist (a node with text added, an
@@ -565,6 +566,7 @@ class Engine {
     std::shared_ptr<wal::Writer> wal_;  // shared: a write syncing after it released the writer lock keeps it alive
     wal::SyncPolicy sync_policy_ = wal::SyncPolicy::off;
     std::string read_only_;  // why writes are refused; empty: writable
+    bool refused_storage_ = false;  // refuse_writes(..., storage=true): io_error, not read_only
     std::atomic<std::uint64_t> last_lsn_{0};
     std::atomic<std::uint64_t> last_text_lsn_{0};
     bool text_changed_ = false;  // set by apply_*, taken by finish_write / replay (writer lock held)

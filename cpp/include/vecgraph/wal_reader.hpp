@@ -30,6 +30,12 @@ struct RecoveryReport {
     std::uint64_t skipped = 0;   // records with lsn >= from_lsn of an unknown, skippable type
     std::uint64_t truncated_bytes = 0;  // size of the torn tail (cut if truncate_tail, else only found)
     std::string truncated_at;           // "<segment path>:<offset>" of the torn tail, empty if none
+    /// Segments that hold only records below from_lsn (the next segment's name starts at or
+    /// before it): kept to fall back to an older snapshot, not read, their headers checked.
+    std::uint64_t fallback_segments = 0;
+    /// "<path>: <problem>" of each such segment whose header is damaged (the fallback is gone;
+    /// recovery from from_lsn does not need it).
+    std::vector<std::string> fallback_damaged;
 };
 
 /// Called for each replayed record; `payload` is valid only during the call. A non-OK Status
