@@ -162,7 +162,9 @@ def test_a_checkpoint_that_fills_the_disk_writing_the_hnsw_file_says_so(tmp_path
     path = str(tmp_path / "g.vg")
     rng = np.random.default_rng(6)
     g = vg.Graph.open(path, dim=DIM)
-    _batch(g, "a", 10, rng)
+    # Enough nodes for an HNSW file of several MiB: writes fail while USearch is still streaming
+    # it out (a small file is written in one piece after USearch is done).
+    g.add_nodes([f"n{i}" for i in range(12_000)], rng.standard_normal((12_000, DIM)).astype(np.float32))
     real = storage.begin_snapshot
 
     def hnsw_file_on_a_full_disk(folder, manifest):
