@@ -568,11 +568,13 @@ Status SeedIndex::save(const std::string& path) const {
     if (ok && ::fsync(fd) != 0) write_errno = errno, ok = false;
     ::close(fd);
     // A failed write makes USearch's stream fail too ("Failed to serialize into stream"): the
-    // write's own error says why (a full disk, an I/O error), so it comes first.
+    // write's own error says why (a full disk, an I/O error), so it comes first. USearch's
+    // error is taken either way (an error left unread throws when it is destroyed).
+    std::string stream_error = result ? std::string() : take_error(result.error);
     if (write_errno != 0)
         return Status::io_error("cannot write the HNSW index to " + path + ": " + std::strerror(write_errno) +
                                 (write_errno == ENOSPC || write_errno == EDQUOT ? " (the disk is full)" : ""));
-    if (!result) return Status::io_error("cannot write the HNSW index to " + path + ": " + take_error(result.error));
+    if (!stream_error.empty()) return Status::io_error("cannot write the HNSW index to " + path + ": " + stream_error);
     return Status::OK();
 }
 
