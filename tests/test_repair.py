@@ -65,9 +65,9 @@ def _folder_digest(path: str) -> dict:
     out = {}
     for root, _dirs, files in os.walk(path):
         for name in files:
-            if name == storage.LOCK:
-                continue
             file = os.path.join(root, name)
+            if name == storage.LOCK or os.path.islink(file):
+                continue
             with open(file, "rb") as f:
                 out[os.path.relpath(file, path)] = hashlib.sha256(f.read()).hexdigest()
     return out
@@ -146,7 +146,7 @@ def test_a_damaged_manifest_is_kept_aside_and_rebuilt(tmp_path):
     with pytest.raises(CorruptionError, match="not valid JSON"):
         vg.Graph.open(path)
     report = vg.Graph.repair(path)
-    assert report["repaired"] and report["reason"] == "the MANIFEST was damaged"
+    assert report["repaired"] and report["reason"].startswith("the MANIFEST was damaged (")
     with open(os.path.join(path, storage.MANIFEST + ".damaged"), "rb") as f:
         assert f.read() == b'{"format_version": 1, "uuid": "trunc'
     _check_everything_back(path, model)
@@ -227,3 +227,163 @@ def test_repair_refuses_a_folder_of_other_files(tmp_path):
         vg.Graph.repair(str(folder))
     assert sorted(os.listdir(folder)) == ["a.jpg"]
     shutil.rmtree(folder)
+
+
+def _segmented(path: str) -> tuple[dict, dict]:
+    """Two generations, 4 KiB WAL segments, writes after each: the oldest segments serve only
+    the fallback to the previous generation."""
+    rng = np.random.default_rng(8)
+    g = vg.Graph.open(path, dim=DIM, segment_bytes=4096)
+    model = {}
+    for batch in range(9):
+        keys = [f"k{batch}-{j}" for j in range(20)]
+        vectors = rng.standard_normal((20, DIM)).astype(np.float32)
+        g.add_nodes(keys, vectors)
+        model.update(zip(keys, vectors))
+        if batch in (2, 5):
+            g.checkpoint()
+    g.use_embedder(_Embedder())
+    manifest = g._manifest
+    g.close()
+    return model, manifest
+
+
+def _oldest_segment(path: str) -> str:
+    return os.path.join(path, storage.WAL_DIR, sorted(os.listdir(os.path.join(path, storage.WAL_DIR)))[0])
+
+
+def _all_back(path: str, model: dict) -> None:
+    with vg.Graph.open(path) as g:
+        assert len(g) == len(model)
+        for key in ("k0-0", "k4-4", "k8-19"):
+            assert g.search(model[key], k=1, exact=True).keys == [key]
+
+
+def test_a_damaged_fallback_segment_costs_only_the_fallback(tmp_path):
+    path = str(tmp_path / "g.vg")
+    model, original = _segmented(path)
+    with open(_oldest_segment(path), "r+b") as f:  # its header: only the fallback needs it
+        f.seek(3)
+        f.write(b"\xff")
+    os.remove(os.path.join(path, storage.MANIFEST))
+    report = vg.Graph.repair(path)
+    assert report["snapshot"] == original["snapshot"] and report["manifest"]["previous"] is None
+    assert any("fallback" in s and "no valid header" in s for s in report["skipped"])
+    with pytest.warns(RuntimeWarning, match="fall back"):
+        _all_back(path, model)
+
+
+def test_a_fallback_that_would_not_read_back_is_not_recorded(tmp_path):
+    path = str(tmp_path / "g.vg")
+    model, original = _segmented(path)
+    with open(_oldest_segment(path), "r+b") as f:  # a record in the middle of it
+        f.seek(300)
+        f.write(b"\xa5" * 8)
+    os.remove(os.path.join(path, storage.MANIFEST))
+    report = vg.Graph.repair(path)
+    assert report["manifest"]["previous"] is None
+    assert any("the fallback to" in s for s in report["skipped"])
+    _all_back(path, model)
+    assert snapshot.verify(path) == []
+
+
+def test_the_embedder_survives_a_repair_from_the_older_generation(tmp_path):
+    path = str(tmp_path / "g.vg")
+    model, original = _segmented(path)
+    with open(os.path.join(path, original["snapshot"], "nodes.arrow"), "r+b") as f:
+        f.seek(150)
+        f.write(b"\x00" * 16)
+    os.remove(os.path.join(path, storage.MANIFEST))
+    report = vg.Graph.repair(path)
+    assert report["snapshot"] == original["previous"]["snapshot"]
+    assert report["manifest"]["embedder"] == {"name": "test-embedder", "dim": DIM}
+    _all_back(path, model)
+
+
+def test_a_changed_byte_in_a_description_passes_its_generation_over(tmp_path):
+    path = str(tmp_path / "g.vg")
+    model, original = _segmented(path)
+    described = os.path.join(path, original["snapshot"], storage.SNAPSHOT_DESCRIPTION)
+    with open(described, "rb") as f:
+        text = f.read()
+    with open(described, "wb") as f:
+        f.write(text.replace(b'"connectivity": 24', b'"connectivity": 64'))
+    os.remove(os.path.join(path, storage.MANIFEST))
+    report = vg.Graph.repair(path)
+    assert report["snapshot"] == original["previous"]["snapshot"]
+    assert report["manifest"]["hnsw"]["connectivity"] == 24
+    assert any("fails its checksum" in s for s in report["skipped"])
+    _all_back(path, model)
+
+
+def test_a_description_that_would_make_an_invalid_manifest_is_refused(tmp_path):
+    path = str(tmp_path / "g.vg")
+    _build(path)
+    with open(os.path.join(path, storage.MANIFEST)) as f:
+        current = json.load(f)["snapshot"]
+    described = os.path.join(path, current, storage.SNAPSHOT_DESCRIPTION)
+    description = storage.read_description(described)
+    description["embedder"] = {"name": "e", "dim": DIM * 2}  # well-formed, checksummed, impossible
+    with open(described, "wb") as f:
+        f.write(storage.describe(description))
+    os.remove(os.path.join(path, storage.MANIFEST))
+    before = _folder_digest(path)
+    with pytest.raises(CorruptionError, match=r"would not be valid \(embedder must be"):
+        vg.Graph.repair(path)
+    assert _folder_digest(path) == before
+
+
+def test_another_databases_manifest_is_set_aside(tmp_path):
+    path, other = str(tmp_path / "a.vg"), str(tmp_path / "b.vg")
+    model = _build(path)
+    _build(other)
+    shutil.copyfile(os.path.join(other, storage.MANIFEST), os.path.join(path, storage.MANIFEST))
+    report = vg.Graph.repair(path)
+    assert report["repaired"] and "another database" in report["reason"]
+    assert os.path.isfile(os.path.join(path, storage.MANIFEST + ".damaged"))
+    _check_everything_back(path, model)
+
+
+def test_a_forced_repair_without_a_generation_says_what_may_be_lost(tmp_path):
+    path = str(tmp_path / "g.vg")
+    with vg.Graph.open(path, dim=DIM, connectivity=8, filterable={"lvl": "int64"}) as g:
+        g.add_nodes(["a", "b"], _vectors(2, 1))
+    os.remove(os.path.join(path, storage.MANIFEST))
+    report = vg.Graph.repair(path, dim=DIM, metric="cos", force=True)
+    assert len(report["may_lose"]) == 1 and "HNSW parameters, filterable properties" in report["may_lose"][0]
+
+
+def test_a_manifest_that_is_a_folder_and_odd_arguments(tmp_path, capsys):
+    path = str(tmp_path / "g.vg")
+    model = _build(path)
+    os.remove(os.path.join(path, storage.MANIFEST))
+    os.mkdir(os.path.join(path, storage.MANIFEST))
+    report = vg.Graph.repair(path)
+    assert report["repaired"] and "is not a file" in report["reason"]
+    assert os.path.isdir(os.path.join(path, storage.MANIFEST + ".damaged"))
+    _check_everything_back(path, model)
+    with pytest.raises(TypeError, match="non-empty str"):
+        vg.Graph.repair("")
+    stray = tmp_path / "photos"
+    (stray / "snapshots" / "00000001").mkdir(parents=True)
+    (stray / "snapshots" / "00000001" / "nodes.arrow").write_bytes(b"not arrow at all")
+    with pytest.raises(vg.InvalidArgumentError, match="not empty and has no MANIFEST"):
+        vg.Graph.open(str(stray), dim=DIM)  # user files that merely look like a graph's are not one
+    os.remove(os.path.join(path, storage.MANIFEST))
+    os.remove(os.path.join(path, storage.WAL_TAIL))
+    assert cli.main(["repair", path, "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["repaired"] is False and "WAL_TAIL" in out["error"]
+
+
+def test_repair_on_a_full_disk_changes_nothing(tmp_path):
+    path = str(tmp_path / "g.vg")
+    _build(path)
+    with open(os.path.join(path, storage.MANIFEST), "wb") as f:
+        f.write(b"{garbage")
+    os.symlink("/dev/full", os.path.join(path, storage.MANIFEST + ".repair.tmp"))  # its write fails: ENOSPC
+    before = _folder_digest(path)
+    with pytest.raises(StorageError, match="No space left on device"):
+        vg.Graph.repair(path)
+    assert _folder_digest(path) == before
+    assert sorted(os.listdir(path)) == sorted(["LOCK", "MANIFEST", "WAL_TAIL", "snapshots", "text", "wal"])

@@ -241,6 +241,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             raise CommandError(f"{folder} is a file, not a graph folder")
         before = set(os.listdir(folder))
         others = sorted(before - {storage.LOCK, storage.MANIFEST + ".tmp"})
+        if storage.graph_remnants(folder):
+            raise storage.missing_manifest(folder, storage.graph_remnants(folder))
         if others:
             raise CommandError(f"{folder} is not empty and has no {storage.MANIFEST} ({', '.join(others[:5])}"
                                f"{', ...' if len(others) > 5 else ''}); refusing to create a graph over other files")
@@ -502,7 +504,12 @@ def _cmd_repair(args: argparse.Namespace) -> int:
 
     if not os.path.isdir(args.folder):
         raise CommandError(f"no folder at {args.folder}")
-    report = Graph.repair(args.folder, force=args.force, dim=args.dim, metric=args.metric)
+    try:
+        report = Graph.repair(args.folder, force=args.force, dim=args.dim, metric=args.metric)
+    except Error as e:
+        if args.json:
+            _print_json({"repaired": False, "error": str(e)})
+        raise
     if args.json:
         _print_json(report)
     elif not report["repaired"]:

@@ -266,7 +266,12 @@ def open_graph(
             # or the folder copied without them) lost acknowledged writes; refuse it.
             storage.check_wal_tail(folder, manifest)
         if not read_only:
-            lock.stamp()
+            try:
+                lock.stamp()
+            except OSError as e:  # a LOCK made just now, on a full disk: open to read, below
+                if not storage.disk_full(e):
+                    raise storage.StorageError(f"cannot write {lock.path}: {e}") from e
+                full = e
             if manifest is not None:
                 storage.remove_stale_temporaries(folder)
         if manifest is None:
@@ -498,6 +503,8 @@ def _open_degraded(graph: Graph, folder: str, full: BaseException) -> None:
     if text is not None:
         with contextlib.suppress(Exception):
             text.close()
+    with contextlib.suppress(Exception):
+        graph._engine.close_wal()  # nothing of it to sync; an export then rolls no segment
     graph._engine.refuse_writes(why, True)
     graph._degraded = why
     graph._read_only = True  # reads use a private copy of the BM25 index, as read_only=True does

@@ -222,13 +222,14 @@ def read_manifest(folder: str) -> Optional[dict]:
         return None
     except OSError as e:
         raise StorageError(f"cannot read {path}: {e}") from e
+    hint = f"; `vecgraph repair {folder}` rebuilds it from the snapshots and the WAL"
     try:
         manifest = json.loads(raw)
     except ValueError as e:
-        raise CorruptionError(f"{path} is not valid JSON ({e})") from None
+        raise CorruptionError(f"{path} is not valid JSON ({e}){hint}") from None
     problem = _manifest_problem(manifest)
     if problem:
-        raise CorruptionError(f"{path} is not a valid vecgraph MANIFEST: {problem}")
+        raise CorruptionError(f"{path} is not a valid vecgraph MANIFEST: {problem}{hint}")
     return manifest
 
 
@@ -333,7 +334,7 @@ def graph_remnants(folder: str) -> list[str]:
 
     found = []
     snapshots = os.path.join(folder, SNAPSHOT_DIR)
-    if any(name.isdigit() and os.path.isfile(os.path.join(snapshots, name, SNAPSHOT_FILES[0]))
+    if any(name.isdigit() and starts_with(os.path.join(snapshots, name, SNAPSHOT_FILES[0]), b"ARROW1")
            for name in listing(snapshots)):
         found.append(SNAPSHOT_DIR)
     wal = os.path.join(folder, WAL_DIR)
@@ -406,7 +407,7 @@ def check_wal_tail(folder: str, manifest: dict) -> None:
 
 def remove_stale_temporaries(folder: str) -> None:
     """Remove what an interrupted checkpoint, MANIFEST commit or WAL_TAIL commit left behind."""
-    for name in (MANIFEST + ".tmp", WAL_TAIL + ".tmp"):
+    for name in (MANIFEST + ".tmp", MANIFEST + ".repair.tmp", WAL_TAIL + ".tmp"):
         tmp = os.path.join(folder, name)
         if os.path.isfile(tmp):
             os.unlink(tmp)
@@ -554,8 +555,7 @@ def write_snapshot(folder: str, manifest: dict, state: dict, tmp: Optional[str] 
     description = {k: manifest.get(k) for k in DESCRIBED}
     description.update(generation=generation, snapshot_lsn=int(state["lsn"]), files=files,
                        text_lsn=int(state.get("text_lsn", state["lsn"])))
-    _write_file_durably(os.path.join(tmp, SNAPSHOT_DESCRIPTION),
-                        json.dumps(description, indent=1, sort_keys=True).encode())
+    _write_file_durably(os.path.join(tmp, SNAPSHOT_DESCRIPTION), describe(description))
     fsync_dir(tmp)
     final = os.path.join(root, name)
     shutil.rmtree(final, ignore_errors=True)
@@ -572,22 +572,53 @@ def write_snapshot(folder: str, manifest: dict, state: dict, tmp: Optional[str] 
     return committed
 
 
-def describe_embedder(folder: str, manifest: dict) -> None:
-    """Copy the MANIFEST's embedder record into its current generation's description (the
-    record is made after that generation was written)."""
-    if not manifest.get("snapshot"):
-        return
-    path = os.path.join(folder, manifest["snapshot"], SNAPSHOT_DESCRIPTION)
+def describe(description: dict) -> bytes:
+    """The bytes of a generation's ``snapshot.json``: the description and the sha256 of its
+    canonical JSON, so that a changed byte shows (:func:`read_description`)."""
+    body = json.dumps(description, sort_keys=True)
+    return json.dumps({"description": description, "sha256": hashlib.sha256(body.encode()).hexdigest()},
+                      indent=1, sort_keys=True).encode()
+
+
+def read_description(path: str) -> Optional[dict]:
+    """The description in a ``snapshot.json`` (:func:`describe`), or None when the file is
+    missing; CorruptionError when it is not one or fails its checksum; StorageError when it
+    cannot be read."""
     try:
         with open(path, "rb") as f:
-            description = json.loads(f.read())
-    except (OSError, ValueError):
-        return  # a generation of an earlier version, without a description
-    description["embedder"] = manifest.get("embedder")
-    tmp = path + ".tmp"
-    _write_file_durably(tmp, json.dumps(description, indent=1, sort_keys=True).encode())
-    os.replace(tmp, path)
-    fsync_dir(os.path.dirname(path))
+            raw = json.loads(f.read())
+    except FileNotFoundError:
+        return None
+    except ValueError as e:
+        raise CorruptionError(f"{path} is not valid JSON ({e})") from None
+    except OSError as e:
+        raise StorageError(f"cannot read {path}: {e}") from e
+    if not (isinstance(raw, dict) and isinstance(raw.get("description"), dict) and isinstance(raw.get("sha256"), str)):
+        raise CorruptionError(f"{path} is not a generation description")
+    body = json.dumps(raw["description"], sort_keys=True)
+    if hashlib.sha256(body.encode()).hexdigest() != raw["sha256"]:
+        raise CorruptionError(f"{path} fails its checksum")
+    return raw["description"]
+
+
+def describe_embedder(folder: str, manifest: dict) -> None:
+    """Copy the MANIFEST's embedder record into the description of every generation it keeps
+    (the record is made after they were written), so that a MANIFEST rebuilt from any of them
+    keeps it."""
+    for generation in (manifest, manifest.get("previous") or {}):
+        if not generation.get("snapshot"):
+            continue
+        path = os.path.join(folder, generation["snapshot"], SNAPSHOT_DESCRIPTION)
+        try:
+            description = read_description(path)
+        except (CorruptionError, StorageError):
+            continue  # a damaged description: that generation is not used to rebuild
+        if description is None:
+            continue  # a generation of an earlier version, without a description
+        description["embedder"] = manifest.get("embedder")
+        _write_file_durably(path + ".tmp", describe(description))
+        os.replace(path + ".tmp", path)
+        fsync_dir(os.path.dirname(path))
 
 
 def remove_old_snapshots(folder: str, manifest: dict) -> None:

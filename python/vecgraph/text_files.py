@@ -108,6 +108,10 @@ def write_meta(self: Any, lsn: int, files: Optional[dict] = None) -> None:
             f.write(body)
         os.replace(path + ".tmp", path)
     except OSError as exc:
+        try:
+            os.unlink(path + ".tmp")  # a full disk leaves no empty temporary behind
+        except OSError:
+            pass
         raise StorageError(f"cannot write {path}: {exc}") from exc
 
 
