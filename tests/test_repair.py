@@ -111,6 +111,11 @@ def test_a_deleted_manifest_is_a_corruption_error_everywhere(lost, capsys):
     assert "MANIFEST is missing" in capsys.readouterr().out
     assert cli.main(["stats", path]) == 1
     assert "vecgraph repair" in capsys.readouterr().err
+    rows = os.path.join(os.path.dirname(path), "rows.jsonl")
+    with open(rows, "w") as f:
+        f.write(json.dumps({"key": "z", "vector": [0.5] * DIM}) + "\n")
+    assert cli.main(["ingest", path, "--nodes", rows, "--dim", str(DIM)]) == 1
+    assert "MANIFEST is missing" in capsys.readouterr().err
     assert _folder_digest(path) == before  # nothing was touched
 
 
