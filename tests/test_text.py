@@ -802,3 +802,37 @@ def test_a_failed_disk_write_is_a_storage_error_and_changes_nothing(tmp_path, mo
     monkeypatch.setattr(tantivy, "Index", no_space)
     with pytest.raises(StorageError, match=r"cannot open text index .*No space left on device \(os error 28\)"):
         TextIndex(str(tmp_path / "t"))
+
+
+def test_files_of_a_commit_killed_before_it_published_are_removed_on_open(tmp_path):
+    """A commit killed after it wrote a segment's deletes file but before meta.json named it
+    leaves that file behind; the same deletes replayed after the reopen reach the same opstamp
+    and so the same file name, which tantivy refuses to overwrite unless open removed it."""
+    folder = tmp_path / "text"
+    index = TextIndex(str(folder))
+    index.upsert([f"k{i}" for i in range(50)], [f"garden word {i}" for i in range(50)], lsn=1)
+    index.flush()
+    index.close()
+    published = {p.name: p.read_bytes() for p in folder.iterdir()}
+    index = TextIndex(str(folder))
+    index.delete([f"k{i}" for i in range(10)], lsn=2)
+    index.flush()
+    index.close()
+    orphans = [p.name for p in folder.iterdir() if p.name.endswith(".del") and p.name not in published]
+    assert orphans  # the deletes file of the second commit
+    managed = (folder / ".managed.json").read_bytes()
+    for p in folder.iterdir():  # back to the first commit, with the second's deletes file left over
+        if p.name not in published and p.name not in orphans:
+            p.unlink()
+    for name, data in published.items():
+        (folder / name).write_bytes(data)
+    (folder / ".managed.json").write_bytes(managed)
+    ours = json.loads((folder / "vecgraph-text.json").read_text())
+    ours.pop("files", None)  # as a process killed while the index was open leaves it
+    (folder / "vecgraph-text.json").write_text(json.dumps(ours))
+    index = TextIndex(str(folder))
+    assert index.lsn == 1 and index.count() == 50
+    index.delete([f"k{i}" for i in range(10)], lsn=2)  # the replay: the same opstamp
+    index.flush()
+    assert index.count() == 40 and keys_of(index.search("garden", 100)) != []
+    index.close()

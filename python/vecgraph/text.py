@@ -280,6 +280,16 @@ class TextIndex:
             raise StorageError(f"cannot write to text index {folder}: {exc} (is another process "
                                "writing to it?)") from exc
         try:
+            # A commit killed before it published meta.json leaves files that no published
+            # segment uses, among them a deletes file named by segment and opstamp; the next
+            # commit from the published opstamp would write that name again and fail
+            # ("FileAlreadyExists"). tantivy removes such files here, before any commit.
+            self._writer.garbage_collect_files()
+        except ValueError as exc:
+            with contextlib.suppress(Exception):
+                self._writer.wait_merging_threads()
+            raise StorageError(f"text index {folder}: cannot remove files a killed commit left: {exc}") from exc
+        try:
             self._start(meta)
         except BaseException:
             with contextlib.suppress(Exception):
