@@ -38,11 +38,10 @@ import threading
 import time
 from dataclasses import dataclass
 
-import numpy as np
 import vecgraph as vg
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from crash_workload import METRIC, Model, _Pipe, vector  # noqa: E402
+from crash_workload import METRIC, Model, _Pipe, canonical, execute, vector  # noqa: E402
 
 DIM = 16
 RELS = ("r0", "r1")
@@ -102,31 +101,6 @@ def thread_ops(model: Model, seed: int, cycle: int, t: int):
         op = thread_op(model, rng, seed, cycle, t, i)
         yield i, op
         model.apply(op)
-
-
-def execute(g: vg.Graph, op: tuple) -> None:
-    kind = op[0]
-    if kind in ("add", "upsert"):
-        _, keys, tags, tenants = op
-        vectors = np.stack([vector(tag) for tag in tags]) if len(keys) < 100 else _bulk_vectors(tags)
-        (g.add_nodes if kind == "add" else g.upsert_nodes)(keys, vectors, tenants=tenants,
-                                                           texts=[f"text of {k}" for k in keys])
-    elif kind == "edges":
-        _, src, dst, rels, weights = op
-        g.add_edges(src, dst, rels=rels, weights=np.array(weights, np.float32))
-    elif kind == "delete":
-        assert g.delete_nodes(op[1]) == len(op[1])
-    elif kind == "delete_edges":
-        _, src, dst, rels = op
-        assert g.delete_edges(src, dst, rels=rels) >= 1
-    elif kind == "delete_tenant":
-        g.delete_tenant(op[1])
-    else:
-        raise ValueError(op)
-
-
-def _bulk_vectors(tags: list) -> np.ndarray:
-    return np.stack([vector(tag) for tag in tags])
 
 
 def writer_main(argv: list) -> None:
@@ -201,15 +175,6 @@ def observe_threads(g: vg.Graph, universe: set, threads: int) -> list:
             edges[_thread_of(k)].extend((e.src, e.rel, e.dst, float(e.weight)) for e in g.neighbors(k, direction="out"))
     assert g.count_edges == sum(map(len, edges)), f"count_edges={g.count_edges} but {sum(map(len, edges))} reachable"
     return [(tuple(nodes[t]), tuple(sorted(edges[t]))) for t in range(threads)]
-
-
-def canonical(model: Model) -> tuple:
-    keys = sorted(model.nodes)
-    nodes: tuple = ()
-    if keys:
-        codes, scales = vg.quantize(np.stack([vector(model.nodes[k][0]) for k in keys]), METRIC)
-        nodes = tuple((k, codes[j].tobytes(), float(scales[j]), model.nodes[k][1]) for j, k in enumerate(keys))
-    return nodes, tuple(sorted((s, r, d, float(w)) for s, r, d, w in model.edges))
 
 
 def run_cycle(folder: str, models: list, seed: int, cycle: int, rng: random.Random, *, work_dir: str,

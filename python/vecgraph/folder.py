@@ -71,6 +71,20 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def folder_path(path: Any) -> str:
+    """The absolute path of a graph folder argument; TypeError for an empty or non-path value,
+    InvalidArgumentError for a NUL character."""
+    try:
+        raw_path = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"path must be a non-empty str or os.PathLike, got {type(path).__name__} {path!r}") from None
+    if not isinstance(raw_path, str) or not raw_path:
+        raise TypeError(f"path must be a non-empty str or os.PathLike, got {path!r}")
+    if "\0" in raw_path:
+        raise InvalidArgumentError(f"path must not contain a NUL character, got {raw_path!r}")
+    return os.path.abspath(raw_path)
+
+
 def _check_folder_takes_a_graph(folder: str, dim: Any) -> None:
     """A folder without a MANIFEST takes a new graph only when empty (but for what an
     interrupted creation leaves) and given ``dim``; else InvalidArgumentError."""
@@ -214,15 +228,7 @@ def open_graph(
         metric = _choice(metric, "metric", _METRICS)
     if dim is not None:
         _count_at_least(dim, "dim", 1)
-    try:
-        raw_path = os.fspath(path)
-    except TypeError:
-        raise TypeError(f"path must be a non-empty str or os.PathLike, got {type(path).__name__} {path!r}") from None
-    if not isinstance(raw_path, str) or not raw_path:
-        raise TypeError(f"path must be a non-empty str or os.PathLike, got {path!r}")
-    if "\0" in raw_path:
-        raise InvalidArgumentError(f"path must not contain a NUL character, got {raw_path!r}")
-    folder = os.path.abspath(raw_path)
+    folder = folder_path(path)
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise storage.StorageError(f"{folder} is a file, not a graph folder")
     created = not os.path.exists(folder)

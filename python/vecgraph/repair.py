@@ -33,6 +33,7 @@ import warnings
 from typing import Optional, Union
 
 from . import storage
+from .folder import folder_path
 from .errors import CorruptionError, InvalidArgumentError, StorageError
 
 __all__ = ["repair"]
@@ -174,13 +175,7 @@ def repair(cls: type, path: Union[str, os.PathLike], *, force: bool = False, dim
         CorruptionError: the repair cannot be proven complete (the message says what is
             missing and whether ``force`` would help); nothing was changed.
     """
-    try:
-        raw = os.fspath(path)
-    except TypeError:
-        raise TypeError(f"path must be a non-empty str or os.PathLike, got {type(path).__name__} {path!r}") from None
-    if not isinstance(raw, str) or not raw:
-        raise TypeError(f"path must be a non-empty str or os.PathLike, got {path!r}")
-    folder = os.path.abspath(raw)
+    folder = folder_path(path)
     if not os.path.isdir(folder):
         raise InvalidArgumentError(f"{folder} is not a folder")
     if not isinstance(force, bool):

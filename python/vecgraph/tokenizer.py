@@ -175,14 +175,20 @@ def _tokenize_ascii(text: str) -> list[str]:
         if tok.isalnum():
             if tok not in stop:
                 append(tok)
-            continue
-        parts = [p for p in _split_re.split(tok) if p]
-        if (len(parts) > 1 or parts[0] != tok) and len(tok) <= _MAX_COMPOUND_CHARS:
-            append(tok)
-        for part in parts:
-            if part not in stop:
-                append(part)
+        else:
+            _identifier_terms(tok, append)
     return out
+
+
+def _identifier_terms(tok: str, append: Any) -> None:
+    """Rule 2 of :func:`tokenize`: a run with joiners gives itself (when short enough) and its
+    alphanumeric parts that are not stopwords."""
+    parts = [p for p in _split_re.split(tok) if p]
+    if (len(parts) > 1 or parts[0] != tok) and len(tok) <= _MAX_COMPOUND_CHARS:
+        append(tok)
+    for part in parts:
+        if part not in STOPWORDS:
+            append(part)
 
 
 def _tokenize_general(text: str) -> list[str]:
@@ -198,13 +204,8 @@ def _tokenize_general(text: str) -> list[str]:
             if tok.isalnum():
                 if tok not in stop:
                     append(tok)
-                continue
-            parts = [p for p in _split_re.split(tok) if p]
-            if (len(parts) > 1 or parts[0] != tok) and len(tok) <= _MAX_COMPOUND_CHARS:
-                append(tok)
-            for part in parts:
-                if part not in stop:
-                    append(part)
+            else:
+                _identifier_terms(tok, append)
         elif group == "han":
             for word in _segmenter().lcut_for_search(tok):
                 if word not in stop:
