@@ -487,10 +487,11 @@ def test_bm25_under_where_by_key_list_and_by_candidate_checks_matches_the_refere
             assert res.keys == expected, (where, query)
 
 
-def test_text_only_hybrid_search_says_which_channels_did_not_run_when_an_embedder_is_recorded():
-    """A graph that records its embedder, searched by text alone: the dense and graph channels
-    cannot run, and a RuntimeWarning says so, names the embedder and the channels that ran.
-    With a vector, an embedder, or channels that need no vector, nothing is said."""
+def test_text_only_hybrid_search_says_which_channels_did_not_run_when_the_embedder_does_not_load(tmp_path):
+    """A graph that records its embedder, searched by text alone: the text is embedded with it
+    (every channel runs). Reopened where that embedder cannot be loaded by name, the dense and
+    graph channels cannot run, and a RuntimeWarning says so, names the embedder and the
+    channels that ran. With a vector, an embedder, or channels that need no vector, nothing is said."""
     import warnings
 
     class Tiny:
@@ -502,11 +503,17 @@ def test_text_only_hybrid_search_says_which_channels_did_not_run_when_an_embedde
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         before = team().hybrid_search("Who leads Orion?", k=3)  # no embedder recorded: nothing to say
-    g2 = vg.Graph(4)
+    g2 = vg.Graph.open(str(tmp_path / "g"), dim=4)
     g2.add_nodes(["a", "b"], np.eye(4, dtype=np.float32)[:2] + 0.1, texts=["orion lead", "ada notes"])
     g2.use_embedder(Tiny())
-    with pytest.warns(RuntimeWarning, match=r"so the dense and graph channels did not run \(ran: bm25, entity\); "
-                                            r"the graph records embedder 'tiny-test-embedder'") as caught:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert g2.hybrid_search("orion lead", k=2).channels == ("dense", "bm25", "graph", "entity")
+    g2.close()
+    g2 = vg.Graph.open(str(tmp_path / "g"))  # a new handle: "tiny-test-embedder" is no name load() knows
+    with pytest.warns(RuntimeWarning, match=r"so the dense and graph channels did not run \(ran: bm25, entity\): "
+                                            r"the graph records embedder 'tiny-test-embedder', which vecgraph "
+                                            r"cannot load by name: register it") as caught:
         res = g2.hybrid_search("orion lead", k=2)
     assert caught[0].filename == __file__  # points at the caller
     assert res.channels == ("bm25", "entity") and res.keys[0] == "a"
@@ -515,4 +522,5 @@ def test_text_only_hybrid_search_says_which_channels_did_not_run_when_an_embedde
         assert g2.hybrid_search("orion lead", k=2, embedder=Tiny()).channels == ("dense", "bm25", "graph", "entity")
         g2.hybrid_search("orion lead", vector=np.ones(4), k=2)
         g2.hybrid_search("orion lead", k=2, channels=["bm25", "entity"])
+    g2.close()
     assert len(before) >= 1

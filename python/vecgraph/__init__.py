@@ -19,6 +19,7 @@ from .errors import (
     CorruptionError,
     DimensionMismatchError,
     DuplicateKeyError,
+    EmbedderUnavailableError,
     Error,
     InvalidArgumentError,
     NotFoundError,

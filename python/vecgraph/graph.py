@@ -20,10 +20,11 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from . import _core, arguments, embedders, entities, folder, hybrid, side_indexes, storage
-from .arguments import (FILTER_SCAN_AUTO, FILTER_SCAN_MAX_NODES, FULL_SCAN_MAX_NODES, _DIRECTIONS, _METRICS, Timestamps,
+from . import _core, aio, arguments, embedders, entities, folder, hybrid, listing, side_indexes, storage
+from .arguments import (FILTER_SCAN_AUTO, FILTER_SCAN_MAX_NODES, FULL_SCAN_MAX_NODES, _DIRECTIONS, Timestamps, _metric,
                         _choice, _count_at_least, _edge_columns, _exclude_keys, _filterable, _flag, _float_array,
-                        _keys, _names, _node_columns, _scan_max_nodes, _scan_threshold, _strings, _threads, _where)
+                        _keys, _names, _node_columns, _scan_max_nodes, _scan_threshold, _strings, _threads, _where,
+                        quantize)
 from .entities import ALIAS_SEPARATOR
 from .errors import InvalidArgumentError, ReadOnlyError, StorageError
 from .heap import _release_after_batch
@@ -36,32 +37,6 @@ from .results import _search_result_from_state  # noqa: F401
 from .side_indexes import LEGACY_TEXT_INDEX_FILES, TEXT_INDEX_DIR  # noqa: F401
 
 __all__ = ["Graph", "SearchResult", "Hit", "Edge", "quantize", "FULL_SCAN_MAX_NODES", "FILTER_SCAN_MAX_NODES"]
-
-
-def quantize(vectors: Any, metric: str = "cos") -> tuple[np.ndarray, np.ndarray]:
-    """Quantize float vectors to int8 exactly as a graph stores them.
-
-    Args:
-        vectors: (n, dim) array-like of real numbers.
-        metric: "cos" (rows are L2-normalised first), "ip" or "l2".
-
-    Returns:
-        ``(codes, scales)``: int8 array (n, dim) and float32 array (n,), with
-        ``vector ≈ codes * scale``. Per row, in float32 (under "cos" x is the row divided by its
-        L2 norm, computed in float64): ``scale = max|x| / 127`` and
-        ``code = round(x * (127 / max|x|))``, rounding half to even, so codes lie in
-        [-127, 127]. (At an exact tie this can differ by one from ``round(x / scale)``.) An
-        all-zero row gives codes 0 and scale 0.
-
-    Raises:
-        InvalidArgumentError: NaN or inf anywhere, an all-zero row under "cos", or under "ip"
-            and "l2" a row whose largest |value| is below 1.5e-36 (its scale would not be a
-            normal float32) or whose squared norm passes 8.5e37 (scores would overflow).
-    """
-    matrix = _float_array(vectors, "vectors", 2)
-    if matrix.shape[1] == 0:
-        raise ValueError("vectors must have at least one column, got shape " + str(matrix.shape))
-    return _core.quantize(matrix, _choice(metric, "metric", _METRICS))
 
 
 class Graph:
@@ -173,7 +148,7 @@ class Graph:
         self._filterable = _filterable(filterable)
         full_scan_max_nodes = _scan_max_nodes(full_scan_max_nodes, "full_scan_max_nodes", FULL_SCAN_MAX_NODES)
         filter_scan_max_nodes = _scan_max_nodes(filter_scan_max_nodes, "filter_scan_max_nodes", FILTER_SCAN_AUTO)
-        self._engine = _core.Engine(dim, _choice(metric, "metric", _METRICS), connectivity, expansion_add,
+        self._engine = _core.Engine(dim, _metric(metric), connectivity, expansion_add,
                                     expansion_search, threads, auto_compact_edges, list(self._filterable.items()))
         self._engine.full_scan_max_nodes = full_scan_max_nodes
         self._engine.filter_scan_max_nodes = filter_scan_max_nodes
@@ -182,6 +157,7 @@ class Graph:
         self._lock: Optional[storage.FolderLock] = None
         self._manifest: Optional[dict] = None
         self._embedder: Optional[dict] = None  # {"name", "dim"} of an in-memory graph's embedder
+        self._query_embedder: Any = None  # the embedder object of text queries (query_embedder)
         self._closed = False
         self._read_only = False  # a folder graph opened with read_only=True
         self._degraded: Optional[str] = None  # why writes raise StorageError (the disk was full at open)
@@ -400,6 +376,8 @@ class Graph:
     # Recording and checking the embedder (vecgraph/embedders.py).
     use_embedder = embedders.use_embedder
     embed_query = embedders.embed_query
+    query_embedder = embedders.query_embedder
+    _text_query = embedders._text_query
 
     def __copy__(self):
         raise TypeError("a Graph cannot be copied: it owns its C++ engine; build a new one and add the same data")
@@ -723,6 +701,7 @@ class Graph:
         until: Any = None,
         exclude_keys: Optional[Iterable[Key]] = None,
         strict: bool = False,
+        embedder: Any = None,
     ) -> SearchResult:
         """Graph-guided vector search.
 
@@ -740,7 +719,8 @@ class Graph:
         4. Result: the top ``k`` by score (ties: insertion order), never padded.
 
         Args:
-            query: (dim,) array-like of real numbers.
+            query: (dim,) array-like of real numbers, or a str: text embedded with ``embedder``
+                (default: the graph's, :meth:`query_embedder`).
             k: results wanted (>= 1). seeds: seed nodes (>= 1). hops: levels (>= 0).
             max_visited: cap on visited nodes (>= 1). max_fanout: cap on edges per node (>= 1).
             rels: relation types to follow (None: all; unknown names match nothing).
@@ -797,6 +777,8 @@ class Graph:
                                  ts_min, ts_max, hop_decay, exact, ef, since, until)
         # where (and extra_seeds) go positionally: pybind11 takes keyword arguments a slow way
         # (about 5 µs a call).
+        if embedder is not None or isinstance(query, str):
+            query = self._text_query(query, embedder)
         if exclude_keys is None:
             return SearchResult(self._engine.search(_float_array(query, "query", 1), *args,
                                                     _where(where, self._filterable)), self._engine)
@@ -827,13 +809,15 @@ class Graph:
         until: Any = None,
         exclude_keys: Optional[Iterable[Key]] = None,
         strict: bool = False,
+        embedder: Any = None,
     ) -> list[SearchResult]:
         """:meth:`search` for each row of an (n, dim) array of queries, on ``threads`` threads
         (default: all cores), with the GIL released. Returns n results in query order.
         Every query is checked before any runs; Ctrl-C stops between chunks of 1024 queries.
 
         Args:
-            queries: (n, dim) array of numbers, converted to float32.
+            queries: (n, dim) array of numbers, converted to float32, or a list of str embedded
+                as :meth:`search` embeds one.
             threads: worker threads (>= 1; None: all cores). The other arguments: as :meth:`search`
                 (``exclude_keys`` applies to every query).
 
@@ -848,6 +832,7 @@ class Graph:
         args = self._search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
                                  ts_min, ts_max, hop_decay, exact, ef, since, until)
         threads = 0 if threads is None else _threads(threads, "threads")
+        queries = self._text_query(queries, embedder)
         raw = self._engine.search_batch(_float_array(queries, "queries", 2), *args, threads,
                                         _where(where, self._filterable), _exclude_keys(exclude_keys))
         return [SearchResult(r, self._engine) for r in raw]
@@ -855,6 +840,11 @@ class Graph:
     # Hybrid retrieval (vecgraph/hybrid.py): channels, fusion and their arguments live there.
     hybrid_search = hybrid.hybrid_search
     hybrid_search_batch = hybrid.hybrid_search_batch
+
+    # Awaitable searches and writes for asyncio (vecgraph/aio.py), on a thread pool.
+    asearch, ahybrid_search, asearch_batch = aio.asearch, aio.ahybrid_search, aio.asearch_batch
+    aadd_nodes, aadd_edges, aupsert_nodes = aio.aadd_nodes, aio.aadd_edges, aio.aupsert_nodes
+    aupdate_nodes, adelete_nodes, adelete_edges = aio.aupdate_nodes, aio.adelete_nodes, aio.adelete_edges
 
     # ---------------------------------------------------------------- reads
 
@@ -908,6 +898,8 @@ class Graph:
         conditions = _where(where, self._filterable)
         found = self._engine.admitted_keys(args[7], args[8], args[9], args[10], conditions, len(self) + 1)
         return list(found) if found is not None else []
+
+    nodes = listing.nodes  # the nodes that pass filters, as an Arrow table (vecgraph/listing.py)
 
     def neighbors(self, key: Key, rels: Optional[Sequence[str]] = None, direction: str = "out") -> list[Edge]:
         """Edges at ``key`` in traversal order (weight desc, insertion order).

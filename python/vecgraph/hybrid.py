@@ -31,7 +31,7 @@ import threading
 import warnings
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from .entities import entity_scores, firing_names, name_specificity
 # vecgraph.hybrid's names from before entities.py held them.
 from .entities import (ALIAS_SEPARATOR, ENTITY_AMBIGUITY_POWER, ENTITY_MAX_DF_SHARE, MAX_NAME_TOKENS,  # noqa: F401
                        EntityIndex, Mention, name_terms, normalize_name)
-from .errors import DimensionMismatchError, InvalidArgumentError, _got
+from .errors import DimensionMismatchError, EmbedderUnavailableError, InvalidArgumentError, NotFoundError, _got
 from .fusion import convex_unchecked, fuse, minmax, rrf_with_ranks
 from .results import Edge, HybridHit, HybridResult, Key, ScoredEdge, SearchResult, estimate_tokens
 
@@ -463,6 +463,8 @@ def hybrid_search(
     graph_seeds: bool = False,
     graph_scoring: str = "seed",
     parallel: bool = True,
+    reranker: Optional[Callable[[str, list], Any]] = None,
+    rerank_depth: Optional[int] = None,
 ) -> HybridResult:
     """Search by text and/or vector through several channels and fuse them.
 
@@ -474,8 +476,10 @@ def hybrid_search(
     ``text`` with an ``embedder``; bm25 and entity need ``text``) and returns up to
     ``depth`` keys with scores; the lists are fused by ``fusion``. The BM25 channel runs in
     a second thread beside the others when ``parallel``. Text without a vector or an embedder
-    on a graph that records its embedder (:meth:`use_embedder`) runs bm25 and entity only, and
-    a RuntimeWarning says so (``result.channels`` lists the channels that ran).
+    is embedded with the graph's recorded embedder (:meth:`query_embedder`); when the graph
+    records none, bm25 and entity run alone, and when the recorded one cannot be loaded here,
+    they run alone with a RuntimeWarning that says why (``result.channels`` lists the channels
+    that ran). A ``reranker`` then reorders the fused top ``rerank_depth``.
 
     Args:
         text: the query text (None or "" for none).
@@ -492,13 +496,14 @@ def hybrid_search(
             score(d) = Σ_c w_c / (rrf_k + rank_c(d)) (Cormack, Clarke & Büttcher, SIGIR
             2009); the default weighs each channel by the evidence of its own scores.
         embedder: embeds ``text`` when no vector is given (checked against the graph's
-            recorded embedder, see :meth:`use_embedder`).
+            recorded embedder, see :meth:`use_embedder`; default: :meth:`query_embedder`).
         tenants, labels, where, since, until: filters, applied inside every channel (as
             in :meth:`search`: None inside a list of tenants or labels is refused, only the
             whole argument None means no filter).
         seeds, hops, rels, direction, max_visited, max_fanout: the graph channel's
             traversal (as in :meth:`search`).
-        depth: how many keys each channel contributes (default max(3 k, 30), at most 100,000).
+        depth: how many keys each channel contributes (default max(3 k, 30), at most 100,000;
+            with a reranker, max(3 rerank_depth, 30)).
         rrf_k: the RRF constant (> 0), used by ``fusion="rrf"``.
         ef: HNSW beam width of the dense channel's search (None or 0: at least
             :data:`vecgraph.hybrid.HYBRID_MIN_EF`, the graph's ``expansion_search`` and
@@ -515,6 +520,14 @@ def hybrid_search(
             the strength of the seed each node's path starts from (its normalised dense or
             entity score) times 0.5 per hop past the first, ties by similarity to the query;
             ``"similarity"`` by similarity to the query, as :meth:`search` does.
+        reranker: ``(query_text, texts) -> scores`` (a sequence of ``len(texts)`` real numbers,
+            higher is more relevant), e.g. a cross-encoder
+            (:class:`vecgraph.rerankers.CrossEncoderReranker`) or a ``/rerank`` endpoint
+            (:class:`vecgraph.remote.HTTPReranker`); called once, on the texts of the fused
+            top ``rerank_depth`` hits. Those hits are reordered by its scores (ties: fused
+            order) and the best ``k`` returned, each with its reranker score as ``score`` and
+            its fused rank as ``ranks["fused"]``. Needs ``text``.
+        rerank_depth: how many fused hits the reranker sees (>= k; default max(k, 20)).
 
     Returns:
         :class:`vecgraph.results.HybridResult`: hits (key, fused score, rank per channel,
@@ -525,6 +538,8 @@ def hybrid_search(
         InvalidArgumentError: neither text nor vector; an unknown channel or fusion; a
             negative or non-finite weight or rrf_k; weight 0 on every channel that can run;
             bad filters (as in :meth:`search`).
+        InvalidArgumentError: a reranker without text, a rerank_depth below k, a reranker that
+            returns the wrong number of scores or NaN (nothing is written either way).
         TypeError: text that is not a str; a weight or rrf_k that is not a real number;
             ``parallel`` or ``graph_seeds`` that is not a bool; ``exclude_keys`` or
             ``entity_keys`` of the wrong type; an item of tenants, labels or rels that is not a
@@ -542,7 +557,19 @@ def hybrid_search(
     k = _count(k, "k")
     if not 1 <= k <= _MAX_HYBRID_K:
         raise InvalidArgumentError(f"k must be in [1, {_MAX_HYBRID_K:,}], got {k}")
-    depth = min(max(3 * k, 30), _MAX_HYBRID_K) if depth is None else _count(depth, "depth")
+    if reranker is not None:
+        from .rerankers import check_reranker
+
+        reranker = check_reranker(reranker)
+        if text is None:
+            raise InvalidArgumentError("a reranker scores texts against the query text: pass text= with reranker=")
+        rerank_depth = max(k, 20) if rerank_depth is None else _count(rerank_depth, "rerank_depth")
+        if not k <= rerank_depth <= _MAX_HYBRID_K:
+            raise InvalidArgumentError(f"rerank_depth must be in [k, {_MAX_HYBRID_K:,}] (k = {k}), got {rerank_depth}")
+    elif rerank_depth is not None:
+        raise InvalidArgumentError("rerank_depth is the reranker's depth: pass reranker= with it")
+    fused_k = k if reranker is None else rerank_depth  # the hits fused (the reranker sees them all)
+    depth = min(max(3 * fused_k, 30), _MAX_HYBRID_K) if depth is None else _count(depth, "depth")
     if not 1 <= depth <= _MAX_HYBRID_K:
         raise InvalidArgumentError(f"depth must be in [1, {_MAX_HYBRID_K:,}], got {depth}")
     rrf_k = _real(rrf_k, "rrf_k")
@@ -554,8 +581,15 @@ def hybrid_search(
     if ef is not None:
         ef = _count_at_least(ef, "ef", 0) or None  # 0: the default, as in search()
     exclude = _exclude_keys(exclude_keys)
-    if vector is None and text is not None and embedder is not None:
-        vector = self.embed_query(text, embedder)
+    unavailable = None
+    if vector is None and text is not None and any(c in ("dense", "graph") for c in chosen):
+        if embedder is None and self.embedder is not None:
+            try:
+                embedder = self.query_embedder()
+            except (InvalidArgumentError, EmbedderUnavailableError, DimensionMismatchError) as e:
+                unavailable = str(e)
+        if embedder is not None:
+            vector = self.embed_query(text, embedder)
     if vector is None and text is None:
         raise InvalidArgumentError("hybrid_search needs text, a vector, or both")
     query = _float_array(vector, "vector", 1) if vector is not None else None
@@ -575,18 +609,39 @@ def hybrid_search(
         raise InvalidArgumentError(f"every channel that can run ({', '.join(runnable)}) has weight 0")
     runnable = tuple(c for c in runnable if channel_weights[c] > 0)  # weight 0: not run at all
     skipped = [c for c in chosen if c in ("dense", "graph") and channel_weights[c] > 0] if query is None else []
-    recorded = self.embedder if skipped else None
-    if recorded is not None:
+    if skipped and unavailable is not None:
         warnings.warn(
-            f"hybrid_search got text without a vector or an embedder, so the {' and '.join(skipped)} "
-            f"channel{'s' if len(skipped) > 1 else ''} did not run (ran: {', '.join(runnable)}); the graph "
-            f"records embedder {recorded['name']!r}: pass embedder= (vecgraph.embedders.load"
-            f"({recorded.get('spec', recorded['name'])!r})) or vector=", RuntimeWarning, stacklevel=2)
+            f"hybrid_search got text without a vector, and the graph's embedder did not load, so the "
+            f"{' and '.join(skipped)} channel{'s' if len(skipped) > 1 else ''} did not run (ran: "
+            f"{', '.join(runnable)}): {unavailable}", RuntimeWarning, stacklevel=2)
     dense_ef = ef if ef is not None else max(HYBRID_MIN_EF, depth, self._hnsw["expansion_search"])
-    return run(self, text=text, query=query, k=k, runnable=runnable, weights=channel_weights,
-               fusion=fusion, args=args, conditions=conditions, depth=depth, dense_ef=dense_ef,
-               exclude=exclude, entity_keys=entity_keys, graph_seeds=graph_seeds,
-               graph_scoring=graph_scoring, rrf_k=rrf_k, parallel=parallel)
+    result = run(self, text=text, query=query, k=fused_k, runnable=runnable,
+                 weights=channel_weights, fusion=fusion, args=args, conditions=conditions, depth=depth,
+                 dense_ef=dense_ef, exclude=exclude, entity_keys=entity_keys, graph_seeds=graph_seeds,
+                 graph_scoring=graph_scoring, rrf_k=rrf_k, parallel=parallel)
+    return result if reranker is None else _reranked(self, result, text, reranker, k)
+
+
+def _reranked(graph: Any, result: HybridResult, text: Any, reranker: Callable, k: int) -> HybridResult:
+    """``result``'s hits reordered by ``reranker``'s scores of their texts (ties: fused order),
+    the best ``k`` kept, each scored by the reranker and with its fused rank as ranks["fused"]."""
+    from .rerankers import check_scores
+
+    if not result.hits:
+        return result
+    texts = []
+    for hit in result.hits:
+        try:
+            texts.append(graph.get_node(hit.key, vector=False)["text"])
+        except NotFoundError:  # deleted since the channels ran
+            texts.append("")
+    scores = check_scores(reranker, texts, reranker(text, texts))
+    order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))[:k]
+    hits = [HybridHit(result.hits[i].key, float(scores[i]), dict(result.hits[i].ranks, fused=i + 1),
+                      result.hits[i].path) for i in order]
+    on_paths = {(e.src, e.rel, e.dst) for hit in hits for e in hit.path}
+    edges = [e for e in result.edges if (e.src, e.rel, e.dst) in on_paths]
+    return HybridResult(hits, edges, result.channels, result.lists, graph, scores=result.channel_scores)
 
 
 def hybrid_search_batch(
@@ -613,7 +668,8 @@ def hybrid_search_batch(
             that query must not return nor walk through (leave-one-out evaluation).
         threads: worker threads (>= 1; None: 2, the threads one hybrid_search uses). Each
             query's channels then run in its own thread, one after another.
-        embedder: embeds ``texts`` when no vectors are given.
+        embedder: embeds ``texts`` when no vectors are given (default: the graph's
+            :meth:`query_embedder`, when it records one that loads).
         options: any other keyword argument of :meth:`hybrid_search`, for every query.
 
     Raises:
@@ -629,6 +685,11 @@ def hybrid_search_batch(
         if isinstance(texts, str) or not isinstance(texts, Sequence):
             raise TypeError(f"texts must be a list of str (one per query), got {type(texts).__name__}")
         texts = list(texts)
+    if vectors is None and texts is not None and embedder is None and self.embedder is not None:
+        try:
+            embedder = self.query_embedder()
+        except (InvalidArgumentError, EmbedderUnavailableError, DimensionMismatchError):
+            pass  # each query runs bm25 and entity alone, and hybrid_search warns why
     if vectors is None and texts is not None and embedder is not None:
         for i, text in enumerate(texts):
             if not isinstance(text, str) or not text:

@@ -33,6 +33,7 @@ import warnings
 from typing import Optional, Union
 
 from . import storage
+from .arguments import _metric
 from .folder import folder_path
 from .errors import CorruptionError, InvalidArgumentError, StorageError
 
@@ -180,8 +181,8 @@ def repair(cls: type, path: Union[str, os.PathLike], *, force: bool = False, dim
         raise InvalidArgumentError(f"{folder} is not a folder")
     if not isinstance(force, bool):
         raise TypeError(f"force must be a bool, got {type(force).__name__}")
-    if metric is not None and metric not in ("cos", "ip", "l2"):
-        raise InvalidArgumentError(f"metric must be 'cos', 'ip' or 'l2', got {metric!r}")
+    if metric is not None:
+        metric = _metric(metric)
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
         raise InvalidArgumentError(f"dim must be an int >= 1, got {dim!r}")
     lock_path = os.path.join(folder, storage.LOCK)

@@ -20,7 +20,7 @@ from .arguments import Key, _count
 from .errors import InvalidArgumentError
 
 
-__all__ = ["Edge", "Hit", "SearchResult", "ScoredEdge", "HybridHit", "HybridResult", "estimate_tokens"]
+__all__ = ["Edge", "Hit", "SearchResult", "ScoredEdge", "HybridHit", "HybridResult", "estimate_tokens", "path_text"]
 
 
 class Edge(NamedTuple):
@@ -62,12 +62,71 @@ class SearchResult:
     the graph when it is pickled, and needs no graph.
     """
 
-    __slots__ = ("keys", "scores", "hops", "count_seeds", "count_visited", "_offsets", "_edges", "_engine", "_paths")
+    __slots__ = ("keys", "scores", "hops", "count_seeds", "count_visited", "_offsets", "_edges", "_engine", "_paths",
+                 "_nodes")
 
     def __init__(self, raw: tuple, engine: Any) -> None:
         (self.keys, self.scores, self.hops, self._offsets, self._edges, self.count_seeds, self.count_visited) = raw
         self._engine = engine
         self._paths: Optional[list[list[Edge]]] = None
+        self._nodes: Optional[list] = None
+
+    def _node_fields(self) -> list:
+        """(label, tenant, text) of each hit, read from the graph on first use (a pickled
+        result carries them)."""
+        if self._nodes is None:
+            self._nodes = _node_columns(self._engine, list(self.keys))
+        return self._nodes
+
+    def to_dicts(self) -> list[dict]:
+        """One dict per hit, best first: ``key``, ``score`` (float), ``hop`` (int), ``path``
+        (the edges from the seed as text, :func:`path_text`; "" for a seed), ``label``,
+        ``tenant``, ``text`` (as the graph holds them when first read; None for a node deleted
+        since the search)."""
+        nodes = self._node_fields()
+        return [{"key": key, "score": float(score), "hop": int(hop), "path": path_text(path),
+                 "label": node[0], "tenant": node[1], "text": node[2]}
+                for key, score, hop, path, node in zip(self.keys, self.scores, self.hops, self.paths, nodes)]
+
+    def to_arrow(self) -> Any:
+        """:meth:`to_dicts` as a ``pyarrow.Table`` with columns key (string, or int64 when every
+        key is an int; a result mixing both gives them as strings), score (float32), hop (int32),
+        path, label, tenant, text (string)."""
+        import pyarrow as pa
+
+        return _to_arrow(self.to_dicts(), ["key", "score", "hop", "path", "label", "tenant", "text"],
+                         {"score": pa.float32(), "hop": pa.int32(), "path": pa.string(), "label": pa.string(),
+                          "tenant": pa.string(), "text": pa.string()})
+
+    def to_pandas(self) -> Any:
+        """:meth:`to_arrow` as a ``pandas.DataFrame`` (needs pandas), one row per hit."""
+        return self.to_arrow().to_pandas()
+
+    def to_context(self, max_tokens: int = 1500, *, count_tokens: Optional[Callable[[str], int]] = None) -> str:
+        """The hits as prompt-ready text within ``max_tokens``, best first: one line per hit,
+        ``[key] (label) text``, and for a hit reached over edges the path after it,
+        ``  via a --knows--> b``. A line that does not fit the budget is left out whole (with
+        its path line), never cut. Counted as :meth:`HybridResult.to_context` counts.
+
+        Raises:
+            TypeError / InvalidArgumentError: a max_tokens that is not an int >= 1, a
+                count_tokens that returns no int >= 0.
+        """
+        count = _check_budget(max_tokens, count_tokens)
+        lines: list[str] = []
+        used = 0
+        for row in self.to_dicts():
+            if row["text"] is None and row["label"] is None:
+                continue  # deleted since the search
+            label = f" ({row['label']})" if row["label"] else ""
+            block = [f"[{row['key']}]{label} {' '.join(row['text'].split())}".rstrip()]
+            if row["path"]:
+                block.append(f"  via {row['path']}")
+            cost = sum(count(line) for line in block) + len(block) - (0 if lines else 1)
+            if used + cost <= max_tokens:
+                lines.extend(block)
+                used += cost
+        return "\n".join(lines)
 
     @property
     def paths(self) -> list[list[Edge]]:
@@ -79,7 +138,8 @@ class SearchResult:
 
     def __reduce__(self) -> tuple:
         return (_search_result_from_state,
-                (self.keys, self.scores, self.hops, self.count_seeds, self.count_visited, self.paths))
+                (self.keys, self.scores, self.hops, self.count_seeds, self.count_visited, self.paths,
+                 self._node_fields()))
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -105,13 +165,15 @@ class SearchResult:
 
 
 def _search_result_from_state(keys: list, scores: np.ndarray, hops: np.ndarray, count_seeds: int,
-                              count_visited: int, paths: list) -> SearchResult:
-    """A SearchResult made by unpickling: its paths are given, so it holds no engine."""
+                              count_visited: int, paths: list, nodes: Optional[list] = None) -> SearchResult:
+    """A SearchResult made by unpickling: its paths (and its nodes' label, tenant and text,
+    unless pickled before results carried them) are given, so it holds no engine."""
     result = SearchResult.__new__(SearchResult)
     result.keys, result.scores, result.hops = keys, scores, hops
     result.count_seeds, result.count_visited = count_seeds, count_visited
     result._offsets = result._edges = result._engine = None
     result._paths = paths
+    result._nodes = nodes
     return result
 
 
@@ -182,7 +244,8 @@ class HybridResult:
         for hit in self.hits:
             node = self._node(hit.key)
             if node is not None:
-                nodes[(type(hit.key), hit.key)] = {"label": node.get("label"), "text": node.get("text")}
+                nodes[(type(hit.key), hit.key)] = {"label": node.get("label"), "tenant": node.get("tenant"),
+                                                   "text": node.get("text")}
         frozen = (nodes, self._edges_between_hits())
         return (HybridResult, (self.hits, self.edges, self.channels, self.lists, None, frozen, self.channel_scores))
 
@@ -220,6 +283,47 @@ class HybridResult:
         more = ", ..." if len(self.hits) > 5 else ""
         return f"HybridResult({len(self.hits)} hits: {{{shown}{more}}}, channels={self.channels})"
 
+    def _rank_columns(self) -> list:
+        """``rank_<channel>`` for each channel that ran, and ``rank_fused`` after a reranker."""
+        reranked = any("fused" in h.ranks for h in self.hits)
+        return [f"rank_{c}" for c in self.channels] + (["rank_fused"] if reranked else [])
+
+    def to_dicts(self) -> list[dict]:
+        """One dict per hit, best first: ``key``, ``score`` (the fused score, or the reranker's),
+        ``rank_<channel>`` for each channel that ran (int from 1, None where that channel did not
+        return the hit; ``rank_fused``, the rank before reranking, when a reranker ran), ``hop``
+        (edges walked to it by the graph channel; 0 when it did not reach it), ``path``
+        (:func:`path_text`), ``label``, ``tenant``, ``text`` (None for a node deleted since the
+        search; label and text from the pickled copy once unpickled, tenant then None)."""
+        if self._frozen is not None:
+            nodes = [(n.get("label"), n.get("tenant"), n.get("text")) if n is not None else (None, None, None)
+                     for n in (self._node(h.key) for h in self.hits)]
+        else:
+            nodes = _node_columns(self._graph._engine, [h.key for h in self.hits])
+        ranks = self._rank_columns()
+        rows = []
+        for hit, node in zip(self.hits, nodes):
+            row = {"key": hit.key, "score": float(hit.score)}
+            row.update((name, hit.ranks.get(name[len("rank_"):])) for name in ranks)
+            row.update(hop=len(hit.path), path=path_text(hit.path), label=node[0], tenant=node[1], text=node[2])
+            rows.append(row)
+        return rows
+
+    def to_arrow(self) -> Any:
+        """:meth:`to_dicts` as a ``pyarrow.Table``: key (string, or int64 when every key is an
+        int), score (float64), rank_<channel> (int32, null where absent), hop (int32), path,
+        label, tenant, text (string)."""
+        import pyarrow as pa
+
+        ranks = self._rank_columns()
+        types = {"score": pa.float64(), "hop": pa.int32(), "path": pa.string(), "label": pa.string(),
+                 "tenant": pa.string(), "text": pa.string(), **{name: pa.int32() for name in ranks}}
+        return _to_arrow(self.to_dicts(), ["key", "score", *ranks, "hop", "path", "label", "tenant", "text"], types)
+
+    def to_pandas(self) -> Any:
+        """:meth:`to_arrow` as a ``pandas.DataFrame`` (needs pandas), one row per hit."""
+        return self.to_arrow().to_pandas()
+
     def _edges_between_hits(self) -> list:
         """Edges from one hit to another that were not scored (not traversed), after the scored ones."""
         if self._frozen is not None:
@@ -253,18 +357,7 @@ class HybridResult:
         Returns:
             The lines joined by newlines ("" when nothing fits).
         """
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-            raise TypeError(f"max_tokens must be an int >= 1, got {type(max_tokens).__name__} {max_tokens!r}")
-        if max_tokens < 1:
-            raise InvalidArgumentError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
-        counter = count_tokens or estimate_tokens
-
-        def count(text: str) -> int:
-            n = counter(text)
-            if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
-                raise InvalidArgumentError(f"count_tokens must return an int >= 0, returned {n!r} for {text[:40]!r}")
-            return int(n)
-
+        count = _check_budget(max_tokens, count_tokens)
         lines: list[str] = []
         used = 0
         listed: set = set()
@@ -292,3 +385,75 @@ class HybridResult:
                         lines.append(edge_line)
                         used += cost
         return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ rows, tables, context
+
+def _node_columns(engine: Any, keys: list) -> list:
+    """``[(label, tenant, text), ...]`` of ``keys`` as the graph holds them now, (None, None,
+    None) for a key deleted since the search (one call for all when none is)."""
+    if engine is None or not keys:
+        return [(None, None, None)] * len(keys)
+    try:
+        texts, tenants, labels, _ = engine.text_columns(keys)
+        return list(zip(labels, tenants, texts))
+    except Exception:  # some key was deleted since the search: one by one
+        out = []
+        for key in keys:
+            try:
+                texts, tenants, labels, _ = engine.text_columns([key])
+                out.append((labels[0], tenants[0], texts[0]))
+            except Exception:
+                out.append((None, None, None))
+        return out
+
+
+def path_text(path: list) -> str:
+    """A path of edges as one line, each edge as it is stored, ``src --rel--> dst``, chained
+    while each starts where the last one ended (``"a --knows--> b --likes--> c"``), else
+    separated by ``"; "`` (an edge walked against its direction); "" for no edges."""
+    out = ""
+    last: Any = None
+    for edge in path:
+        if out and edge.src == last:
+            out += f" --{edge.rel}--> {edge.dst}"
+        else:
+            out += ("; " if out else "") + f"{edge.src} --{edge.rel}--> {edge.dst}"
+        last = edge.dst
+    return out
+
+
+def _key_array(keys: list) -> Any:
+    import pyarrow as pa
+
+    if all(isinstance(k, str) for k in keys):
+        return pa.array(keys, pa.string())
+    if all(isinstance(k, int) for k in keys):
+        return pa.array(keys, pa.int64())
+    return pa.array([str(k) for k in keys], pa.string())  # int and str keys in one result
+
+
+def _to_arrow(rows: list, columns: list, types: dict) -> Any:
+    import pyarrow as pa
+
+    arrays = []
+    for name in columns:
+        values = [row[name] for row in rows]
+        arrays.append(_key_array(values) if name == "key" else pa.array(values, types[name]))
+    return pa.Table.from_arrays(arrays, names=columns)
+
+
+def _check_budget(max_tokens: Any, count_tokens: Optional[Callable[[str], int]]) -> Callable[[str], int]:
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        raise TypeError(f"max_tokens must be an int >= 1, got {type(max_tokens).__name__} {max_tokens!r}")
+    if max_tokens < 1:
+        raise InvalidArgumentError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
+    counter = count_tokens or estimate_tokens
+
+    def count(text: str) -> int:
+        n = counter(text)
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            raise InvalidArgumentError(f"count_tokens must return an int >= 0, returned {n!r} for {text[:40]!r}")
+        return int(n)
+
+    return count

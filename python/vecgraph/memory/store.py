@@ -44,6 +44,7 @@ import numpy as np
 
 from ..entities import normalize_name
 from ..errors import DimensionMismatchError, InvalidArgumentError, NotFoundError, _got
+from ..rerankers import check_reranker, check_scores
 from .card import default_summarizer, default_token_counter
 from .entities import default_extractor
 from .erasure import ErasureReceipt, scan_folder
@@ -136,7 +137,7 @@ class Memory:
         cls,
         path: Optional[str],
         *,
-        embedder: Any = "wordllama",
+        embedder: Any = "auto",
         ttl: Optional[dict] = None,
         strict_kinds: bool = False,
         card_tokens: int = 2000,
@@ -151,7 +152,9 @@ class Memory:
 
         Args:
             path: a folder (str or path), or None.
-            embedder: "wordllama" (default, offline, 256-d), a spec for
+            embedder: "auto" (the default: the embedder an existing store records, loaded by
+                name as :meth:`vecgraph.Graph.query_embedder` loads it; "wordllama" for a new
+                store), "wordllama" (offline, 256-d), a spec for
                 :func:`vecgraph.embedders.load`, or an embedder object (``name``, ``dim``,
                 ``__call__(texts) -> (n, dim)``); recorded in the folder, and checked on reopen.
                 None opens an existing folder without one: everything but :meth:`remember`,
@@ -185,6 +188,10 @@ class Memory:
 
         if not isinstance(read_only, bool):
             raise TypeError(f"read_only must be a bool, got {_got(read_only)}")
+        recorded_embedder = False  # "auto" on a folder that holds a store: its embedder, after the open
+        if isinstance(embedder, str) and embedder == "auto":
+            recorded_embedder = path is not None and os.path.exists(os.path.join(os.fspath(path), "MANIFEST"))
+            embedder = None if recorded_embedder else "wordllama"
         if embedder is None:
             if path is None:
                 raise InvalidArgumentError("an in-memory store needs an embedder (embedder=None opens a folder)")
@@ -234,6 +241,8 @@ class Memory:
                     f"{path} holds a graph that is not a memory store (it lacks the filterable properties "
                     f"{', '.join(missing)})")
         try:
+            if recorded_embedder and graph.embedder is not None:
+                embedder = graph.query_embedder()
             if embedder is not None and not (graph.read_only and graph.embedder is None):
                 graph.use_embedder(embedder)  # records it, or checks it against the folder's
             store = cls(graph, embedder, ttl={}, strict_kinds=strict_kinds, card_tokens=card_tokens,
@@ -553,6 +562,8 @@ class Memory:
         include_inferred: bool = False,
         channels: Sequence[str] = ("dense", "bm25", "graph"),
         weights: Optional[dict] = None,
+        reranker: Optional[Callable[[str, list], Any]] = None,
+        rerank_depth: Optional[int] = None,
     ) -> Recall:
         """The ``k`` memories of ``user`` that best answer ``query``.
 
@@ -577,6 +588,10 @@ class Memory:
                 entity channel feeds the graph channel's walks).
             weights: {channel: weight} for the fusion (default :data:`RECALL_WEIGHTS`; see
                 :meth:`vecgraph.Graph.hybrid_search`).
+            reranker: ``(query, texts) -> scores`` (see :meth:`vecgraph.Graph.hybrid_search`),
+                called once on the texts of the fused top ``rerank_depth`` memories; they are
+                reordered by its scores (ties: fused order), each scored by it.
+            rerank_depth: memories the reranker sees (>= k; default max(k, 20)).
 
         Returns:
             :class:`Recall`: :class:`MemoryHit` items, best first, with ``to_context()``.
@@ -601,13 +616,22 @@ class Memory:
         if unknown or not channels:
             raise InvalidArgumentError(f"channels must be names from {RECALL_CHANNELS} (the entity channel ranks entity "
                                        f"nodes, not memories: it feeds the graph channel's walks), got {list(channels)!r}")
+        depth = k
+        if reranker is not None:
+            reranker = check_reranker(reranker)
+            depth = max(k, 20) if rerank_depth is None else rerank_depth
+            if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not k <= depth <= 1000:
+                raise InvalidArgumentError(f"rerank_depth must be an int in [k, 1000] (k = {k}), got {rerank_depth!r}")
+            depth = int(depth)
+        elif rerank_depth is not None:
+            raise InvalidArgumentError("rerank_depth is the reranker's depth: pass reranker= with it")
         labels = None if kinds is None else _kinds(kinds) + [ENTITY_LABEL]
         where = self._conditions(self._now_us(now), since=since, until=until, include_superseded=include_superseded,
                                  include_inferred=include_inferred, with_entities=True)
         vector = self._embed([query])[0]
         # Entity nodes pass the filters (walks go through them) and so can fill places of the
         # fused list: it is asked again, four times longer, until it holds k memories or ends.
-        want = k + 10
+        want = depth + 10
         while True:
             result = self.graph.hybrid_search(query, vector, k=want, channels=channels, tenants=[user],
                                               labels=labels, where=where, entity_keys=False, hops=2,
@@ -618,9 +642,15 @@ class Memory:
                     node = self._node_or_none(hit.key)
                     if node is not None:  # None: deleted since the search (a forget, an expire)
                         hits.append(MemoryHit(node, hit.score, hit.ranks))
-                        if len(hits) == k:
+                        if len(hits) == depth:
                             break
-            if len(hits) == k or len(result.hits) < want or want >= 4000:
+            if len(hits) == depth or len(result.hits) < want or want >= 4000:
+                if reranker is not None and hits:
+                    scores = check_scores(reranker, [h.text for h in hits], reranker(query, [h.text for h in hits]))
+                    order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))[:k]
+                    for i in order:
+                        hits[i].score, hits[i].ranks = float(scores[i]), dict(hits[i].ranks, fused=i + 1)
+                    hits = [hits[i] for i in order]
                 return Recall(_newer_first(hits) if include_superseded else hits, self.count_tokens)
             want *= 4
 
