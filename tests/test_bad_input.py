@@ -149,7 +149,7 @@ ERROR_ROWS = [
     ("vectors_object_dtype", "cos", lambda g: g.add_nodes(["n"], np.array([[1, 2, 3, None]], dtype=object)),
      TypeError, (), ["numeric", "object"]),
     ("query_list_of_strings", "cos", lambda g: g.search(["1", "2", "3", "4"]),
-     TypeError, (), ["query", "numeric", "<U1"]),
+     TypeError, (), ["query", "numbers", "list of str", "search_batch"]),
     ("query_complex", "cos", lambda g: g.search(np.ones(4, np.complex64)),
      TypeError, (), ["query", "real", "complex64"]),
     ("vectors_wrong_rank", "cos", lambda g: g.add_nodes(["n"], np.ones(4, np.float32)),

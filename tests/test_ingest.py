@@ -527,7 +527,7 @@ def test_embedders_load_specs():
         embedders.load("no-colon")
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         embedders.load("test_ingest:Nope")
-    with pytest.raises(ModuleNotFoundError):
+    with pytest.raises(vg.EmbedderUnavailableError, match="No module named"):  # an ImportError
         embedders.load("no_such_module_xyz:Thing")
     with pytest.raises(TypeError, match="has no name, dim"):
         embedders.load("builtins:dict")  # a class whose instances are not embedders

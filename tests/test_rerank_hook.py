@@ -101,3 +101,9 @@ def test_recall_reranks_the_users_memories():
         mem.recall("u1", "cello", k=3, reranker=reranker, rerank_depth=2)
     with pytest.raises(vg.InvalidArgumentError):
         mem.recall("u1", "cello", k=3, reranker=lambda q, t: [0.0])
+
+
+def test_a_reranker_that_empties_its_input_is_still_checked():
+    g = _graph(30)
+    with pytest.raises(vg.InvalidArgumentError):
+        g.hybrid_search("alpha", k=5, reranker=lambda q, texts: (texts.clear(), [])[1])

@@ -226,3 +226,10 @@ def test_a_cancelled_write_is_applied_whole_or_not_at_all():
         aio.set_max_workers(max(2, __import__("os").cpu_count() or 1))
     with pytest.raises(vg.InvalidArgumentError, match="max workers must be an int >= 1"):
         aio.set_max_workers(0)
+
+
+def test_a_column_no_node_has_is_refused():
+    g = _graph(10)
+    with pytest.raises(vg.InvalidArgumentError, match="column 'lable' is neither a node field .* nor a property of any"):
+        g.nodes(columns=["key", "lable"])
+    assert g.nodes(tenants=["nobody"], columns=["key", "lable"]).num_rows == 0  # nothing listed: nothing to check

@@ -202,3 +202,75 @@ def test_memory_opens_a_store_with_the_embedder_it_records(tmp_path):
     assert mem.embedder.name == "test-hashed-bow-64"
     assert [h.text for h in mem.recall("u1", "what instrument does she play?", k=1)] == ["my daughter plays the cello"]
     mem.close()
+
+
+def test_an_embedder_that_fails_while_it_loads_is_unavailable_and_hybrid_falls_back(tmp_path):
+    g = _graph(tmp_path / "g")
+    g.close()
+
+    def broken():
+        raise ImportError("No module named 'torch'")
+
+    def crashing():
+        raise RuntimeError("weights are damaged")
+
+    for factory, cause in ((broken, "ImportError: No module named 'torch'"),
+                           (crashing, "RuntimeError: weights are damaged")):
+        embedders.register("test-hashed-bow-64", factory, replace=True)
+        with vg.Graph.open(str(tmp_path / "g")) as g:
+            with pytest.raises(vg.EmbedderUnavailableError, match=f"'test-hashed-bow-64' cannot be loaded here.*{cause}"):
+                g.search("billing")
+            with pytest.warns(RuntimeWarning, match="did not run"):
+                assert g.hybrid_search("billing job", k=2).channels == ("bm25", "entity")
+
+
+def test_a_recorded_module_spec_that_no_longer_imports_is_unavailable(tmp_path, monkeypatch):
+    module = tmp_path / "spec_embedder_mod.py"
+    module.write_text("from memory_helpers import FakeEmbedder as Model\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    g = vg.Graph.open(str(tmp_path / "g"), dim=64)
+    emb = embedders.load("spec_embedder_mod:Model")
+    g.add_nodes(["a"], emb(["alpha"]), texts=["alpha"])
+    g.use_embedder(emb)
+    assert g.embedder == {"name": "test-hashed-bow-64", "dim": 64, "spec": "spec_embedder_mod:Model"}
+    g.close()
+    monkeypatch.setitem(sys.modules, "spec_embedder_mod", None)
+    with vg.Graph.open(str(tmp_path / "g")) as g:
+        with pytest.raises(vg.EmbedderUnavailableError, match="'spec_embedder_mod:Model' cannot be loaded here"):
+            g.search("alpha")
+        with pytest.warns(RuntimeWarning, match="cannot be loaded here"):
+            assert g.hybrid_search("alpha", k=1).keys == ["a"]
+
+
+def test_an_openai_name_loads_only_with_its_endpoint_in_the_environment(monkeypatch):
+    for variable in ("VECGRAPH_EMBEDDINGS_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(vg.EmbedderUnavailableError, match="neither VECGRAPH_EMBEDDINGS_BASE_URL nor OPENAI_BASE_URL"):
+        embedders.load("openai/some-model", dim=8)
+    monkeypatch.setenv("VECGRAPH_EMBEDDINGS_BASE_URL", "http://127.0.0.1:9/v1")  # never called: dim is given
+    emb = embedders.load("openai/some-model", dim=8)
+    assert (emb.name, emb.dim) == ("openai/some-model", 8)
+
+
+def test_text_in_the_wrong_shape_says_what_to_pass():
+    g = _graph()
+    with pytest.raises(TypeError, match=r"search takes one query, .*got a list of str \(search_batch takes a list"):
+        g.search(["billing", "ledger"])
+    with pytest.raises(TypeError, match=r"got dtype <U7 \(text is passed as a str"):
+        g.search(np.array(["billing"]))
+
+
+def test_a_batch_of_bm25_queries_embeds_nothing():
+    g = _graph()
+    calls = []
+
+    class Counting(FakeEmbedder):
+        def __call__(self, texts):
+            calls.append(list(texts))
+            return super().__call__(texts)
+
+    g._query_embedder = Counting()
+    res = g.hybrid_search_batch(["billing", "ledger"], k=2, channels=["bm25"])
+    assert calls == [] and [r.channels for r in res] == [("bm25",), ("bm25",)]
+    g.hybrid_search_batch(["billing", "ledger"], k=2)
+    assert calls == [["billing", "ledger"]]

@@ -76,7 +76,8 @@ def _float_array(values: Any, name: str, ndim: int) -> np.ndarray:
     except ValueError as e:  # rows of different lengths
         raise ValueError(f"{name} must be a numeric array of shape {want}; its rows differ in length ({e})") from None
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
-        raise TypeError(f"{name} must be a numeric array, got dtype {array.dtype}")
+        text = " (text is passed as a str: one query, or a list of str to search_batch)" if array.dtype.kind in "US" else ""
+        raise TypeError(f"{name} must be a numeric array, got dtype {array.dtype}{text}")
     if np.issubdtype(array.dtype, np.complexfloating):
         raise TypeError(f"{name} must be real-valued, got dtype {array.dtype}")
     if array.ndim != ndim:

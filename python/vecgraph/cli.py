@@ -17,6 +17,7 @@ Subcommands:
   eval        run your own judged queries (JSONL) through each retrieval channel and print
               recall@k, MRR@k, nDCG@k, latency and wins / losses against the best channel
   info        version, kernel ISA and the ISAs this CPU can run
+  mcp         serve a graph folder's searches to agents over the Model Context Protocol (stdio or HTTP)
 
 Errors go to stderr as ``vecgraph <subcommand>: error: <message>``; the exit code is 1 for a
 failure while running, 2 for a usage error (a bad option value, options that exclude each other,
@@ -624,6 +625,12 @@ def _cmd_memory(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from .integrations import mcp
+
+    return mcp.run_command(args)
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     print(f"vecgraph {__version__}")
     print(f"active ISA: {active_isa()}")
@@ -759,8 +766,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = ("checkpoint", "compact", "demo", "eval", "export", "info", "ingest", "memory", "query", "repair",
-             "restore", "stats", "verify", "wordnet")
+_COMMANDS = ("checkpoint", "compact", "demo", "eval", "export", "info", "ingest", "mcp", "memory", "query",
+             "repair", "restore", "stats", "verify", "wordnet")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -150,7 +150,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     g.add_argument("--dim", type=_int_in(1, 65_536),
                    help="vector dimension of a new graph (default: the embedder's); for an existing graph, "
                         "if given, its own")
-    g.add_argument("--metric", choices=("cos", "ip", "l2"),
+    g.add_argument("--metric", choices=("cos", "ip", "l2"), type=_metric_name,
                    help="metric of a new graph (default cos); for an existing graph, if given, its own")
     g.add_argument("--embedder", metavar="SPEC",
                    help="embed texts into vectors: a known name (e.g. wordllama) or module:attr; "
@@ -294,7 +294,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                         "version without its description); prints what may be lost")
     p.add_argument("--dim", type=_int_in(1, 65536), default=None,
                    help="the graph's dimension, needed only when the folder holds no snapshot")
-    p.add_argument("--metric", choices=("cos", "ip", "l2"), default=None,
+    p.add_argument("--metric", choices=("cos", "ip", "l2"), type=_metric_name, default=None,
                    help="the graph's metric, needed only when the folder holds no snapshot")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -366,6 +366,25 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
 
     _memory_parser(command, commands)
 
+    p = command(
+        "mcp", commands["mcp"], "serve a graph's searches to agents over the Model Context Protocol",
+        "Serve the graph in FOLDER to MCP clients (agents, desktop assistants, IDEs) with the tools\n"
+        "search, hybrid_search, get_node, neighbors and stats, and for a memory store (vecgraph.Memory)\n"
+        "remember, recall, card and forget. Over stdio by default (the client starts this command);\n"
+        "--http HOST:PORT serves streamable HTTP at http://HOST:PORT/mcp instead (no authentication:\n"
+        "keep it on a loopback address). The folder is opened once and closed when the server stops.\n"
+        "Needs the MCP Python SDK (pip install \"vecgraph[mcp]\").",
+        _examples("vecgraph mcp memory.vg",
+                  "vecgraph mcp docs.vg --read-only --embedder wordllama",
+                  "vecgraph mcp agent.vg --http 127.0.0.1:8765"))
+    p.add_argument("folder", metavar="FOLDER", help="graph folder (never created here)")
+    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP on HOST:PORT instead of stdio")
+    p.add_argument("--read-only", action="store_true",
+                   help="open the folder read-only (beside a process writing to it); no tool writes")
+    p.add_argument("--embedder", metavar="SPEC",
+                   help="embedder for text queries (default: the one the graph recorded; without one, "
+                        "text is searched by hybrid_search's BM25 and entity channels)")
+
     command("info", commands["info"], "version and SIMD kernels in use",
             "Print the version, the int8 kernel set in use and the ones this CPU can run.",
             _examples("vecgraph info", "VECGRAPH_FORCE_ISA=serial vecgraph info"))
@@ -420,3 +439,8 @@ def _memory_parser(command, commands: Mapping[str, Callable[[argparse.Namespace]
     a = action("expire", "delete the memories whose TTL has run out")
     a.add_argument("--now", help="the time expiry is judged at (ISO 8601; default now)")
     a.add_argument("--purge", action="store_true", help="also rewrite the folder's history so no file keeps them")
+
+
+def _metric_name(value: str) -> str:
+    """--metric's value, "cosine" taken as "cos" (as vecgraph.Graph takes it)."""
+    return "cos" if value == "cosine" else value

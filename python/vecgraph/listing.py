@@ -78,7 +78,8 @@ def nodes(
             ``props`` (the props as JSON text, null for none), ``aliases`` (list of string),
             ``vector`` (fixed_size_list<float32>[dim], dequantized: codes * scale, as
             :meth:`get_node` gives it); any other name is a property read from each node's
-            props (its type inferred by Arrow; null where a node lacks it).
+            props (its type inferred by Arrow, JSON text when the nodes give it values of
+            several types; null where a node lacks it).
         limit: at most this many nodes (the first by insertion order); None: all.
 
     Returns:
@@ -86,7 +87,8 @@ def nodes(
 
     Raises:
         InvalidArgumentError / TypeError: bad filters (as :meth:`search`), a columns list that
-            is empty, repeats a name or holds a non-str, a limit < 0.
+            is empty, repeats a name or holds a non-str, a limit < 0, a column that is no node
+            field and no property of any node listed (a misspelt field).
     """
     names = _columns(columns)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
@@ -130,6 +132,10 @@ def _table(graph: Any, engine: Any, keys: list, names: tuple) -> pa.Table:
             arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(matrix, pa.float32()), graph.dim))
         else:
             parsed = [json.loads(p) if p else None for p in (props or [])]
+            if keys and not any(isinstance(p, dict) and name in p for p in parsed):
+                raise InvalidArgumentError(
+                    f"column {name!r} is neither a node field ({', '.join(NODE_COLUMNS)}) nor a property of any of "
+                    f"the {len(keys):,} nodes listed")
             values = [p.get(name) if isinstance(p, dict) else None for p in parsed]
             try:
                 arrays.append(pa.array(values))

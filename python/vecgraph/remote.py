@@ -11,13 +11,19 @@ common ``/rerank`` shape, over the standard library's ``urllib`` (no dependency)
   vLLM, Infinity, llama.cpp's server) or ``[{"index": i, "score": s}, ...]``
   (text-embeddings-inference, which reads the texts from ``"texts"``: ``documents_field="texts"``).
 
-Both send ``Authorization: Bearer <api_key>`` when a key is set, wait at most ``timeout_s``
-seconds for the connection and for each read of a reply, and retry what may pass (HTTP 408,
-429 and 5xx, timeouts, refused or dropped connections) up to ``max_retries`` times, waiting
-``backoff_s * 2**attempt`` seconds (at most ``max_backoff_s``) or what the reply's
-``Retry-After`` header asks (exponential backoff as in RFC 9110's Retry-After, section 10.2.3).
-Nothing else is retried. Failures raise :class:`RemoteError`, whose message names the URL, the
-model and what went wrong; a vector of another length raises
+Both send ``Authorization: Bearer <api_key>`` when a key is set (surrounding whitespace
+stripped; a key holding a control character or a character outside latin-1 cannot be sent in a
+header and is refused at construction). ``timeout_s`` is the deadline of each attempt as a
+whole: connecting, then the reply's status line, headers and body must all be done within
+``timeout_s`` seconds of the attempt's start (name resolution aside), however slowly a server
+trickles its bytes. Attempts that may pass (HTTP 408, 429 and 5xx, timeouts, refused or dropped
+connections) are retried up to ``max_retries`` times, waiting ``backoff_s * 2**attempt`` seconds
+(at most ``max_backoff_s``) or what the reply's ``Retry-After`` header asks (exponential backoff
+as in RFC 9110's Retry-After, section 10.2.3); so one call lasts at most about
+``(max_retries + 1) * timeout_s`` plus the waits. Nothing else is retried. Redirects (HTTP 3xx)
+are not followed, as following them would send the key to another address and turn the POST
+into a GET: set ``base_url`` to the final endpoint. Failures raise :class:`RemoteError`, whose
+message names the URL, the model and what went wrong; a vector of another length raises
 :class:`~vecgraph.errors.DimensionMismatchError`. The API key never appears in a message or repr.
 """
 
@@ -26,13 +32,18 @@ from __future__ import annotations
 import base64
 import binascii
 import email.utils
+import functools
 import http.client
+import io
 import json
 import math
 import os
+import re
 import socket
 import time
+import unicodedata
 import urllib.error
+import urllib.parse
 import urllib.request
 from datetime import datetime, timezone
 from typing import Any
@@ -69,13 +80,151 @@ class RemoteError(Error):
         self.status = status
 
 
-def _env(*names: str) -> str | None:
-    """The value of the first of ``names`` that is set and not empty."""
+def _env_named(*names: str) -> tuple[str | None, str]:
+    """``(value, name)`` of the first of ``names`` set to more than whitespace, else ``(None, "")``."""
     for name in names:
         value = os.environ.get(name)
-        if value:
-            return value
-    return None
+        if value and value.strip():
+            return value, name
+    return None, ""
+
+
+def _env(*names: str) -> str | None:
+    """The value of the first of ``names`` set to more than whitespace."""
+    return _env_named(*names)[0]
+
+
+def _check_key(api_key: Any, source: str) -> str | None:
+    """``api_key`` without surrounding whitespace (None for none or an empty one), refused when
+    an HTTP header cannot carry it; messages name ``source`` and the key's length, never the key.
+
+    Raises:
+        TypeError: not a str.
+        InvalidArgumentError: a control character or a character outside latin-1 in it.
+    """
+    if api_key is None:
+        return None
+    if not isinstance(api_key, str):
+        raise TypeError(f"api_key must be a str or None, got {type(api_key).__name__}")
+    key = api_key.strip()
+    for position, char in enumerate(key):
+        code = ord(char)
+        if code > 0xFF or unicodedata.category(char) == "Cc":
+            kind = "a control character" if code <= 0xFF else "a character outside latin-1"
+            raise InvalidArgumentError(
+                f"the API key from {source} ({len(key)} characters once surrounding whitespace is "
+                f"stripped) holds {kind} (U+{code:04X}) at position {position}, which an HTTP header "
+                "cannot carry: expected the key alone, printable latin-1 characters (check how it was "
+                "copied)")
+    return key or None
+
+
+def _check_base_url(base_url: Any) -> str:
+    """``base_url`` without surrounding whitespace and trailing slashes, checked: an http or
+    https URL with a host, a port (if any) in 1..65535, no credentials, query or fragment.
+
+    Raises:
+        InvalidArgumentError: anything else (a URL holding credentials is not repeated).
+    """
+    if not isinstance(base_url, str) or not base_url.strip().lower().startswith(("http://", "https://")):
+        raise InvalidArgumentError(f"base_url must be an http:// or https:// URL, got {base_url!r}")
+    url = base_url.strip()
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as e:  # e.g. an unclosed IPv6 bracket
+        raise InvalidArgumentError(f"base_url {url!r} is not a URL ({e})") from None
+    if "@" in parts.netloc:
+        raise InvalidArgumentError("base_url must not hold a user name or password (the part before '@'; "
+                                   "not repeated here): pass the key as api_key= or its environment variable")
+    if re.search(r"[\x00-\x20\x7f-\x9f]", url):
+        raise InvalidArgumentError(f"base_url must not contain whitespace or control characters, got {url!r}")
+    if not parts.hostname:
+        raise InvalidArgumentError(f"base_url has no host: expected e.g. 'http://127.0.0.1:8000/v1', got {url!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 1 <= port <= 65535:
+        given = parts.netloc.rpartition(":")[2]
+        raise InvalidArgumentError(f"base_url's port must be an integer in 1..65535, got {given!r} "
+                                   f"(in {url!r})")
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        raise InvalidArgumentError(f"base_url must not have a query or fragment (a path is appended to it), "
+                                   f"got {url!r}")
+    return url.rstrip("/")
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A reply's socket reader whose reads end by ``deadline`` (a ``time.monotonic()`` value):
+    before each read the socket's timeout is set to the time left, so a server trickling bytes
+    cannot stretch an attempt past it."""
+
+    def __init__(self, raw: Any, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self._raw, self._sock, self._deadline = raw, sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> Any:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the attempt's deadline has passed")
+        self._sock.settimeout(left)
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    """An HTTP response read through a :class:`_DeadlineReader` (status line, headers, body)."""
+
+    def __init__(self, sock: Any, debuglevel: int = 0, method: str | None = None, url: str | None = None,
+                 *, deadline: float) -> None:
+        super().__init__(sock, debuglevel, method, url)
+        self.fp = io.BufferedReader(_DeadlineReader(self.fp.detach(), sock, deadline))
+
+
+class _DeadlineMixin:
+    """For urllib's HTTP(S) handlers: connections whose responses end by ``deadline``."""
+
+    deadline: float
+
+    def do_open(self, http_class: Any, req: Any, **http_conn_args: Any) -> Any:
+        deadline = self.deadline
+
+        def connection(host: str, **kwargs: Any) -> Any:
+            conn = http_class(host, **kwargs)
+            conn.response_class = functools.partial(_DeadlineResponse, deadline=deadline)
+            return conn
+
+        return super().do_open(connection, req, **http_conn_args)  # type: ignore[misc]
+
+
+class _DeadlineHTTPHandler(_DeadlineMixin, urllib.request.HTTPHandler):
+    pass
+
+
+class _DeadlineHTTPSHandler(_DeadlineMixin, urllib.request.HTTPSHandler):
+    pass
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Redirects are not followed: the 3xx reply reaches the caller as an HTTPError."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        return None
+
+
+def _opener(deadline: float) -> urllib.request.OpenerDirector:
+    """urllib's opener (proxies from the environment as usual), without redirects, with replies
+    that must end by ``deadline``."""
+    http_handler, https_handler = _DeadlineHTTPHandler(), _DeadlineHTTPSHandler()
+    http_handler.deadline = https_handler.deadline = deadline
+    return urllib.request.build_opener(_NoRedirect, http_handler, https_handler)
 
 
 def _excerpt(raw: bytes, width: int = 200) -> str:
@@ -149,17 +298,18 @@ class _Client:
 
     def _setup(self, model: Any, base_url: str | None, api_key: str | None, timeout_s: Any,
                max_retries: Any, backoff_s: Any, max_backoff_s: Any) -> None:
+        """Check and keep the arguments; ``api_key`` None: read from ``_key_vars``."""
         if not isinstance(model, str):
             raise TypeError(f"model must be a str, got {type(model).__name__}")
         if not model:
             raise InvalidArgumentError("model must not be empty: the endpoint needs a model name")
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise InvalidArgumentError(f"base_url must be an http:// or https:// URL, got {base_url!r}")
-        if api_key is not None and not isinstance(api_key, str):
-            raise TypeError(f"api_key must be a str or None, got {type(api_key).__name__}")
+        key_source = "the api_key argument"
+        if api_key is None:
+            api_key, name = _env_named(*self._key_vars)
+            key_source = f"the environment variable {name}"
+        self.base_url = _check_base_url(base_url)
+        self._api_key = _check_key(api_key, key_source)
         self.model = model
-        self.base_url = base_url.rstrip("/")
-        self._api_key = api_key or None
         self.timeout_s = _seconds(timeout_s, "timeout_s", positive=True)
         self.max_retries = _count(max_retries, "max_retries", 0)
         self.backoff_s = _seconds(backoff_s, "backoff_s", positive=False)
@@ -183,14 +333,23 @@ class _Client:
         for attempt in range(attempts):
             retry_after: float | None = None
             status = None
-            request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+            replied = False
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as reply:
+                request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+                opener = _opener(time.monotonic() + self.timeout_s)
+                with opener.open(request, timeout=self.timeout_s) as reply:
+                    replied = True
                     raw = reply.read()
                     status = reply.status
                 break
             except urllib.error.HTTPError as e:
                 status = e.code
+                if 300 <= status < 400:  # not followed: the key would go along, the POST become a GET
+                    location = e.headers.get("Location") if e.headers else None
+                    to = f"to {urllib.parse.urljoin(url, location)!r}" if location else "without a Location"
+                    raise RemoteError(f"{where}: HTTP {status} {e.reason} redirects {to}; redirects are not "
+                                      "followed (the API key would be sent there and the POST turned into a "
+                                      "GET): set base_url to the final endpoint", url=url, status=status) from None
                 try:
                     detail = _excerpt(e.read())
                 except (OSError, http.client.HTTPException):
@@ -202,14 +361,18 @@ class _Client:
                 retry_after = _retry_after_s(e.headers.get("Retry-After") if e.headers else None)
             except urllib.error.URLError as e:  # no reply: the connection failed
                 reason = e.reason
-                if isinstance(reason, (TimeoutError, socket.timeout)):
+                if isinstance(reason, TimeoutError):
                     problem = f"no connection within timeout_s={self.timeout_s:g} s"
                 elif isinstance(reason, OSError):
                     problem = f"cannot connect: {reason.strerror or reason}"
                 else:  # not a network failure (an unknown URL type, ...): another try cannot help
-                    raise RemoteError(f"{where}: {reason}", url=url) from None
-            except (TimeoutError, socket.timeout):
-                problem = f"no reply within timeout_s={self.timeout_s:g} s"
+                    raise RemoteError(f"{where}: {self._scrub(str(reason))}", url=url) from None
+            except TimeoutError:
+                problem = (f"the reply did not end within timeout_s={self.timeout_s:g} s (the deadline of an "
+                           "attempt)" if replied else f"no reply within timeout_s={self.timeout_s:g} s")
+            except (http.client.InvalidURL, ValueError) as e:  # a bad URL: another try cannot help
+                raise RemoteError(f"{where}: the request cannot be made: {type(e).__name__}: "
+                                  f"{self._scrub(str(e))}", url=url) from None
             except (OSError, http.client.HTTPException) as e:  # reset, dropped, cut short
                 problem = f"the connection failed: {type(e).__name__} {e}".rstrip()
             if attempt == attempts - 1:
@@ -228,6 +391,10 @@ class _Client:
         except (UnicodeDecodeError, ValueError):
             raise RemoteError(f"{where}: HTTP {status} reply is not JSON: {_excerpt(raw, 100)}",
                               url=url, status=status) from None
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with the API key, if it is in it, replaced by ``<api_key>``."""
+        return text.replace(self._api_key, "<api_key>") if self._api_key else text
 
     def _hint(self, status: int) -> str:
         if status in (401, 403):
@@ -253,12 +420,14 @@ class OpenAIEmbedder(_Client):
         base_url: the API's base URL (``/embeddings`` is appended). When None: the first set of
             the environment variables ``VECGRAPH_EMBEDDINGS_BASE_URL`` and ``OPENAI_BASE_URL``,
             else :data:`DEFAULT_OPENAI_BASE_URL`.
-        api_key: sent as ``Authorization: Bearer <api_key>``. When None: the first set of
-            ``VECGRAPH_EMBEDDINGS_API_KEY`` and ``OPENAI_API_KEY``, else none is sent (local
-            servers need none).
+        api_key: sent as ``Authorization: Bearer <api_key>`` (surrounding whitespace stripped).
+            When None: the first set of ``VECGRAPH_EMBEDDINGS_API_KEY`` and ``OPENAI_API_KEY``,
+            else none is sent (local servers need none).
         batch_size: texts per request (>= 1; OpenAI takes up to 2,048, text-embeddings-inference
             32 unless configured); a call of n texts makes ceil(n / batch_size) requests, in order.
-        timeout_s, max_retries, backoff_s, max_backoff_s: see :mod:`vecgraph.remote`.
+        timeout_s: the deadline of each attempt, in seconds: connecting and reading the whole
+            reply (see :mod:`vecgraph.remote`).
+        max_retries, backoff_s, max_backoff_s: see :mod:`vecgraph.remote`.
 
     ``name`` is ``"openai/<model>"``, recorded by a graph with ``dim``
     (``vecgraph.embedders.load("openai/<model>")`` makes this embedder again). Calls return
@@ -268,8 +437,11 @@ class OpenAIEmbedder(_Client):
 
     Raises:
         RemoteError: the probe request failed (see :mod:`vecgraph.remote`).
-        InvalidArgumentError: an empty model, a URL that is not http(s), a dim or batch_size
-            < 1, or a negative or non-finite timeout or backoff.
+        InvalidArgumentError: an empty model; a base URL that is not http(s), has no host, a
+            port that is not an integer in 1..65535, credentials, a query or whitespace; an API
+            key (argument or variable) holding a control character or a character outside
+            latin-1 (the message gives its length and source, never the key); a dim or
+            batch_size < 1; a negative or non-finite timeout or backoff.
         TypeError: an argument of the wrong type.
     """
 
@@ -281,8 +453,6 @@ class OpenAIEmbedder(_Client):
                  max_backoff_s: float = 30.0) -> None:
         if base_url is None:
             base_url = _env("VECGRAPH_EMBEDDINGS_BASE_URL", "OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
-        if api_key is None:
-            api_key = _env(*self._key_vars)
         self._setup(model, base_url, api_key, timeout_s, max_retries, backoff_s, max_backoff_s)
         self.batch_size = _count(batch_size, "batch_size", 1)
         self.name = f"openai/{model}"
@@ -384,9 +554,12 @@ def openai_from_env() -> OpenAIEmbedder:
     dim_text = _env("VECGRAPH_EMBEDDINGS_DIM")
     dim = None
     if dim_text is not None:
-        if not dim_text.strip().isdigit() or int(dim_text) < 1:
-            raise InvalidArgumentError(f"VECGRAPH_EMBEDDINGS_DIM must be an integer >= 1, got {dim_text!r}")
-        dim = int(dim_text)
+        digits = dim_text.strip()
+        if not re.fullmatch(r"[0-9]+", digits) or int(digits) < 1:
+            raise InvalidArgumentError(f"VECGRAPH_EMBEDDINGS_DIM must be an integer >= 1 in ASCII digits (the "
+                                       f"embeddings' length, e.g. 1536), got {dim_text!r}; unset it to probe "
+                                       "the endpoint for it")
+        dim = int(digits)
     return OpenAIEmbedder(model, dim=dim)
 
 
@@ -411,7 +584,8 @@ class HTTPReranker(_Client):
     that every text is scored.
 
     Raises:
-        InvalidArgumentError: no base URL, an empty model, bad numbers (as :class:`OpenAIEmbedder`).
+        InvalidArgumentError: no base URL; an empty model, a bad base URL or API key, bad numbers
+            (as :class:`OpenAIEmbedder`).
     """
 
     _key_vars = ("VECGRAPH_RERANK_API_KEY",)
@@ -424,8 +598,6 @@ class HTTPReranker(_Client):
             if base_url is None:
                 raise InvalidArgumentError("HTTPReranker needs base_url= or VECGRAPH_RERANK_BASE_URL "
                                            "(the URL that /rerank is appended to)")
-        if api_key is None:
-            api_key = _env(*self._key_vars)
         self._setup(model, base_url, api_key, timeout_s, max_retries, backoff_s, max_backoff_s)
         self.batch_size = _count(batch_size, "batch_size", 1)
         if documents_field not in ("documents", "texts"):

@@ -23,6 +23,7 @@ sentence-transformers cross-encoder, ``pip install "vecgraph[rerank]"``).
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import unicodedata
 from collections import Counter
@@ -82,6 +83,11 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, (bool, np.bool_))
 
 
+def _is_real(value: Any) -> bool:
+    """A real number that is not a boolean (Python or numpy ints and floats, fractions, ...)."""
+    return isinstance(value, numbers.Real) and not _is_bool(value)
+
+
 def check_scores(reranker: Any, texts: Sequence[str], out: Any) -> np.ndarray:
     """What ``reranker`` returned for ``texts``, checked and converted.
 
@@ -89,23 +95,31 @@ def check_scores(reranker: Any, texts: Sequence[str], out: Any) -> np.ndarray:
         reranker: the reranker that returned ``out`` (named in messages, see
             :func:`reranker_name`).
         texts: the texts it was given.
-        out: what it returned: a list, tuple or 1-D numpy array of ``len(texts)`` real numbers.
+        out: what it returned: ``len(texts)`` real numbers as a list, a tuple, a 1-D numpy array
+            (of a numeric dtype, or of object dtype holding real numbers), or a pandas Series
+            (read by position, whatever its index).
 
     Returns:
         float64 array of shape (len(texts),).
 
     Raises:
         InvalidArgumentError: not a sequence of numbers (None, a str, a dict, booleans, strs or
-            other objects in it), not 1-D, another length than ``len(texts)``, or a NaN or inf
-            (the message names the reranker, what was expected, what came and, for a value,
-            its position).
+            other objects in it), not 1-D, another length than ``len(texts)``, or a NaN, an inf
+            or a number out of float64's range, such as an int of 400 digits (the message names
+            the reranker, what was expected, what came and, for a value, its position).
     """
     name = reranker_name(reranker)
     expected = f"expected {len(texts)} real scores, one per text"
     if out is None or isinstance(out, (str, bytes, dict, set, frozenset)) or not hasattr(out, "__len__"):
         raise InvalidArgumentError(f"reranker {name!r} returned {type(out).__name__}; {expected}")
+    if isinstance(out, np.ndarray):
+        items: Any = out
+    elif callable(getattr(out, "to_numpy", None)):  # a pandas or polars Series: by position, not label
+        items = np.asarray(out.to_numpy())
+    else:
+        items = list(out)  # a copy: read once, indexed by position
     try:
-        scores = np.asarray(out)
+        scores = np.asarray(items)
     except (TypeError, ValueError) as e:  # ragged nesting
         raise InvalidArgumentError(f"reranker {name!r} returned {type(out).__name__} that is not an array of "
                                    f"numbers ({e}); {expected}") from None
@@ -115,11 +129,30 @@ def check_scores(reranker: Any, texts: Sequence[str], out: Any) -> np.ndarray:
     if len(scores) != len(texts):
         raise InvalidArgumentError(f"reranker {name!r} returned {len(scores)} scores for {len(texts)} texts; "
                                    f"{expected}")
-    if scores.dtype.kind not in "iuf" or (not isinstance(out, np.ndarray) and any(map(_is_bool, out))):
-        bad = next((i for i, v in enumerate(out) if _is_bool(v) or not isinstance(v, (int, float, np.number))
-                    or isinstance(v, np.complexfloating)), 0)
-        raise InvalidArgumentError(f"reranker {name!r} returned a non-numeric score at position {bad} "
-                                   f"({type(out[bad]).__name__} {out[bad]!r:.40}); {expected}")
+
+    def refuse(position: int, what: str) -> InvalidArgumentError:
+        value = items[position]
+        return InvalidArgumentError(f"reranker {name!r} returned {what} at position {position} "
+                                    f"({type(value).__name__} {value!r:.40}); {expected}")
+
+    kind = scores.dtype.kind
+    if kind == "O":  # Python objects: each must be a real number, converted one by one
+        values = np.empty(len(items), dtype=np.float64)
+        for position, value in enumerate(items):
+            if not _is_real(value):
+                raise refuse(position, "a non-numeric score")
+            try:
+                values[position] = float(value)
+            except OverflowError:
+                raise refuse(position, "a score out of float64's range (not finite as a float)") from None
+        scores = values
+    elif kind in "iuf":  # numbers; in a list, booleans among floats would have become 0.0 and 1.0
+        bad = next((i for i, v in enumerate(items) if _is_bool(v)), None) if isinstance(items, list) else None
+        if bad is not None:
+            raise refuse(bad, "a non-numeric score")
+    else:  # booleans, complex numbers, strs, dates
+        items = list(items)
+        raise refuse(next((i for i, v in enumerate(items) if not _is_real(v)), 0), "a non-numeric score")
     scores = scores.astype(np.float64)
     finite = np.isfinite(scores)
     if not finite.all():

@@ -294,7 +294,7 @@ class HybridResult:
         return the hit; ``rank_fused``, the rank before reranking, when a reranker ran), ``hop``
         (edges walked to it by the graph channel; 0 when it did not reach it), ``path``
         (:func:`path_text`), ``label``, ``tenant``, ``text`` (None for a node deleted since the
-        search; label and text from the pickled copy once unpickled, tenant then None)."""
+        search; from the pickled copy once unpickled)."""
         if self._frozen is not None:
             nodes = [(n.get("label"), n.get("tenant"), n.get("text")) if n is not None else (None, None, None)
                      for n in (self._node(h.key) for h in self.hits)]

@@ -242,7 +242,11 @@ class Memory:
                     f"{', '.join(missing)})")
         try:
             if recorded_embedder and graph.embedder is not None:
-                embedder = graph.query_embedder()
+                try:
+                    embedder = graph.query_embedder()
+                except InvalidArgumentError as exc:
+                    raise InvalidArgumentError(f"{exc}; or pass Memory.open(..., embedder=) the store's embedder, or "
+                                               "embedder=None to open it without one") from None
             if embedder is not None and not (graph.read_only and graph.embedder is None):
                 graph.use_embedder(embedder)  # records it, or checks it against the folder's
             store = cls(graph, embedder, ttl={}, strict_kinds=strict_kinds, card_tokens=card_tokens,

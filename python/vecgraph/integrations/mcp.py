@@ -1,0 +1,608 @@
+"""An MCP server over one graph folder: ``vecgraph mcp FOLDER`` gives an agent (any Model Context
+Protocol client: a desktop assistant, an IDE, an agent framework) the graph's searches as tools.
+
+Built on the official MCP Python SDK (``mcp`` >= 2, its ``MCPServer``): each tool is a typed
+function, from which the SDK makes the tool's JSON schema and checks the arguments of every call.
+
+Tools:
+    search, hybrid_search, get_node, neighbors, stats; and when the folder holds a memory store
+    (:class:`vecgraph.Memory`: a graph declaring the store's filterable properties) also
+    remember, recall, card and forget. With ``read_only`` the folder is opened read-only and no
+    tool writes: remember and forget are not offered (card builds without storing).
+
+Transports:
+    stdio (the default: the client starts ``vecgraph mcp FOLDER`` as a subprocess and speaks
+    JSON-RPC over its stdin and stdout, one message a line; closing stdin ends the session, and
+    the SDK cancels the calls still running then), or streamable HTTP on ``host:port`` (endpoint
+    ``/mcp``; it has no authentication, so bind it to a loopback address such as 127.0.0.1).
+
+Text queries are embedded by the embedder given (``--embedder SPEC``) or else the one the graph
+recorded (loaded by :func:`vecgraph.embedders.load`); a graph without one answers text through
+``hybrid_search``'s BM25 and entity channels, and ``search`` then needs a vector.
+
+Errors (vecgraph's, bad arguments, a key not in the graph) come back as MCP tool errors (a
+result with ``isError`` and the message); the server keeps serving. The folder is opened once,
+when the server starts, and closed when it stops (stdin closed, Ctrl-C or SIGTERM).
+
+>>> from vecgraph.integrations import mcp as vg_mcp                            # doctest: +SKIP
+>>> vg_mcp.serve("memory.vg", http=("127.0.0.1", 8765), read_only=True)      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import os
+import signal
+import stat
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Annotated, Any, Literal
+
+import numpy as np
+
+from .. import __version__, embedders, storage
+from ..errors import DimensionMismatchError, Error, InvalidArgumentError
+from ..formatting import _walk
+from ..memory.store import FILTERABLE as MEMORY_FILTERABLE
+
+try:
+    import anyio
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.stdio import stdio_server
+    from mcp.types import ToolAnnotations
+    from pydantic import Field
+except ImportError as _exc:  # pragma: no cover - exercised only without the SDK
+    raise ImportError(f"vecgraph.integrations.mcp needs the MCP Python SDK (mcp >= 2): "
+                      f'pip install "vecgraph[mcp]" ({_exc})') from _exc
+
+__all__ = ["MAX_K", "VecgraphTools", "build_server", "open_folder", "parse_http", "serve"]
+
+#: The most results one tool call returns (an agent's context is the limit, not the engine).
+MAX_K = 1000
+
+# ------------------------------------------------------------------ argument types (the schemas)
+
+Key = str | int
+KeyArg = Annotated[Key, Field(description="a node key (str or int, as the graph stores it)")]
+TextArg = Annotated[str | None, Field(description="query text, embedded with the graph's embedder")]
+VectorArg = Annotated[list[float] | None, Field(
+    description="query vector of the graph's dim (float numbers), instead of text")]
+KArg = Annotated[int, Field(ge=1, le=MAX_K, description=f"results wanted (1 to {MAX_K:,})")]
+HopsArg = Annotated[int, Field(ge=0, le=10, description="levels of edges walked from the seeds (0: none)")]
+SeedsArg = Annotated[int, Field(ge=1, le=MAX_K, description="seed nodes found by vector similarity")]
+NamesArg = str | list[str] | None
+TenantsArg = Annotated[NamesArg, Field(description='only nodes of these tenants (null: all; "": default)')]
+LabelsArg = Annotated[NamesArg, Field(description='only nodes with these labels (null: all; "": default)')]
+RelsArg = Annotated[NamesArg, Field(description="relation types to follow (null: all)")]
+DirectionArg = Annotated[Literal["out", "in", "both"], Field(
+    description="edge direction: out (from the node), in (to it) or both")]
+WhereArg = Annotated[dict[str, Any] | None, Field(description=(
+    'conditions on the filterable properties the graph declares (all must hold): {"status": "current"} '
+    '(equality), {"status": ["a", "b"]} (membership), {"year": {">=": 2020, "<": 2024}} (range)'))]
+Channel = Literal["dense", "bm25", "graph", "entity"]
+ChannelsArg = Annotated[list[Channel] | None, Field(
+    description="channels to run and fuse (null: every channel the input allows)")]
+UserArg = Annotated[str, Field(description="the user id (the memories' tenant)")]
+MemoryTextArg = Annotated[str, Field(description="what to remember")]
+KindArg = Annotated[str, Field(description="its kind, e.g. profile, preference, project, fact")]
+SourceArg = Annotated[Literal["user", "tool", "document", "model"], Field(
+    description="who said it: user, tool, document, or model (an inference)")]
+SessionArg = Annotated[str | None, Field(description="the session it came from")]
+AtArg = Annotated[str | None, Field(description="when it was said or happened (ISO 8601; default now)")]
+SupersedesArg = Annotated[str | None, Field(description="the id of the user's memory this one replaces")]
+QuestionArg = Annotated[str, Field(description="the question, in natural language")]
+RecallKArg = Annotated[int, Field(ge=1, le=MAX_K, description="memories wanted")]
+SinceArg = Annotated[str | None, Field(description="only memories from this time on (ISO 8601)")]
+UntilArg = Annotated[str | None, Field(description="only memories up to this time (ISO 8601)")]
+KindsArg = Annotated[list[str] | None, Field(description="only these kinds (null: all)")]
+SupersededArg = Annotated[bool, Field(description="also versions that a newer memory replaced")]
+RefreshArg = Annotated[bool, Field(description="build it again from the current memories")]
+
+# Results are plain JSON objects (``dict[str, Any]``; each tool's description names their fields).
+# A detailed output schema would make the SDK's client check every result against it with
+# jsonschema: about 1 ms for ten search hits, several times the search itself.
+
+# ------------------------------------------------------------------ helpers
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with NumPy scalars and arrays, tuples, sets and datetimes made JSON values."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def _time(us: int) -> str | None:
+    """ISO 8601 UTC of a node's ts (microseconds since the epoch); None for 0, the ts of a node
+    written without one."""
+    if not us:
+        return None
+    try:
+        return (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=int(us))).isoformat()
+    except OverflowError:
+        return None
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, KeyError) and not isinstance(exc, Error) and exc.args:
+        return str(exc.args[0])
+    return str(exc) or type(exc).__name__
+
+
+@contextlib.contextmanager
+def _tool_errors() -> Iterator[None]:
+    """Expected failures (vecgraph's errors, bad values, files) as a ToolError carrying their
+    message, which the SDK returns to the client as a tool result with ``isError``."""
+    try:
+        yield
+    except ToolError:
+        raise
+    except (Error, TypeError, ValueError, KeyError, OSError, ImportError) as exc:
+        raise ToolError(_message(exc)) from exc
+
+
+def _doc(method: Any) -> str:
+    return inspect.cleandoc(method.__doc__ or "")
+
+
+class VecgraphTools:
+    """The tools over one open graph (and the memory store it holds, if any).
+
+    Args:
+        graph: an open :class:`vecgraph.Graph`.
+        memory: the :class:`vecgraph.Memory` whose graph ``graph`` is, or None.
+        embedder: embeds query texts (checked against the graph's recorded embedder at each
+            call), or None: ``search`` then needs a vector and ``hybrid_search`` runs the BM25
+            and entity channels on text alone.
+    """
+
+    def __init__(self, graph: Any, *, memory: Any = None, embedder: Any = None) -> None:
+        self.graph = graph
+        self.memory = memory
+        self.embedder = embedder
+
+    # -------------------------------------------------------------- shared
+
+    def _key(self, key: Any) -> Any:
+        """``key``, or the int it spells when the graph holds that int key and not the str."""
+        if isinstance(key, str) and key not in self.graph:
+            digits = key[1:] if key[:1] == "-" else key
+            if digits.isdigit() and int(key) in self.graph:
+                return int(key)
+        return key
+
+    def _node(self, key: Any) -> dict | None:
+        try:
+            return self.graph.get_node(key, vector=False)
+        except KeyError:  # deleted since the search found it
+            return None
+
+    def _query(self, text: str | None, vector: list | None) -> np.ndarray:
+        if (text is None or text == "") == (vector is None):
+            raise InvalidArgumentError("give either text or vector (exactly one)")
+        if vector is not None:
+            return np.asarray(vector, dtype=np.float32)
+        if self.embedder is None:
+            raise InvalidArgumentError(
+                f"the graph at {self.graph.path} records no embedder to turn text into a vector: pass vector "
+                "(a list of the graph's dim floats), or use hybrid_search, whose BM25 and entity channels "
+                "take text alone")
+        return self.graph.embed_query(text, self.embedder)
+
+    # -------------------------------------------------------------- graph tools
+
+    async def search(self, text: TextArg = None, vector: VectorArg = None, k: KArg = 10, hops: HopsArg = 2,
+                     seeds: SeedsArg = 8, rels: RelsArg = None, direction: DirectionArg = "both",
+                     tenants: TenantsArg = None, labels: LabelsArg = None, where: WhereArg = None,
+                     ) -> dict[str, Any]:
+        """Graph-guided search: the `seeds` nodes most similar to the query (text, embedded with the
+        graph's embedder, or a vector), a breadth-first walk of up to `hops` levels over their edges,
+        and every node reached scored against the query; returns the best `k`, best first. Each hit
+        gives key, score (cosine similarity for cos graphs; higher is better), hop (0 for a seed), the
+        path from its seed as text ('seed' -rel-> 'a' <-rel- 'hit', arrows as the edges are stored;
+        null for a seed), label and text. Filters (tenants, labels, where) apply to every node
+        reached. Use hybrid_search to match words and names as well."""
+        with _tool_errors():
+            result = self.graph.search(self._query(text, vector), k, seeds=seeds, hops=hops, rels=rels,
+                                       direction=direction, tenants=tenants, labels=labels, where=where)
+            hits = []
+            for hit in result:
+                node = self._node(hit.key) or {}
+                hits.append({"key": hit.key, "score": float(hit.score), "hop": int(hit.hop),
+                             "path": _walk(hit) if hit.path else None, "label": node.get("label"),
+                             "text": node.get("text")})
+            return {"hits": hits, "seeds": int(result.count_seeds), "visited": int(result.count_visited)}
+
+    def hybrid_search(self, text: Annotated[str, Field(description="the query text")],
+                      vector: VectorArg = None, k: KArg = 10, channels: ChannelsArg = None,
+                      tenants: TenantsArg = None, labels: LabelsArg = None, where: WhereArg = None,
+                      hops: HopsArg = 2, seeds: SeedsArg = 8) -> dict[str, Any]:
+        """Hybrid retrieval: runs the dense channel (nearest vectors), BM25 over node texts, the
+        entity channel (nodes whose key or alias the text names) and the graph channel (nodes
+        linked to those matches and to the `seeds` nearest nodes, up to `hops` edges away), and
+        fuses their ranked lists (convex combination of normalised scores). Without a query vector
+        or an embedder only bm25 and entity run. Each hit gives key, fused score, its rank in each
+        channel that ran (null where that channel did not return it), the path that reached it as
+        text (null unless the graph channel walked to it), label and text; `channels` lists the
+        channels that ran."""
+        with _tool_errors():
+            embedder = self.embedder if vector is None else None
+            query = None if vector is None else np.asarray(vector, dtype=np.float32)
+            kwargs: dict = {} if channels is None else {"channels": channels}
+            res = self.graph.hybrid_search(text, query, k, embedder=embedder, tenants=tenants, labels=labels,
+                                           where=where, hops=hops, seeds=seeds, **kwargs)
+            hits = []
+            for hit in res:
+                node = self._node(hit.key) or {}
+                hits.append({"key": hit.key, "score": float(hit.score),
+                             "ranks": {c: None if r is None else int(r) for c, r in hit.ranks.items()},
+                             "path": _walk(hit) if hit.path else None, "label": node.get("label"),
+                             "text": node.get("text")})
+            return {"hits": hits, "channels": list(res.channels)}
+
+    async def get_node(self, key: KeyArg) -> dict[str, Any]:
+        """One node's fields: key, label, tenant, ts_us (its time in microseconds since the epoch; 0 when
+        none was given) and time (the same as ISO 8601 UTC, null for 0), text, props (its properties)
+        and aliases (the names the entity channel knows it by). Fails for a key not in the graph."""
+        with _tool_errors():
+            key = self._key(key)
+            node = self.graph.get_node(key, vector=False)
+            return {"key": node["key"], "label": node["label"], "tenant": node["tenant"],
+                    "ts_us": int(node["ts"]), "time": _time(node["ts"]), "text": node["text"],
+                    "props": _plain(node["props"]), "aliases": list(node["aliases"])}
+
+    async def neighbors(self, key: KeyArg, rels: RelsArg = None, direction: DirectionArg = "out",
+                        ) -> dict[str, Any]:
+        """The edges at a node, in traversal order (weight descending, then insertion order): each as
+        src, rel (relation type), dst and weight. direction: out (edges from the node, the default),
+        in (edges to it) or both; rels keeps only these relation types. Fails for a key not in the
+        graph."""
+        with _tool_errors():
+            key = self._key(key)
+            edges = [{"src": e.src, "rel": e.rel, "dst": e.dst, "weight": float(e.weight)}
+                     for e in self.graph.neighbors(key, rels, direction)]
+            return {"key": key, "direction": direction, "edges": edges}
+
+    async def stats(self) -> dict[str, Any]:
+        """The graph's counts (nodes, edges, labels, tenants, rels, deleted nodes and edges),
+        configuration (dim, metric, HNSW parameters), memory per structure in bytes, its folder,
+        whether it is open read-only, its embedder and whether it is a memory store."""
+        with _tool_errors():
+            stats = _plain(self.graph.stats())
+            stats.update(path=self.graph.path, read_only=self.graph.read_only, embedder=self.graph.embedder,
+                         query_embedder=None if self.embedder is None else self.embedder.name,
+                         memory_store=self.memory is not None)
+            return stats
+
+    # -------------------------------------------------------------- memory tools
+
+    def remember(self, user: UserArg, text: MemoryTextArg, kind: KindArg = "fact", source: SourceArg = "user",
+                 session: SessionArg = None, at: AtArg = None, supersedes: SupersedesArg = None,
+                 ) -> dict[str, str]:
+        """Store one memory of a user (durable when the call returns); returns its id. A memory that
+        corrects an earlier one names it in `supersedes`: the old one leaves recall and stays in its
+        history."""
+        with _tool_errors():
+            return {"id": self.memory.remember(user, text, kind=kind, source=source, session=session, at=at,
+                                               supersedes=supersedes)}
+
+    def recall(self, user: UserArg, query: QuestionArg, k: RecallKArg = 5, since: SinceArg = None,
+               until: UntilArg = None, kinds: KindsArg = None, include_superseded: SupersededArg = False,
+               ) -> dict[str, Any]:
+        """The memories of a user that best answer a question, best first (dense, BM25 and graph
+        channels over the user's current, unexpired memories): each with id, text, kind, source, at
+        (ISO 8601), score and version links; `context` holds them as cited lines for a prompt."""
+        with _tool_errors():
+            hits = self.memory.recall(user, query, k, since=since, until=until, kinds=kinds,
+                                      include_superseded=include_superseded)
+            return {"memories": [_plain(hit.to_dict()) for hit in hits], "context": hits.to_context()}
+
+    def card(self, user: UserArg, refresh: RefreshArg = False) -> dict[str, Any]:
+        """A user's overview card: their profile, preferences, projects and facts within the store's
+        token budget, each entry with the id and time of its memory (built from the current memories
+        on first use or with `refresh`, and stored unless the server is read-only)."""
+        with _tool_errors():
+            return _plain(self.memory.card(user, refresh=refresh))
+
+    def forget(self, user: UserArg) -> dict[str, Any]:
+        """Erase everything of a user (memories, entities, card), rewrite the folder's history so
+        that no file keeps it, and verify that by scanning every file; returns the receipt
+        (counts, files removed and written, `verified`, and any place a trace was found). Cannot be
+        undone."""
+        with _tool_errors():
+            return _plain(self.memory.forget(user).to_dict())
+
+
+# ------------------------------------------------------------------ the server
+
+
+def build_server(graph: Any, *, memory: Any = None, embedder: Any = None, name: str = "vecgraph",
+                 ) -> MCPServer:
+    """An :class:`mcp.server.mcpserver.MCPServer` with the tools over ``graph`` (see the module).
+
+    Args:
+        graph: an open :class:`vecgraph.Graph` (``memory.graph`` for a memory store).
+        memory: the :class:`vecgraph.Memory` holding ``graph``, or None: no memory tools.
+        embedder: embeds query texts, or None (see :class:`VecgraphTools`).
+        name: the server's name in the MCP handshake.
+
+    Returns:
+        The server, not yet running (``run_stdio_async``, ``run_streamable_http_async`` or
+        ``streamable_http_app`` serve it). It does not close ``graph``.
+    """
+    tools = VecgraphTools(graph, memory=memory, embedder=embedder)
+    kind = "memory store" if memory is not None else "graph"
+    emb = embedder.name if embedder is not None else None
+    instructions = (
+        f"A vecgraph {kind} ({len(graph):,} nodes, {graph.count_edges:,} edges, dim {graph.dim}"
+        f"{', read-only' if graph.read_only else ''}). "
+        + (f"Text queries are embedded with {emb}. " if emb else
+           "No embedder: search takes a vector; hybrid_search answers text by BM25 and entity names. ")
+        + ("recall answers questions from a user's memories; card gives a user's overview. "
+           if memory is not None else ""))
+    server: MCPServer = MCPServer(name, instructions=instructions, version=__version__, log_level="WARNING")
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    for method in (tools.search, tools.hybrid_search, tools.get_node, tools.neighbors, tools.stats):
+        server.add_tool(method, name=method.__name__, description=_doc(method), annotations=reads)
+    if memory is not None:
+        if not graph.read_only:
+            server.add_tool(tools.remember, name="remember", description=_doc(tools.remember),
+                            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                                        idempotent_hint=False, open_world_hint=False))
+        server.add_tool(tools.recall, name="recall", description=_doc(tools.recall), annotations=reads)
+        server.add_tool(tools.card, name="card", description=_doc(tools.card),
+                        annotations=reads if graph.read_only else ToolAnnotations(
+                            read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False))
+        if not graph.read_only:
+            server.add_tool(tools.forget, name="forget", description=_doc(tools.forget),
+                            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                                        idempotent_hint=True, open_world_hint=False))
+    return server
+
+
+def _is_memory_store(manifest: dict) -> bool:
+    """Whether a folder's MANIFEST is a memory store's: it declares the filterable properties
+    :meth:`vecgraph.Memory.open` creates and checks (vecgraph.memory.store.FILTERABLE)."""
+    declared = manifest.get("filterable") or {}
+    return all(declared.get(name) == kind for name, kind in MEMORY_FILTERABLE.items())
+
+
+def _load_embedder(manifest: dict, folder: str, embedder: Any) -> Any:
+    """The query embedder: ``embedder`` (a spec for :func:`vecgraph.embedders.load` or an embedder
+    object), checked against the folder's dim and recorded embedder; or with None the recorded
+    one, or None when none is recorded."""
+    recorded = manifest.get("embedder")
+    if embedder is not None:
+        if isinstance(embedder, str):
+            embedder = embedders.load(embedder)
+        embedder = embedders.check_embedder(embedder)
+        if int(embedder.dim) != manifest.get("dim"):
+            raise DimensionMismatchError(f"embedder {embedder.name!r} makes {int(embedder.dim)}-d vectors, "
+                                         f"the graph at {folder} has dim {manifest.get('dim')}")
+        if recorded and recorded.get("name") != embedder.name:
+            raise InvalidArgumentError(f"the graph at {folder} was built with embedder "
+                                       f"{recorded.get('name')!r}, got {embedder.name!r}, whose vectors are "
+                                       "not comparable")
+        return embedder
+    if not recorded:
+        return None
+    spec = recorded.get("spec") or recorded["name"]
+    try:
+        return embedders.load(spec)
+    except (Error, ImportError, AttributeError, TypeError) as exc:
+        raise InvalidArgumentError(f"the graph at {folder} was built with embedder {recorded['name']!r}, "
+                                   f"which cannot be loaded by {spec!r} ({exc}); pass --embedder SPEC",
+                                   ) from exc
+
+
+def _manifest(folder: str) -> dict:
+    """The MANIFEST of the graph in ``folder``; FileNotFoundError when there is none."""
+    manifest = storage.read_manifest(folder)
+    if manifest is None:
+        remnants = storage.graph_remnants(folder) if os.path.isdir(folder) else []
+        if remnants:
+            raise storage.missing_manifest(folder, remnants)
+        why = f" (the folder has no {storage.MANIFEST})" if os.path.isdir(folder) else ""
+        raise FileNotFoundError(f"no vecgraph graph at {folder}{why}")
+    return manifest
+
+
+def open_folder(folder: str, *, read_only: bool = False, embedder: Any = None) -> tuple:
+    """Open the graph (or memory store) in ``folder`` for the server.
+
+    Args:
+        folder: an existing graph folder (never created here).
+        read_only: open it read-only (``Graph.open(read_only=True)``): beside a process writing to it.
+        embedder: a spec for :func:`vecgraph.embedders.load` or an embedder object (None: the
+            folder's recorded one).
+
+    Returns:
+        (graph, memory or None, embedder or None); close ``memory`` (or ``graph`` when it is None).
+
+    Raises:
+        FileNotFoundError: the folder holds no graph. CorruptionError: a MANIFEST that is lost
+        or unreadable. InvalidArgumentError / DimensionMismatchError: an embedder that does not
+        fit the graph, or a recorded one that cannot be loaded. And as :meth:`vecgraph.Graph.open`.
+    """
+    from ..graph import Graph
+    from ..memory import Memory
+
+    folder = os.fspath(folder)
+    manifest = _manifest(folder)
+    query_embedder = _load_embedder(manifest, folder, embedder)
+    if _is_memory_store(manifest):
+        memory = Memory.open(folder, embedder=query_embedder, read_only=read_only)
+        return memory.graph, memory, query_embedder
+    return Graph.open(folder, read_only=read_only), None, query_embedder
+
+
+def parse_http(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port).
+
+    Raises:
+        InvalidArgumentError: another form, or a port outside 1 to 65535.
+    """
+    host, sep, port = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise InvalidArgumentError(
+            f"expected HOST:PORT with a port in [1, 65535], such as 127.0.0.1:8765, got {text!r}")
+    return host, int(port)
+
+
+class _LineReader:
+    """Lines of a pipe read by the event loop, as the SDK's stdio transport iterates its stdin."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    def __aiter__(self) -> _LineReader:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", "replace")
+
+
+class _PipeWriter:
+    """The SDK's stdout writes, each message written to ``fd`` whole at its flush."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._parts: list = []
+
+    async def write(self, text: str) -> None:
+        self._parts.append(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        data = memoryview(b"".join(self._parts))
+        self._parts.clear()
+        while data:
+            data = data[os.write(self._fd, data):]
+
+
+async def _run_stdio(server: MCPServer) -> None:
+    """Serve ``server`` over this process's stdin and stdout.
+
+    When stdin is a pipe or a socket (as when an MCP client starts the server), its lines are
+    read by the event loop instead of by a worker thread per line (the SDK's own stdio
+    transport): what the server adds to a search measured 1.04-1.13 ms at p50 instead of
+    1.39-1.84 ms on a 2-core VM (bench/bench_mcp.py). As the SDK does, file descriptors 0 and 1
+    point at the null device and at stderr meanwhile, so that stray reads and prints miss the
+    protocol's stream. Otherwise (a terminal, a regular file, Windows) the SDK's transport runs.
+    """
+    lowlevel = getattr(server, "_lowlevel_server", None)  # MCPServer's protocol server (SDK 2.x)
+    try:
+        mode = os.fstat(0).st_mode
+    except OSError:
+        mode = 0
+    if lowlevel is None or sys.platform == "win32" or not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        await server.run_stdio_async()
+        return
+    saved = os.dup(0), os.dup(1)
+    read_fd, write_fd = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    transport = None
+    try:
+        reader = asyncio.StreamReader(limit=1 << 30)  # a message is one line, however long
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0))
+        async with stdio_server(stdin=_LineReader(reader), stdout=_PipeWriter(write_fd)) as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+    finally:
+        if transport is not None:
+            transport.close()  # closes read_fd
+        else:
+            os.close(read_fd)
+        sys.stdout.flush()  # what was printed meanwhile goes to stderr, not to the client
+        for fd, copy in enumerate(saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(write_fd)
+
+
+def _stop_on_signal(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # unwinds the event loop, so the folder is closed
+
+
+def serve(folder: str, *, http: tuple[str, int] | None = None, read_only: bool = False,
+          embedder: Any = None) -> None:
+    """Open ``folder`` and serve it until the client goes away (stdio: stdin closed) or the process
+    is interrupted (Ctrl-C, SIGTERM); then close it.
+
+    Args:
+        folder: the graph folder (see :func:`open_folder`).
+        http: (host, port): serve streamable HTTP at ``http://host:port/mcp``; None: stdio.
+        read_only: open read-only and offer no tool that writes.
+        embedder: the query embedder, a spec or an object (None: the folder's recorded one).
+
+    Raises:
+        As :func:`open_folder`; OSError when the port cannot be bound.
+    """
+    graph, memory, query_embedder = open_folder(folder, read_only=read_only, embedder=embedder)
+    try:
+        server = build_server(graph, memory=memory, embedder=query_embedder)
+        where = "stdio" if http is None else f"http://{http[0]}:{http[1]}/mcp"
+        names = [tool.name for tool in anyio.run(server.list_tools)]
+        mode = ", read-only" if read_only else ""
+        print(f"vecgraph mcp: serving {graph.path} ({len(graph):,} nodes{mode}) on {where}; tools: "
+              f"{', '.join(names)}", file=sys.stderr, flush=True)
+        # SIGINT and SIGTERM raise KeyboardInterrupt at once (asyncio's own SIGINT handling would
+        # wait for the stdin reader thread); uvicorn (HTTP) handles both itself and raises them
+        # again once it has stopped. Either way the folder is closed below.
+        previous = {sig: signal.signal(sig, _stop_on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            if http is None:
+                anyio.run(_run_stdio, server)
+            else:
+                server.run("streamable-http", host=http[0], port=http[1])
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+    finally:
+        (memory if memory is not None else graph).close()
+        print(f"vecgraph mcp: stopped; {graph.path} closed", file=sys.stderr, flush=True)
+
+
+def run_command(args: Any) -> int:
+    """``vecgraph mcp`` (argparse namespace: folder, http, read_only, embedder, parser)."""
+    http = None
+    if args.http is not None:
+        try:
+            http = parse_http(args.http)
+        except InvalidArgumentError as exc:
+            args.parser.error(f"argument --http: {exc}")
+    embedder = None
+    if args.embedder is not None:  # a spec of neither form, or one the graph does not match: usage errors
+        try:
+            embedder = _load_embedder(_manifest(args.folder), args.folder, args.embedder)
+        except (InvalidArgumentError, DimensionMismatchError) as exc:
+            args.parser.error(f"argument --embedder: {exc}")
+    try:
+        serve(args.folder, http=http, read_only=args.read_only, embedder=embedder)
+    except KeyboardInterrupt:
+        if http is not None or args.debug:
+            raise
+        # The folder is closed, but the SDK's stdin reader thread still waits for a line that
+        # may never come, and the interpreter would wait for it at exit: end the process here.
+        print("vecgraph mcp: interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
+    return 0
