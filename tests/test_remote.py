@@ -807,3 +807,26 @@ def test_the_readme_example_runs(stub, monkeypatch, capsys):
     assert len(stub.bodies("/rerank")) == 2  # the print, then the stand-in search
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith(f"openai/text-embedding-3-small {DIM} (1, {DIM}) {MINILM_NAME} 384")
+
+
+@pytest.mark.parametrize("wrapped", [True, False])
+def test_a_tls_certificate_that_is_refused_is_not_retried(monkeypatch, waits, wrapped):
+    """A certificate the client does not accept is the same on every try: one attempt, a clear
+    error (urllib wraps it in a URLError, or it comes bare from a read)."""
+    import ssl
+    import urllib.error
+
+    attempts = []
+
+    class Refusing:
+        def open(self, request, timeout=None):
+            attempts.append(request.full_url)
+            error = ssl.SSLCertVerificationError(1, "certificate verify failed: self-signed certificate")
+            raise urllib.error.URLError(error) if wrapped else error
+
+    monkeypatch.setattr(remote, "_opener", lambda deadline: Refusing())
+    emb = OpenAIEmbedder("m", dim=4, base_url="https://127.0.0.1:8443/v1", api_key="sk-test", max_retries=4)
+    with pytest.raises(RemoteError, match=r"TLS certificate was not accepted: .*self-signed certificate") as caught:
+        emb(["a"])
+    assert attempts == ["https://127.0.0.1:8443/v1/embeddings"] and waits == []
+    assert "sk-test" not in str(caught.value)

@@ -28,11 +28,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .errors import InvalidArgumentError
+from .pools import LazyPool
 
 if TYPE_CHECKING:  # the class these functions are methods of (graph.py imports this module)
     from .graph import Graph
@@ -40,26 +40,18 @@ if TYPE_CHECKING:  # the class these functions are methods of (graph.py imports 
 
 __all__ = ["set_max_workers"]
 
-_POOL: Optional[ThreadPoolExecutor] = None
-_POOL_LOCK = threading.Lock()
 _MAX_WORKERS: Optional[int] = None
+_POOL = LazyPool(lambda: _MAX_WORKERS or max(2, os.cpu_count() or 1), "vecgraph-aio")
 
 
 def _forget_pool_after_fork() -> None:
     """In a forked child the pool's threads stayed in the parent: make a new pool on next use.
     (Called by the fork handler of vecgraph.folder.)"""
-    global _POOL, _POOL_LOCK
-    _POOL = None
-    _POOL_LOCK = threading.Lock()
+    _POOL.forget(after_fork=True)
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            workers = _MAX_WORKERS or max(2, os.cpu_count() or 1)
-            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vecgraph-aio")
-        return _POOL
+    return _POOL.get()
 
 
 def set_max_workers(n: int) -> None:
@@ -69,11 +61,11 @@ def set_max_workers(n: int) -> None:
     Raises:
         InvalidArgumentError: n is not an int >= 1.
     """
-    global _POOL, _MAX_WORKERS
+    global _MAX_WORKERS
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InvalidArgumentError(f"max workers must be an int >= 1, got {n!r}")
-    with _POOL_LOCK:
-        old, _POOL, _MAX_WORKERS = _POOL, None, n
+    _MAX_WORKERS = n
+    old = _POOL.forget()
     if old is not None:
         old.shutdown(wait=False)
 

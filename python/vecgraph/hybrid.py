@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import threading
 import warnings
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +41,7 @@ from .entities import entity_scores, firing_names, name_specificity
 from .entities import (ALIAS_SEPARATOR, ENTITY_AMBIGUITY_POWER, ENTITY_MAX_DF_SHARE, MAX_NAME_TOKENS,  # noqa: F401
                        EntityIndex, Mention, name_terms, normalize_name)
 from .errors import DimensionMismatchError, EmbedderUnavailableError, InvalidArgumentError, NotFoundError, _got
+from .pools import LazyPool
 from .fusion import convex_unchecked, fuse, minmax, rrf_with_ranks
 from .results import Edge, HybridHit, HybridResult, Key, ScoredEdge, SearchResult, estimate_tokens
 
@@ -58,25 +58,15 @@ _MAX_HYBRID_K = 100_000  # the largest k and depth
 
 # ------------------------------------------------------------------------------------ search
 
-_POOL: Optional[ThreadPoolExecutor] = None
-_POOL_LOCK = threading.Lock()
+# The second thread of a hybrid search (its BM25 channel), shared by every graph.
+_POOL = LazyPool(lambda: 2, "vecgraph-hybrid")
 
 
 def _forget_pool_after_fork() -> None:
     """In a forked child: the pool's threads stayed in the parent, so a job submitted to it
     would never run; the next parallel search makes a new one. (Called by the fork handler
     of vecgraph.folder.)"""
-    global _POOL, _POOL_LOCK
-    _POOL = None
-    _POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="vecgraph-hybrid")
-        return _POOL
+    _POOL.forget(after_fork=True)
 
 
 def check_channels(channels: Any, weights: Any, fusion: str = "rrf") -> tuple[tuple, dict]:
@@ -354,7 +344,7 @@ def run(graph: Any, *, text: Optional[str], query: Optional[np.ndarray], k: int,
     future = None
     if "bm25" in runnable and parallel and len(runnable) > 1:
         try:
-            future = _pool().submit(bm25)
+            future = _POOL.get().submit(bm25)
         except RuntimeError:  # the interpreter is shutting down: bm25 runs inline below
             pass
     lists: dict = {}

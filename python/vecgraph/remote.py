@@ -40,6 +40,7 @@ import math
 import os
 import re
 import socket
+import ssl
 import time
 import unicodedata
 import urllib.error
@@ -361,12 +362,18 @@ class _Client:
                 retry_after = _retry_after_s(e.headers.get("Retry-After") if e.headers else None)
             except urllib.error.URLError as e:  # no reply: the connection failed
                 reason = e.reason
+                if isinstance(reason, ssl.SSLCertVerificationError):  # another try gets the same certificate
+                    raise RemoteError(f"{where}: the server's TLS certificate was not accepted: "
+                                      f"{self._scrub(str(reason))}", url=url) from None
                 if isinstance(reason, TimeoutError):
                     problem = f"no connection within timeout_s={self.timeout_s:g} s"
                 elif isinstance(reason, OSError):
                     problem = f"cannot connect: {reason.strerror or reason}"
                 else:  # not a network failure (an unknown URL type, ...): another try cannot help
                     raise RemoteError(f"{where}: {self._scrub(str(reason))}", url=url) from None
+            except ssl.SSLCertVerificationError as e:
+                raise RemoteError(f"{where}: the server's TLS certificate was not accepted: "
+                                  f"{self._scrub(str(e))}", url=url) from None
             except TimeoutError:
                 problem = (f"the reply did not end within timeout_s={self.timeout_s:g} s (the deadline of an "
                            "attempt)" if replied else f"no reply within timeout_s={self.timeout_s:g} s")
