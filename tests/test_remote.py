@@ -830,3 +830,19 @@ def test_a_tls_certificate_that_is_refused_is_not_retried(monkeypatch, waits, wr
         emb(["a"])
     assert attempts == ["https://127.0.0.1:8443/v1/embeddings"] and waits == []
     assert "sk-test" not in str(caught.value)
+
+
+def test_a_server_that_echoes_the_key_does_not_put_it_in_the_error(stub):
+    """An error body that quotes the Authorization header (some gateways do) reaches the message
+    with the key replaced by <api_key>."""
+    echo = json.dumps({"error": {"message": "Incorrect API key provided: Bearer sk-ECHOED-42"}}).encode()
+    stub.script["/embeddings"].append(("status", 401, {}, echo))
+    emb = OpenAIEmbedder("m", dim=DIM, base_url=stub.url, api_key="sk-ECHOED-42", max_retries=0)
+    with pytest.raises(RemoteError) as caught:
+        emb(["a"])
+    assert "sk-ECHOED-42" not in str(caught.value)
+    assert "Incorrect API key provided: Bearer <api_key>" in str(caught.value)
+    stub.script["/embeddings"].append(("raw", b"<html>key sk-ECHOED-42 rejected</html>"))
+    with pytest.raises(RemoteError, match="not JSON") as caught:
+        emb(["a"])
+    assert "sk-ECHOED-42" not in str(caught.value) and "<api_key>" in str(caught.value)

@@ -274,3 +274,12 @@ def test_a_batch_of_bm25_queries_embeds_nothing():
     assert calls == [] and [r.channels for r in res] == [("bm25",), ("bm25",)]
     g.hybrid_search_batch(["billing", "ledger"], k=2)
     assert calls == [["billing", "ledger"]]
+
+
+def test_a_factory_that_raises_type_error_is_unavailable():
+    def needs_an_argument(model_path):
+        return FakeEmbedder()
+
+    embedders.register("needs-arg", needs_an_argument)
+    with pytest.raises(vg.EmbedderUnavailableError, match="'needs-arg' cannot be loaded here .*TypeError"):
+        embedders.load("needs-arg")

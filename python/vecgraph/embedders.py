@@ -278,7 +278,7 @@ def _unavailable(spec: str, install: str, error: BaseException) -> EmbedderUnava
 def _call_factory(spec: str, factory: Callable[[], Any]) -> Any:
     try:
         return factory()
-    except (InvalidArgumentError, DimensionMismatchError, EmbedderUnavailableError, TypeError):
+    except (InvalidArgumentError, DimensionMismatchError, EmbedderUnavailableError):
         raise
     except Exception as e:  # an ImportError, a missing file, the model's own failure
         raise _unavailable(spec, "", e) from e

@@ -352,7 +352,7 @@ class _Client:
                                       "followed (the API key would be sent there and the POST turned into a "
                                       "GET): set base_url to the final endpoint", url=url, status=status) from None
                 try:
-                    detail = _excerpt(e.read())
+                    detail = self._scrub(_excerpt(e.read()))
                 except (OSError, http.client.HTTPException):
                     detail = "(no body)"
                 problem = f"HTTP {status} {e.reason}: {detail}"
@@ -396,7 +396,7 @@ class _Client:
         try:
             return json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            raise RemoteError(f"{where}: HTTP {status} reply is not JSON: {_excerpt(raw, 100)}",
+            raise RemoteError(f"{where}: HTTP {status} reply is not JSON: {self._scrub(_excerpt(raw, 100))}",
                               url=url, status=status) from None
 
     def _scrub(self, text: str) -> str:

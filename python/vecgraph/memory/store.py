@@ -175,9 +175,9 @@ class Memory:
                 one fsync for all of them (the graph itself runs with "off", and the store syncs
                 it at the end of each call: a write made directly to ``mem.graph`` is durable
                 at the next call of the store, ``mem.graph.sync()`` or ``close()``).
-            read_only: open the folder to read, beside a process that writes to it (see
-                :meth:`vecgraph.Graph.open`): recall, cards (built, not stored), history;
-                writes raise ReadOnlyError, ``ttl`` must be None.
+            read_only: open the folder to read (see :meth:`vecgraph.Graph.open`: many readers
+                at once, while no process holds it open for writing): recall, cards (built,
+                not stored), history; writes raise ReadOnlyError, ``ttl`` must be None.
 
         Raises:
             InvalidArgumentError: a negative or zero TTL, a bad kind, card_tokens < 100.
