@@ -7,6 +7,7 @@ hybrid_search, the memory tools, LangChain's indexing API, and the README exampl
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -293,6 +294,7 @@ def test_filterable_keys_run_inside_the_search_and_others_after_it(monkeypatch):
     search = store.graph.search
 
     def spy(query, k=10, **kwargs):
+        assert kwargs["seeds"] == kwargs["max_visited"] == k  # hops=0: the seeds are the result
         calls.append((k, kwargs["where"], kwargs["exact"]))
         return search(query, k, **kwargs)
 
@@ -301,9 +303,12 @@ def test_filterable_keys_run_inside_the_search_and_others_after_it(monkeypatch):
     assert calls == [(3, {"kind": "b", "year": {">=": 2010}}, False)]  # one search, filtered inside
     calls.clear()
     store.similarity_search("document number 5", k=3, filter={"kind": "a", "colour": "red"})
-    # where for kind, the colour checked on the props of 12, 48, 192, then every node (exact)
+    # where for kind, the colour checked on the props of 12, 48, 192, then every node (exact: 400)
     assert calls == [(12, {"kind": "a"}, False), (48, {"kind": "a"}, False), (192, {"kind": "a"}, False),
-                     (768, {"kind": "a"}, True)]
+                     (400, {"kind": "a"}, True)]
+    calls.clear()
+    store.similarity_search("document number 5", k=3, filter={"colour": "red"}, exact=True)
+    assert calls == [(400, None, True)]  # exact: a scan of every node at once, then the filter
     calls.clear()
     store.similarity_search("document number 5", k=2, filter={"colour": "green"}, fetch_k=50)
     assert calls == [(50, None, False)]  # half the documents are green: the first fetch is enough
@@ -323,6 +328,117 @@ def test_bad_filters_are_refused_clearly():
         store.similarity_search("x", k=0)
     with pytest.raises(TypeError, match="unexpected keyword"):
         store.similarity_search("x", k=2, filters={"kind": "a"})
+
+
+def _brute_force(graph: vg.Graph, query: np.ndarray, keys: list) -> list:
+    """``keys`` by the cosine of their int8 codes (dequantized) and the query's, best first: how
+    the graph scores (see vecgraph.quantize)."""
+    codes, scales = graph.quantized(keys)
+    rows = codes.astype(np.float64) * scales[:, None]
+    query_codes, query_scales = vg.quantize(np.asarray([query], np.float32))
+    q = query_codes[0].astype(np.float64) * float(query_scales[0])
+    cosines = rows @ q / (np.linalg.norm(rows, axis=1) * np.linalg.norm(q))
+    return [keys[i] for i in np.argsort(-cosines, kind="stable")]
+
+
+@pytest.fixture(scope="module")
+def big_store() -> VecgraphVectorStore:
+    """3,000 documents (more than search's default max_visited of 2,000), 8-d: tag "rare" on
+    the 6 with i % 500 == 7."""
+    graph = vg.Graph(dim=8)
+    store = VecgraphVectorStore(graph, DeterministicFakeEmbedding(size=8))
+    n = 3000
+    vectors = np.random.default_rng(11).normal(size=(n, 8)).astype(np.float32)
+    graph.upsert_nodes([f"d{i}" for i in range(n)], vectors, texts=[f"document {i}" for i in range(n)],
+                       props=[{"tag": "rare" if i % 500 == 7 else "common", "i": i} for i in range(n)])
+    return store
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_post_filter_on_a_graph_of_more_than_2000_nodes_finds_every_match(big_store, exact):
+    rare = [f"d{i}" for i in range(3000) if i % 500 == 7]
+    for seed in range(3):
+        q = np.random.default_rng(seed).normal(size=8)
+        expected = _brute_force(big_store.graph, q, rare)
+        found = big_store.similarity_search_by_vector(q.tolist(), k=4, filter={"tag": "rare"}, exact=exact)
+        assert [d.id for d in found] == expected[:4]
+        every = big_store.similarity_search_by_vector(q.tolist(), k=10, filter={"tag": "rare"}, exact=exact)
+        assert [d.id for d in every] == expected  # all 6, none cut by max_visited
+        # a range admitting 2,100 of the 3,000 (more than 2,000 read in the last round)
+        wide = big_store.similarity_search_with_score_by_vector(q.tolist(), k=2100, filter={"i": {">=": 900}},
+                                                                exact=exact)
+        assert [d.id for d, _ in wide] == _brute_force(big_store.graph, q, [f"d{i}" for i in range(900, 3000)])
+
+
+def test_more_than_2000_results_without_a_filter(big_store):
+    q = np.random.default_rng(7).normal(size=8)
+    found = big_store.similarity_search_by_vector(q.tolist(), k=2500, exact=True)
+    assert [d.id for d in found] == _brute_force(big_store.graph, q, big_store.graph.keys())[:2500]
+    assert len(big_store.similarity_search_by_vector(q.tolist(), k=5000)) == 3000
+
+
+def test_exact_with_a_post_filter_scans_every_node():
+    store, metadatas = _filter_store()
+    for query in ("document number 17", "document number 333"):
+        for filter, keep in (({"colour": "red"}, lambda m: m["colour"] == "red"),
+                             ({"kind": "c", "rank": {"<": 40}}, lambda m: m["kind"] == "c" and m["rank"] < 40)):
+            expected = _reference(store, metadatas, query, 3, keep)
+            assert len(expected) == 3
+            assert [d.id for d in store.similarity_search(query, k=3, filter=filter, exact=True)] == expected
+
+
+BAD_FILTER_VALUES = [  # (the value, the declared key of the type where= would give it)
+    (float("nan"), "year"), (float("inf"), "year"), (-float("inf"), "year"), (2**70, "year"), (-(2**63) - 1, "year"),
+    ("\ud800", "kind"),
+]
+
+
+@pytest.mark.parametrize("value,declared", BAD_FILTER_VALUES)
+@pytest.mark.parametrize("shape", ["==", "in", ">="])
+def test_a_post_filter_refuses_what_where_refuses_with_its_message(value, declared, shape):
+    store, _ = _filter_store(20)
+    if shape == ">=" and isinstance(value, str):
+        shape = "=="  # a str takes no range (tested below)
+    condition = {"==": value} if shape == "==" else {"in": [value]} if shape == "in" else {">=": value}
+    with pytest.raises(vg.InvalidArgumentError) as inside:
+        store.similarity_search("x", k=2, filter={declared: condition})
+    post_key = "rank" if declared == "year" else "colour"  # the same values, not declared filterable
+    before = _state(store.graph)
+    with pytest.raises(vg.InvalidArgumentError) as after:
+        store.similarity_search("x", k=2, filter={post_key: condition})
+    assert str(after.value) == str(inside.value).replace("where[", "filter[").replace(repr(declared), repr(post_key))
+    assert _state(store.graph) == before
+
+
+@pytest.mark.parametrize("filter,message", [
+    ({"colour": ["red", 3]}, r"compares a number \(3\) and a str \('red'\)"),
+    ({"rank": {">": 3, "<": "9"}}, "a range takes a number or a datetime, got str '9'"),
+    ({"colour": {">": "a"}}, "a range takes a number or a datetime, got str 'a'"),
+    ({"draft": {">=": True}}, "a range takes a number or a datetime, got bool True"),
+    ({"draft": [True, 1]}, r"compares a bool \(True\) and a number \(1\)"),
+    ({"colour": ["red", None]}, "values are str, numbers, bools, datetimes or dates; got NoneType None"),
+    ({"colour": {"==": ("red",)}}, "values are str, numbers, bools, datetimes or dates; got tuple"),
+])
+def test_a_post_filter_refuses_mixed_types_and_ranges_of_str(filter, message):
+    store, _ = _filter_store(20)
+    with pytest.raises(vg.InvalidArgumentError, match=message):
+        store.similarity_search("x", k=2, filter=filter)
+
+
+def test_post_filters_on_datetimes_and_bools_match_the_stored_values():
+    store = VecgraphVectorStore(vg.Graph(dim=16), DeterministicFakeEmbedding(size=16))
+    days = [datetime(2024, 1, d, tzinfo=timezone.utc) for d in range(1, 11)]
+    store.add_texts([f"day {i}" for i in range(10)], [{"when": day, "draft": i % 3 == 0, "n": i}
+                                                      for i, day in enumerate(days)], ids=[f"d{i}" for i in range(10)])
+    found = store.similarity_search("day", k=10, filter={"when": {">=": datetime(2024, 1, 8, tzinfo=timezone.utc)}})
+    assert sorted(d.id for d in found) == ["d7", "d8", "d9"]
+    found = store.similarity_search("day", k=10, filter={"when": {"<": np.datetime64("2024-01-03")}})
+    assert sorted(d.id for d in found) == ["d0", "d1"]
+    assert sorted(d.id for d in store.similarity_search("day", k=10, filter={"draft": True})) == ["d0", "d3", "d6",
+                                                                                                  "d9"]
+    assert store.similarity_search("day", k=10, filter={"n": True}) == []  # a bool never equals a number
+    assert sorted(d.id for d in store.similarity_search("day", k=10, filter={"n": [np.int64(2), 4.0]})) == ["d2",
+                                                                                                           "d4"]
 
 
 def test_an_id_added_again_is_replaced_and_keeps_its_edges():
@@ -481,6 +597,40 @@ def test_langchain_indexing_api_keeps_the_store_in_step():
                                                                                      "doc 9"]
 
 
+def test_two_tenant_stores_indexing_the_same_content_need_tenant_prefixed_ids():
+    graph = vg.Graph(dim=16)
+    emb = DeterministicFakeEmbedding(size=16)
+    docs = [Document(page_content=f"policy {i}", metadata={"source": f"s{i}"}) for i in range(3)]
+    stores, managers = {}, {}
+    for tenant in ("acme", "globex"):
+        stores[tenant] = VecgraphVectorStore(graph, emb, tenant=tenant)
+        managers[tenant] = InMemoryRecordManager(namespace=f"docs/{tenant}")
+        managers[tenant].create_schema()
+    index(docs, managers["acme"], stores["acme"], cleanup="full", source_id_key="source", key_encoder="sha256")
+    before = _state(graph)
+    # content-hash ids are the same for both tenants, and ids are graph-wide keys
+    with pytest.raises(vg.InvalidArgumentError) as refused:
+        index(docs, managers["globex"], stores["globex"], cleanup="full", source_id_key="source",
+              key_encoder="sha256")
+    message = str(refused.value)
+    assert "is a node of tenant 'acme'" in message and "Ids are graph-wide keys" in message
+    assert "tenant prefix" in message and "key_encoder=" in message and "one graph per tenant" in message
+    assert _state(graph) == before
+    # the remedy the message gives: ids with a tenant prefix
+    for tenant in ("acme", "globex"):
+        def key(doc: Document, tenant: str = tenant) -> str:
+            return f"{tenant}:" + hashlib.sha256(doc.page_content.encode()).hexdigest()
+        fresh = InMemoryRecordManager(namespace=f"prefixed/{tenant}")
+        fresh.create_schema()
+        result = index(docs, fresh, stores[tenant], cleanup="full", source_id_key="source", key_encoder=key)
+        assert result["num_added"] == 3
+    acme = stores["acme"].similarity_search("policy 1", k=10)  # the unprefixed ids of the first index() too
+    globex = stores["globex"].similarity_search("policy 1", k=10)
+    assert len(acme) == 6 and sum(d.id.startswith("acme:") for d in acme) == 3
+    assert sorted(d.page_content for d in globex) == ["policy 0", "policy 1", "policy 2"]
+    assert all(d.id.startswith("globex:") for d in globex) and len(graph) == 9
+
+
 # ------------------------------------------------------------------ the retriever
 
 
@@ -613,6 +763,51 @@ def test_memory_tools_return_errors_about_the_models_arguments(memory):
         memory_tools(vg.Graph(dim=4), user="zhang")  # type: ignore[arg-type]
     with pytest.raises(vg.InvalidArgumentError, match="non-empty"):
         memory_tools(memory, user="")
+
+
+def test_arguments_that_fail_the_schema_come_back_to_the_model(memory):
+    remember, recall, card, _ = memory_tools(memory, user="zhang", name_prefix="mem_")
+    remember.invoke({"text": "Zhang drinks green tea"})
+    before = _state(memory.graph)
+    assert recall.invoke({}) == ("invalid arguments for mem_recall: query: Field required. It takes (query: string, "
+                                 "k: integer = 5).")
+    assert remember.invoke({"text": 5}) == (
+        "invalid arguments for mem_remember: text: Input should be a valid string (got 5). It takes (text: string, "
+        'kind: string = "fact", supersedes: string | null = null).')
+    assert "refresh: Input should be a valid boolean" in card.invoke({"refresh": "often"})
+    # as a model's tool call: a ToolMessage with the message and status "error"
+    reply = recall.invoke({"type": "tool_call", "id": "call-1", "name": "mem_recall", "args": {"k": 2}})
+    assert reply.status == "error" and reply.content.startswith("invalid arguments for mem_recall: query: Field "
+                                                                "required")
+    assert _state(memory.graph) == before
+
+
+@pytest.mark.parametrize("confirm", ["true", "True", 1, 1.0, "yes", None, [True]])
+def test_forget_erases_only_with_the_boolean_true(memory, confirm):
+    remember, _, _, forget = memory_tools(memory, user="zhang")
+    remember.invoke({"text": "Zhang drinks green tea"})
+    before = _state(memory.graph)
+    reply = forget.invoke({"confirm": confirm})
+    assert reply.startswith("invalid arguments for forget: confirm: Input should be a valid boolean")
+    assert _state(memory.graph) == before and len(memory.memories("zhang")) == 1
+    assert forget.invoke({"confirm": True})["erased"] is True and memory.memories("zhang") == []
+
+
+def test_a_read_only_memory_gets_recall_and_card_only(tmp_path):
+    path = str(tmp_path / "memory")
+    writer = vg.Memory.open(path, embedder=FakeEmbedder())
+    writer.remember("zhang", "Zhang drinks green tea")
+    writer.close()
+    reader = vg.Memory.open(path, embedder=FakeEmbedder(), read_only=True)
+    try:
+        tools = memory_tools(reader, user="zhang")
+        assert [t.name for t in tools] == ["recall", "card"]
+        recall, card = tools
+        assert [h["text"] for h in recall.invoke({"query": "what does Zhang drink?"})] == ["Zhang drinks green tea"]
+        assert card.invoke({"refresh": True})["memories"] == 1  # built, not stored
+        assert "card:zhang" not in reader.graph
+    finally:
+        reader.close()
 
 
 # ------------------------------------------------------------------ packaging and README

@@ -23,7 +23,7 @@ from llama_index.core.embeddings import BaseEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.retrievers import QueryFusionRetriever
-from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.schema import NodeRelationship, QueryBundle, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.types import (
     FilterCondition,
     FilterOperator,
@@ -269,6 +269,50 @@ def test_a_filter_admitting_only_the_farthest_node_finds_it(filtered_store, decl
     filters = MetadataFilters(filters=[item, _f("title", FilterOperator.TEXT_MATCH, metadata[farthest]["title"])])
     res = store.query(VectorStoreQuery(query_embedding=query.tolist(), similarity_top_k=2, filters=filters))
     assert res.ids == [farthest] and _reference(store, metadata, query, MetadataFilters(filters=[]), 60)[-1] == farthest
+
+
+@pytest.fixture(scope="module")
+def big_store():
+    """3,000 nodes (more than search's default max_visited of 2,000), 8-d, text "node i"; the 3
+    farthest from the query have tag "far", the rest "near"; rank = i."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    query = rng.normal(size=8)
+    vectors = rng.normal(size=(n, 8))
+    far = set(np.argsort(vectors @ query / np.linalg.norm(vectors, axis=1))[:3].tolist())
+    nodes = [TextNode(id_=f"n{i}", text=f"node {i}", embedding=vectors[i].tolist(),
+                      metadata={"tag": "far" if i in far else "near", "rank": i}) for i in range(n)]
+    store = VecgraphVectorStore()
+    store.add(nodes)
+    metadata = {n.node_id: {k: v for k, v in node_to_metadata_dict(n).items() if k != "_node_content"}
+                for n in nodes}
+    return store, metadata, query, {f"n{i}" for i in far}
+
+
+def test_a_post_filter_on_more_than_2000_nodes_finds_the_farthest(big_store):
+    store, metadata, query, far = big_store
+    filters = MetadataFilters(filters=[_f("tag", FilterOperator.EQ, "far")])
+    expected = _reference(store, metadata, query, filters, 3)
+    assert set(expected) == far
+    res = store.query(VectorStoreQuery(query_embedding=query.tolist(), similarity_top_k=3, filters=filters))
+    assert res.ids == expected
+    # hybrid (dense + BM25 of "node"), BM25 only, and the retriever: the same three nodes
+    for mode in (VectorStoreQueryMode.HYBRID, VectorStoreQueryMode.TEXT_SEARCH):
+        res = store.query(VectorStoreQuery(query_embedding=query.tolist(), query_str="node", similarity_top_k=3,
+                                           filters=filters, mode=mode))
+        assert set(res.ids) == far, mode
+    hits = VecgraphRetriever(store, similarity_top_k=3, filters=filters, channels=("dense",)).retrieve(
+        QueryBundle(query_str="node", embedding=query.tolist()))
+    assert {h.node.node_id for h in hits} == far
+
+
+def test_a_post_filter_admitting_more_than_2000_nodes_returns_them_all(big_store):
+    store, metadata, query, _ = big_store
+    filters = MetadataFilters(filters=[_f("rank", FilterOperator.GTE, 900)])
+    res = store.query(VectorStoreQuery(query_embedding=query.tolist(), similarity_top_k=2100, filters=filters))
+    assert res.ids == _reference(store, metadata, query, filters, 2100)
+    res = store.query(VectorStoreQuery(query_embedding=query.tolist(), similarity_top_k=2500))
+    assert res.ids == _reference(store, metadata, query, MetadataFilters(filters=[]), 2500)
 
 
 def test_nested_filters_match_the_reference(filtered_store):

@@ -52,7 +52,8 @@ class SentenceTransformerEmbedder:
         device: where a model loaded by name runs (``"cpu"``, ``"cuda"``, ...; None: the
             library's choice).
 
-    ``dim`` is the model's ``get_sentence_embedding_dimension()``, or, when it gives none, the
+    ``dim`` is the model's ``get_embedding_dimension()`` (``get_sentence_embedding_dimension()``
+    before sentence-transformers 5), or, when it gives none, the
     length of one vector encoded at construction. Calls return float32 arrays of shape
     (len(texts), dim).
 
@@ -100,7 +101,9 @@ class SentenceTransformerEmbedder:
         self.batch_size = int(batch_size)
         self.normalize = normalize
         dim = None
-        get_dim = getattr(self.model, "get_sentence_embedding_dimension", None)
+        # sentence-transformers >= 5.x names it get_embedding_dimension (the old name warns)
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or getattr(
+            self.model, "get_sentence_embedding_dimension", None)
         if callable(get_dim):
             dim = get_dim()
         if dim is None:

@@ -24,10 +24,11 @@ import datetime
 import functools
 import json
 import math
+import numbers
 import operator
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -39,18 +40,21 @@ try:
     from langchain_core.tools import StructuredTool, ToolException
     from langchain_core.vectorstores import VectorStore
     from langchain_core.vectorstores.utils import maximal_marginal_relevance
-    from pydantic import ConfigDict, Field, PrivateAttr
+    from pydantic import ConfigDict, Field, PrivateAttr, StrictBool
 except ImportError as _error:  # pragma: no cover - the message is the point
     raise ImportError('vecgraph.integrations.langchain needs langchain-core: pip install "vecgraph[langchain]" '
                       f"({_error})") from _error
 
 from .. import embedders
+from ..arguments import _json_default as _props_value
+from ..arguments import _values_list, _where
 from ..errors import (
     DimensionMismatchError,
     DuplicateKeyError,
     InvalidArgumentError,
     NotFoundError,
     _got,
+    _short,
 )
 from ..graph import Graph
 from ..hybrid import CHANNELS
@@ -97,7 +101,7 @@ class LangChainEmbedder:
         DimensionMismatchError: the probe's vector is empty.
     """
 
-    def __init__(self, embeddings: Any, *, name: Optional[str] = None, dim: Optional[int] = None) -> None:
+    def __init__(self, embeddings: Any, *, name: str | None = None, dim: int | None = None) -> None:
         missing = [m for m in ("embed_documents", "embed_query") if not callable(getattr(embeddings, m, None))]
         if missing:
             raise TypeError(f"expected a LangChain Embeddings object (embed_documents and embed_query), got "
@@ -121,7 +125,7 @@ class LangChainEmbedder:
             raise InvalidArgumentError("name must not be empty: a graph records it to refuse other models")
         self.name = name
 
-    def _row(self, vector: Any, dim: Optional[int], method: str) -> np.ndarray:
+    def _row(self, vector: Any, dim: int | None, method: str) -> np.ndarray:
         try:
             row = np.asarray(vector, dtype=np.float32)
         except (TypeError, ValueError) as e:
@@ -174,7 +178,7 @@ class LangChainEmbedder:
         return f"LangChainEmbedder(name={self.name!r}, dim={self.dim})"
 
 
-def _adapter(embedding: Any, name: Optional[str]) -> LangChainEmbedder:
+def _adapter(embedding: Any, name: str | None) -> LangChainEmbedder:
     if isinstance(embedding, LangChainEmbedder):
         if name is not None and name != embedding.name:
             raise InvalidArgumentError(f"embedder_name {name!r} differs from the LangChainEmbedder's name "
@@ -186,6 +190,7 @@ def _adapter(embedding: Any, name: Optional[str]) -> LangChainEmbedder:
 # --------------------------------------------------------------------------- filters
 
 _OPERATORS: dict = {"==": operator.eq, ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -193,27 +198,22 @@ def _equal(a: Any, b: Any) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
-def _condition_holds(value: Any, condition: Any) -> bool:
-    """``condition`` (a value, a list of values, or ``{op: bound}``) holds for a prop ``value``
-    as vecgraph's ``where`` reads it: equality, membership, ranges; a missing value or None
-    never passes."""
+def _condition_holds(value: Any, condition: dict) -> bool:
+    """``condition`` (``{op: operand}`` from :func:`_post_condition`) holds for a prop
+    ``value`` as vecgraph's ``where`` reads it: equality, membership, ranges of numbers; a
+    missing value or None never passes."""
     if value is None:
         return False
-    if isinstance(condition, dict):
-        for op, bound in condition.items():
-            if op == "in":
-                if not any(_equal(value, item) for item in bound):
-                    return False
-                continue
-            try:
-                if isinstance(value, bool) != isinstance(bound, bool) or not _OPERATORS[op](value, bound):
-                    return False
-            except TypeError:  # values that do not compare (a str against an int)
+    for op, operand in condition.items():
+        if op == "in":
+            if not any(_equal(value, item) for item in operand):
                 return False
-        return True
-    if isinstance(condition, (list, tuple, set, frozenset)):
-        return any(_equal(value, item) for item in condition)
-    return _equal(value, condition)
+        elif op == "==":
+            if not _equal(value, operand):
+                return False
+        elif isinstance(value, bool) or not isinstance(value, numbers.Real) or not _OPERATORS[op](value, operand):
+            return False  # a range holds for numbers only (a str or a bool prop never passes one)
+    return True
 
 
 def _check_filter(filter: Any) -> dict:
@@ -235,6 +235,49 @@ def _check_filter(filter: Any) -> dict:
             raise InvalidArgumentError(f"filter[{key!r}] is None, which no document matches (a missing value never "
                                        "passes a filter)")
     return dict(filter)
+
+
+def _post_condition(key: str, condition: Any) -> dict:
+    """A condition on a key that is not a filterable column, as ``{op: operand}`` ("in": a
+    list), checked as ``where`` checks one on a declared key (see VecgraphVectorStore's
+    docstring); datetimes, dates and NumPy scalars as the props store them."""
+    given = condition if isinstance(condition, dict) else {"in": condition} if _values_list(condition) else \
+        {"==": condition}
+    out: dict = {}
+    kinds: dict = {}  # kind -> one value of it, for the message
+    for op, operand in given.items():
+        items = []
+        for value in (list(operand) if op == "in" else [operand]):
+            if isinstance(value, (datetime.date, np.generic)):
+                value = _props_value(value)  # datetimes: microseconds since the epoch; NaT: None
+            kind = "bool" if isinstance(value, bool) else "str" if isinstance(value, str) else \
+                "int" if isinstance(value, numbers.Integral) else "float" if isinstance(value, numbers.Real) else None
+            if kind is None:
+                raise InvalidArgumentError(f"filter[{key!r}][{op!r}]: values are str, numbers, bools, datetimes or "
+                                           f"dates; got {type(value).__name__} {_short(value, 60)}")
+            if kind == "int" and not _INT64[0] <= int(value) <= _INT64[1]:
+                raise InvalidArgumentError(f"filter[{key!r}][{op!r}] must fit int64 ([-2**63, 2**63 - 1]), got {value}")
+            if kind in ("bool", "str") and op not in ("==", "in"):
+                raise InvalidArgumentError(f"filter[{key!r}][{op!r}]: a range takes a number or a datetime, got "
+                                           f"{type(value).__name__} {_short(value, 60)} (as where= refuses it; "
+                                           "compare str and bool values with == or in)")
+            kinds.setdefault(kind, value)
+            items.append(value)
+        out[op] = items if op == "in" else items[0]
+    types = {"int": "number", "float": "number"}
+    mixed = sorted({types.get(kind, kind): value for kind, value in kinds.items()}.items())
+    if len(mixed) > 1:
+        (first, one), (second, other) = mixed[:2]
+        raise InvalidArgumentError(f"filter[{key!r}] compares a {first} ({_short(one, 40)}) and a {second} "
+                                   f"({_short(other, 40)}) with the same metadata value: where= refuses it (a "
+                                   "property holds one type)")
+    if kinds and "bool" not in kinds:
+        column = "str" if "str" in kinds else "float64" if "float" in kinds else "int64"
+        try:  # where's own checks and messages: NaN, inf, int64 bounds, Unicode
+            _where({key: out}, {key: column})
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(str(e).replace("where[", "filter[", 1)) from None
+    return out
 
 
 def relevance_score(score: float, metric: str = "cos") -> float:
@@ -278,8 +321,20 @@ class VecgraphVectorStore(VectorStore):
     (``where=``: the seed search returns k admitted documents however few pass); other keys
     are checked on the props of the nearest documents after the search, which fetches
     ``4 k`` of them (``fetch_k``), then 4 times more until k pass, ending with an exact scan
-    of every node: the results are those of an exact filtered search, at the cost of the
-    documents read.
+    of every node (each round's seeds and max_visited: the documents fetched, at most every
+    node), which ``exact=True`` runs at once: the results of an exact filtered search. Such a
+    condition is checked as ``where`` checks one, so a filter means the same either way:
+    values are str, numbers, datetimes or dates (as microseconds since the epoch, as props
+    store them) and, for ``==`` and ``in``, bools (matching bools only); NaN, inf, an int
+    outside int64, a range on a str or bool, a str compared with a number raise
+    InvalidArgumentError, with ``where``'s messages where it has one.
+
+    Ids are graph-wide keys, whatever the tenant: stores of two tenants on one graph cannot hold
+    the same id (the second refuses to overwrite the first's node: InvalidArgumentError).
+    LangChain's ``index()`` derives ids from the content alone, so tenant stores indexing the
+    same text collide: give each tenant's ids a tenant prefix (``index(..., key_encoder=lambda
+    doc: f"{tenant}:" + hashlib.sha256(doc.page_content.encode()).hexdigest())``), or use one
+    graph per tenant.
 
     Args:
         graph: the graph (``vecgraph.Graph(dim)`` or ``vecgraph.Graph.open(path, dim)``).
@@ -300,8 +355,8 @@ class VecgraphVectorStore(VectorStore):
         InvalidArgumentError: the graph records another embedder.
     """
 
-    def __init__(self, graph: Graph, embedding: Any, *, tenant: Optional[str] = None, label: Optional[str] = None,
-                 embedder_name: Optional[str] = None) -> None:
+    def __init__(self, graph: Graph, embedding: Any, *, tenant: str | None = None, label: str | None = None,
+                 embedder_name: str | None = None) -> None:
         if not isinstance(graph, Graph):
             raise TypeError(f"graph must be a vecgraph.Graph, got {_got(graph)}")
         for name, value in (("tenant", tenant), ("label", label)):
@@ -323,10 +378,10 @@ class VecgraphVectorStore(VectorStore):
     # ----------------------------------------------------------------- making one
 
     @classmethod
-    def from_texts(cls, texts: list[str], embedding: Embeddings, metadatas: Optional[Sequence[Optional[dict]]] = None,
-                   *, ids: Optional[Sequence[Optional[str]]] = None, path: Any = None, metric: str = "cos",
-                   filterable: Optional[dict] = None, tenant: Optional[str] = None, label: Optional[str] = None,
-                   embedder_name: Optional[str] = None, graph_options: Optional[dict] = None,
+    def from_texts(cls, texts: list[str], embedding: Embeddings, metadatas: Sequence[dict | None] | None = None,
+                   *, ids: Sequence[str | None] | None = None, path: Any = None, metric: str = "cos",
+                   filterable: dict | None = None, tenant: str | None = None, label: str | None = None,
+                   embedder_name: str | None = None, graph_options: dict | None = None,
                    **kwargs: Any) -> VecgraphVectorStore:
         """A store holding ``texts``, on a new graph of the embedding's width: in memory, or in
         the folder ``path`` (created, or opened when it holds a graph: the texts are added).
@@ -365,8 +420,8 @@ class VecgraphVectorStore(VectorStore):
         return store
 
     @classmethod
-    def open(cls, path: Any, embedding: Any, *, tenant: Optional[str] = None, label: Optional[str] = None,
-             embedder_name: Optional[str] = None, **graph_options: Any) -> VecgraphVectorStore:
+    def open(cls, path: Any, embedding: Any, *, tenant: str | None = None, label: str | None = None,
+             embedder_name: str | None = None, **graph_options: Any) -> VecgraphVectorStore:
         """The store of the graph folder ``path`` (created when missing, with the embedding's
         width and metric "cos"; recovered when it exists: see :meth:`vecgraph.Graph.open`,
         whose keyword arguments ``graph_options`` are).
@@ -403,8 +458,8 @@ class VecgraphVectorStore(VectorStore):
 
     # ----------------------------------------------------------------- writes
 
-    def add_texts(self, texts: Iterable[str], metadatas: Optional[Sequence[Optional[dict]]] = None, *,
-                  ids: Optional[Sequence[Optional[str]]] = None, batch_size: Optional[int] = None,
+    def add_texts(self, texts: Iterable[str], metadatas: Sequence[dict | None] | None = None, *,
+                  ids: Sequence[str | None] | None = None, batch_size: int | None = None,
                   **kwargs: Any) -> list[str]:
         """Embed ``texts`` and write them as nodes; an id already in the graph is replaced.
 
@@ -451,7 +506,7 @@ class VecgraphVectorStore(VectorStore):
         return self.add_texts([doc.page_content for doc in documents], [doc.metadata for doc in documents],
                               ids=ids, **kwargs)
 
-    def _write(self, texts: list, props: list, keys: list, vectors: Optional[np.ndarray]) -> None:
+    def _write(self, texts: list, props: list, keys: list, vectors: np.ndarray | None) -> None:
         if not texts:
             return
         self._check_ids_in_scope(keys)
@@ -474,9 +529,12 @@ class VecgraphVectorStore(VectorStore):
                 if not self._in_scope(node):
                     raise InvalidArgumentError(
                         f"id {key!r} is a node of tenant {node['tenant']!r} and label {node['label']!r}, outside "
-                        f"this store's (tenant {self._tenant!r}, label {self._label!r}): refusing to overwrite it")
+                        f"this store's (tenant {self._tenant!r}, label {self._label!r}): refusing to overwrite it. "
+                        "Ids are graph-wide keys, whatever the tenant: give each tenant's ids a tenant prefix "
+                        "(LangChain's index() derives ids from the content alone: pass it key_encoder= adding "
+                        "one), or use one graph per tenant")
 
-    def delete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
         """Delete the documents ``ids`` (ids not in the store are ignored; with a tenant or a
         label, nodes outside them are not this store's and are left alone), or with
         ``ids=None`` every document of the store: its tenant's and label's nodes, or every
@@ -502,10 +560,10 @@ class VecgraphVectorStore(VectorStore):
 
     # ----------------------------------------------------------------- reads
 
-    def _tenants(self) -> Optional[list]:
+    def _tenants(self) -> list | None:
         return None if self._tenant is None else [self._tenant]
 
-    def _labels(self) -> Optional[list]:
+    def _labels(self) -> list | None:
         return None if self._label is None else [self._label]
 
     def _in_scope(self, node: dict) -> bool:
@@ -550,10 +608,12 @@ class VecgraphVectorStore(VectorStore):
             filter: None or ``{metadata key: condition}`` (see the class docstring).
             fetch_k: how many nearest documents a filter on non-filterable keys reads first
                 (default 4 k).
-            exact: True for an exact scan instead of HNSW. ef: HNSW beam width.
+            exact: True for an exact scan instead of HNSW (with a filter on non-filterable
+                keys: a scan of every node, then the filter). ef: HNSW beam width.
 
         Raises:
-            TypeError / InvalidArgumentError: bad k, filter or options; unknown keyword arguments.
+            TypeError / InvalidArgumentError: bad k, filter (see the class docstring) or
+                options; unknown keyword arguments.
             DimensionMismatchError: the embedding returned a vector of another width.
         """
         return self._search(self._embedder.embed_query(query), k, **kwargs)
@@ -574,8 +634,8 @@ class VecgraphVectorStore(VectorStore):
     def _search(self, vector: Any, k: int, **kwargs: Any) -> list[tuple[Document, float]]:
         return [(_document(node), score) for node, score in self._hits(vector, k, **kwargs)]
 
-    def _hits(self, vector: Any, k: int, *, filter: Optional[dict] = None, fetch_k: Optional[int] = None,
-              exact: bool = False, ef: Optional[int] = None) -> list[tuple[dict, float]]:
+    def _hits(self, vector: Any, k: int, *, filter: dict | None = None, fetch_k: int | None = None,
+              exact: bool = False, ef: int | None = None) -> list[tuple[dict, float]]:
         """(node, score) of the ``k`` nearest nodes of the store that pass ``filter``, best first."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
             raise TypeError(f"k must be an int >= 1, got {_got(k)}")
@@ -584,18 +644,24 @@ class VecgraphVectorStore(VectorStore):
         conditions = _check_filter(filter)
         filterable = self._graph.filterable
         where = {key: c for key, c in conditions.items() if key in filterable} or None
-        post = {key: c for key, c in conditions.items() if key not in filterable}
+        post = {key: _post_condition(key, c) for key, c in conditions.items() if key not in filterable}
         if fetch_k is None:
             fetch = k * POST_FILTER_FETCH_FACTOR if post else k
         elif isinstance(fetch_k, bool) or not isinstance(fetch_k, int) or fetch_k < 1:
             raise InvalidArgumentError(f"fetch_k must be an int >= 1, got {_got(fetch_k)}")
         else:
             fetch = max(fetch_k, k)
+        if not isinstance(exact, bool):
+            raise TypeError(f"exact must be a bool, got {_got(exact)}")
         query = np.asarray(vector, dtype=np.float32) if not isinstance(vector, np.ndarray) else vector
         while True:
-            total = len(self._graph)
-            scan = bool(exact) or (bool(post) and fetch >= total)
-            result = self._graph.search(query, fetch, seeds=fetch, hops=0, tenants=self._tenants(),
+            # Each round reads at most every node, as seeds (hops=0: the seeds are the result)
+            # and as max_visited (else 2000, which would cut them).
+            if (total := len(self._graph)) == 0:
+                return []
+            n = total if post and exact else min(fetch, total)
+            scan = exact or (bool(post) and n >= total)
+            result = self._graph.search(query, n, seeds=n, hops=0, max_visited=n, tenants=self._tenants(),
                                         labels=self._labels(), where=where, exact=scan, ef=ef)
             found = []
             for hit in result:
@@ -607,7 +673,7 @@ class VecgraphVectorStore(VectorStore):
                         return found
             if not post or scan:
                 return found
-            fetch *= POST_FILTER_FETCH_FACTOR
+            fetch = n * POST_FILTER_FETCH_FACTOR
 
     def max_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
                                       **kwargs: Any) -> list[Document]:
@@ -696,7 +762,7 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def _document(node: dict, extra: Optional[dict] = None) -> Document:
+def _document(node: dict, extra: dict | None = None) -> Document:
     metadata = dict(node["props"] or {})
     if extra:
         metadata.update(extra)
@@ -743,21 +809,21 @@ class VecgraphRetriever(BaseRetriever):
     embedding: Any = None
     k: int = 4
     channels: Sequence[str] = CHANNELS
-    weights: Optional[dict] = None
+    weights: dict | None = None
     fusion: str = "convex"
-    tenants: Optional[list[str]] = None
-    labels: Optional[list[str]] = None
-    where: Optional[dict] = None
+    tenants: list[str] | None = None
+    labels: list[str] | None = None
+    where: dict | None = None
     search_kwargs: dict = Field(default_factory=dict)
-    embedder_name: Optional[str] = None
+    embedder_name: str | None = None
 
-    _embed: Optional[Callable[[str], np.ndarray]] = PrivateAttr(default=None)
+    _embed: Callable[[str], np.ndarray] | None = PrivateAttr(default=None)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._embed = self._query_embedder()  # raised here, not wrapped in pydantic's ValidationError
 
-    def _query_embedder(self) -> Optional[Callable[[str], np.ndarray]]:
+    def _query_embedder(self) -> Callable[[str], np.ndarray] | None:
         """How a query text becomes a vector (see the class docstring), checked against the graph."""
         graph = self.graph
         if not isinstance(graph, Graph):
@@ -840,13 +906,32 @@ def _tool_errors(function: Callable) -> Callable:
     return call
 
 
-def memory_tools(memory: Memory, user: str, *, source: str = "user", session: Optional[str] = None,
+def _validation_message(tool: StructuredTool) -> Callable[[Any], str]:
+    """What ``tool`` returns to the model when its arguments fail the tool's schema (a missing
+    argument, a value of the wrong type): every problem, and the arguments it takes."""
+    def kind(schema: dict) -> str:  # the JSON type, as a model reads it ("string | null")
+        return " | ".join(map(kind, schema["anyOf"])) if "anyOf" in schema else str(schema.get("type", "any"))
+
+    usage = ", ".join(f"{name}: {kind(schema)}" + (f" = {json.dumps(schema['default'])}" if "default" in schema else "")
+                      for name, schema in tool.args.items())
+
+    def message(error: Any) -> str:
+        problems = [f"{'.'.join(map(str, item.get('loc', ()))) or 'arguments'}: {item.get('msg', 'invalid')}"
+                    + ("" if item.get("type") == "missing" else f" (got {_short(item.get('input'), 60)})")
+                    for item in error.errors()]
+        return f"invalid arguments for {tool.name}: {'; '.join(problems)}. It takes ({usage})."
+
+    return message
+
+
+def memory_tools(memory: Memory, user: str, *, source: str = "user", session: str | None = None,
                  k: int = 5, name_prefix: str = "") -> list[StructuredTool]:
     """LangChain tools over ``memory`` for one user: remember, recall, card, forget.
 
     The user is bound here, not an argument of the tools: a model calling them reaches only
-    this user's memories. Errors about the arguments a model gave (an empty text, an unknown
-    memory id) come back to it as the tool's result (``handle_tool_error=True``).
+    this user's memories. Bad arguments come back to the model as the tool's result, never
+    raised: those failing the tool's schema (one missing, a wrong type; the message names each
+    problem and the arguments taken) and those vecgraph refuses (an empty text, an unknown id).
 
     Tools (named ``name_prefix`` + the name):
 
@@ -856,7 +941,13 @@ def memory_tools(memory: Memory, user: str, *, source: str = "user", session: Op
       (:meth:`vecgraph.Memory.recall`; at: ISO 8601);
     - ``card(refresh=False)`` -> the user's overview card (:meth:`vecgraph.Memory.card`);
     - ``forget(confirm)`` -> what was erased (:meth:`vecgraph.Memory.forget`, every memory of
-      the user, irreversibly; only with ``confirm=True``).
+      the user, irreversibly; only with ``confirm`` the JSON boolean true: a strict bool, so
+      ``"true"``, 1 and other values that pydantic would coerce are refused and erase nothing).
+
+    Returns:
+        ``[remember, recall, card, forget]``; for a read-only memory (``memory.graph.read_only``,
+        :meth:`vecgraph.Memory.open` with ``read_only=True``) ``[recall, card]`` only, the
+        tools that do not write (a card is built, not stored).
 
     Raises:
         TypeError: memory not a vecgraph.Memory; user not a str.
@@ -871,7 +962,7 @@ def memory_tools(memory: Memory, user: str, *, source: str = "user", session: Op
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
         raise InvalidArgumentError(f"k must be an int in [1, 1000], got {_got(k)}")
 
-    def remember(text: str, kind: str = "fact", supersedes: Optional[str] = None) -> str:
+    def remember(text: str, kind: str = "fact", supersedes: str | None = None) -> str:
         """Store one memory about the user (a fact, preference, project, ...) for later
         sessions. To correct an earlier memory, pass its id as supersedes. Returns the new id."""
         return memory.remember(user, text, kind=kind, source=source, session=session, supersedes=supersedes)
@@ -888,17 +979,21 @@ def memory_tools(memory: Memory, user: str, *, source: str = "user", session: Op
         refresh=True rebuilds it from the current memories."""
         return memory.card(user, refresh=refresh)
 
-    def forget(confirm: bool) -> dict:
+    def forget(confirm: StrictBool) -> dict:
         """Erase everything remembered about the user, irreversibly (right to be forgotten).
-        Only with confirm=true, after the user asked for it."""
-        if confirm is not True:
+        Only with confirm=true (a JSON boolean), after the user asked for it."""
+        if confirm is not True:  # the schema admits bools only; anything else erases nothing
             return {"erased": False, "reason": "forget erases every memory of the user; call it with confirm=true "
                                                "only when the user asked for that"}
         receipt = memory.forget(user)
         return {"erased": True, "memories": receipt.memories, "entities": receipt.entities, "cards": receipt.cards,
                 "nodes": receipt.nodes, "verified": receipt.verified}
 
-    return [StructuredTool.from_function(_tool_errors(function), name=name_prefix + function.__name__,
-                                         description=" ".join((function.__doc__ or "").split()),
-                                         handle_tool_error=True)
-            for function in (remember, recall, card, forget)]
+    tools = []
+    for function in (recall, card) if memory.graph.read_only else (remember, recall, card, forget):
+        tool = StructuredTool.from_function(_tool_errors(function), name=name_prefix + function.__name__,
+                                            description=" ".join((function.__doc__ or "").split()),
+                                            handle_tool_error=True)
+        tool.handle_validation_error = _validation_message(tool)
+        tools.append(tool)
+    return tools

@@ -20,8 +20,10 @@ property's type) goes into vecgraph's ``where=``, evaluated inside the search; e
 filter (``!=``, ``nin``, ``text_match``, ``contains``, ``any``, ``all``, ``is_empty``, an OR or
 NOT condition, nested filters, a key not declared) is applied after the search to the
 metadata, which asks the search for more results (max(4k, k + 32), then 4 times as many each
-round, the last round an exact search over the whole graph) until ``k`` pass or none is left;
-it looks at no more than the best 100,000 candidates (``hybrid_search``'s largest ``k``).
+round, the last round an exact search over the whole graph: every round's ``seeds`` and
+``max_visited`` are raised to the results asked for, capped at the graph's size) until ``k``
+pass or none is left; the hybrid and text modes and :class:`VecgraphRetriever` look at no more
+than the best 100,000 candidates (``hybrid_search``'s largest ``k``).
 Both give LlamaIndex's own semantics
 (``llama_index.core.vector_stores.utils.build_metadata_filter_fn``): a node without the key
 passes only ``!=`` and ``nin``; values Python cannot compare (a str against a number) do not
@@ -304,19 +306,23 @@ def _to_node(key: Any, raw: dict) -> BaseNode:
 
 
 def _collect(fetch: Callable[[int, bool], list], k: int, accept: Callable[[Any], bool] | None,
-             total: int) -> list:
+             total: int, limit: int | None = None) -> list:
     """The first ``k`` of the ranked ``(key, score)`` lists ``fetch(n, exhaustive)`` gives that
     ``accept`` admits (all, when None): asks for k, or for 4k, 16k, ... while too few pass,
-    ending with ``exhaustive`` (n = every node, an exact search) when nothing smaller sufficed."""
+    ending with ``exhaustive`` (n = every node, an exact search) when nothing smaller sufficed.
+    Every round's n is at most the graph's ``total`` nodes and ``limit`` (None: no other
+    limit; hybrid_search: :data:`_MAX_FETCH`)."""
+    most = total if limit is None else min(total, limit)
     if accept is None:
-        return fetch(k, k >= total)[:k]
-    n = min(max(_OVERFETCH * k, k + 32), total, _MAX_FETCH)
+        n = min(k, most)
+        return fetch(n, n >= total)[:k]
+    n = min(max(_OVERFETCH * k, k + 32), most)
     while True:
-        exhaustive = n >= min(total, _MAX_FETCH)
+        exhaustive = n >= most
         kept = [hit for hit in fetch(n, exhaustive) if accept(hit[0])]
         if len(kept) >= k or exhaustive:
             return kept[:k]
-        n = min(n * _OVERFETCH, total, _MAX_FETCH)
+        n = min(n * _OVERFETCH, most)
 
 
 def _accept(nodes: _Nodes, residual: Callable | None, node_ids: set | None,
@@ -342,6 +348,10 @@ def _hybrid_fetch(graph: Graph, text: str | None, vector: list | None, *, where:
         kwargs = dict(search_kwargs)
         if exhaustive:
             kwargs["depth"] = max(kwargs.get("depth") or 0, n)
+        # The dense channel's candidates are capped by max_visited (default 2000) as well as by
+        # depth (hybrid_search's default: max(3 n, 30)): raised to the depth, capped at the graph's size.
+        depth = kwargs.get("depth") or max(3 * n, 30)
+        kwargs["max_visited"] = max(kwargs.get("max_visited", 2000), min(depth, _MAX_FETCH, len(graph)))
         res = graph.hybrid_search(text=text, vector=vector, k=n, where=where, tenants=tenants, **kwargs)
         if raw_channel is not None and raw_channel in res.lists:
             scores = dict(zip(res.lists[raw_channel], res.channel_scores[raw_channel]))
@@ -755,8 +765,9 @@ class VecgraphVectorStore(BasePydanticVectorStore):
                 hits = self._exact(graph, nodes, vector, query.node_ids or [], where, residual, doc_ids, k)
             else:
                 def fetch(n: int, exhaustive: bool) -> list:
-                    res = graph.search(vector, n, seeds=n, hops=0, where=where, tenants=self._tenants(),
-                                       exact=exhaustive)
+                    # hops=0: the seeds are the result; max_visited (default 2000) would cut them
+                    res = graph.search(vector, n, seeds=n, hops=0, max_visited=n, where=where,
+                                       tenants=self._tenants(), exact=exhaustive)
                     return [(h.key, float(h.score)) for h in res]
                 hits = _collect(fetch, k, _accept(nodes, residual, None, doc_ids), len(graph))
         else:
@@ -788,7 +799,7 @@ class VecgraphVectorStore(BasePydanticVectorStore):
                 kwargs["weights"] = {"dense": alpha, "bm25": 1.0 - alpha}
         fetch = _hybrid_fetch(graph, text, vector, where=where, tenants=self._tenants(), search_kwargs=kwargs,
                               raw_channel="bm25" if bm25_only else None)
-        return _collect(fetch, k, _accept(nodes, residual, node_ids, doc_ids), len(graph))
+        return _collect(fetch, k, _accept(nodes, residual, node_ids, doc_ids), len(graph), _MAX_FETCH)
 
     def _exact(self, graph: Graph, nodes: _Nodes, vector: np.ndarray, node_ids: Sequence[str], where: dict | None,
                residual: Callable | None, doc_ids: set | None, k: int) -> list:
@@ -891,7 +902,7 @@ class VecgraphRetriever(BaseRetriever):
         if self._filters is not None:
             where, residual = split_filters(self._filters, graph.filterable)
         fetch = _hybrid_fetch(graph, text, vector, where=where, tenants=tenants, search_kwargs=kwargs)
-        hits = _collect(fetch, self._top_k, _accept(nodes, residual, None, None), len(graph))
+        hits = _collect(fetch, self._top_k, _accept(nodes, residual, None, None), len(graph), _MAX_FETCH)
         return [NodeWithScore(node=nodes.node(key), score=score) for key, score in hits]
 
 
