@@ -1,7 +1,9 @@
 """`vecgraph mcp FOLDER` (vecgraph.integrations.mcp): the server run as a subprocess and driven by
 the MCP Python SDK's own client, over stdio and streamable HTTP: its tools and their schemas,
 known answers on a small graph and a memory store, errors as MCP tool errors after which the
-server still answers, read-only mode, the CLI's usage errors, and the README's example."""
+server still answers, read-only mode, the CLI's usage errors, and the README's example; tools off
+the event loop, unknown and mistyped arguments refused, keys that spell numbers, a recorded
+embedder that does not load, and the ways the server stops (signals, stdout closed)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from test_cli import failed
-from vecgraph.integrations.mcp import parse_http
+from vecgraph import embedders
+from vecgraph.integrations.mcp import open_folder, parse_http
 
 README = Path(TESTS_DIR).parent / "README.md"
 GRAPH_TOOLS = {"search", "hybrid_search", "get_node", "neighbors", "stats"}
@@ -36,10 +39,10 @@ FAKE_EMBEDDER = "memory_helpers:FakeEmbedder"  # tests/memory_helpers.py: import
 TIMEOUT_S = 120
 
 
-def _env() -> dict:
-    """The server's environment: this one, with tests/ importable (the fake embedder)."""
+def _env(path: str = "") -> dict:
+    """The server's environment: this one, with tests/ (the fake embedder) and ``path`` importable."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS_DIR, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (path, TESTS_DIR, env.get("PYTHONPATH", "")) if p)
     return env
 
 
@@ -72,12 +75,13 @@ def folder(tmp_path) -> str:
     return path
 
 
-def _session(folder: str, *options: str, errlog=None):
-    """Run ``body(session)`` against ``vecgraph mcp folder *options`` over stdio, bounded in time."""
+def _session(folder: str, *options: str, errlog=None, path: str = ""):
+    """Run ``body(session)`` against ``vecgraph mcp folder *options`` over stdio, bounded in time
+    (``path``: a folder the server can import modules from)."""
 
     def run(body):
         async def main():
-            server = StdioServerParameters(command=sys.executable, env=_env(),
+            server = StdioServerParameters(command=sys.executable, env=_env(path),
                                            args=["-m", "vecgraph", "mcp", folder, *options])
             async with stdio_client(server, errlog=errlog or sys.stderr) as (read, write), \
                     ClientSession(read, write) as session:
@@ -283,6 +287,251 @@ def test_raw_json_rpc_lines_over_a_pipe_and_from_a_file(folder, tmp_path):
     assert json.loads(done.stdout)["result"]["serverInfo"]["name"] == "vecgraph"
 
 
+# ---------------------------------------------------------------------------- calls, arguments, keys
+
+# A 4-d embedder in a module of its own (tmp_path/gate_embedder.py): every text embeds as node 1's
+# vector, and the text "wait" blocks in the embedder until the file "go" exists beside the module
+# (writing "entered" first), failing after 20 s without it.
+GATE_MODULE = '''
+import os
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class GateEmbedder:
+    name = "test-gate-4"
+    dim = 4
+
+    def __call__(self, texts):
+        if "wait" in texts:
+            open(os.path.join(HERE, "entered"), "w").close()
+            deadline = time.monotonic() + 20
+            while not os.path.exists(os.path.join(HERE, "go")):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the gate was not opened")
+                time.sleep(0.005)
+        out = np.zeros((len(texts), 4), np.float32)
+        out[:, 0] = 1.0
+        return out
+'''
+MAY_1 = datetime(2024, 5, 1, tzinfo=timezone.utc)
+
+
+@pytest.fixture()
+def keyed(tmp_path, monkeypatch) -> str:
+    """Keys 1, 2, "3", "x" (one-hot vectors) with a timestamp property `when`, recording the gate
+    embedder (by its spec gate_embedder:GateEmbedder) from tmp_path."""
+    (tmp_path / "gate_embedder.py").write_text(GATE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = str(tmp_path / "keys.vg")
+    with vg.Graph.open(path, dim=4, filterable={"when": "timestamp"}) as g:
+        g.use_embedder(embedders.load("gate_embedder:GateEmbedder"))
+        g.add_nodes([1, 2, "3", "x"], np.eye(4, dtype=np.float32), texts=["one", "two", "three", "ex"],
+                    props=[{"when": MAY_1}, {"when": datetime(2024, 6, 1, 12, tzinfo=timezone.utc)}, None,
+                           {"when": datetime(2023, 1, 1, tzinfo=timezone.utc)}])
+        g.checkpoint()
+    return path
+
+
+def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.005)
+
+
+def test_calls_run_off_the_event_loop_and_arguments_are_checked_by_name_and_type(keyed, tmp_path):
+    async def body(s: ClientSession):
+        tools = (await s.list_tools()).tools
+        assert all(tool.input_schema["additionalProperties"] is False for tool in tools)
+
+        # a text search waiting in its embedder does not hold up another call
+        search = asyncio.ensure_future(s.call_tool("search", {"text": "wait", "k": 1, "hops": 0}))
+        await asyncio.to_thread(_wait_for, tmp_path / "entered")
+        res = await s.call_tool("get_node", {"key": "x"})
+        assert res.structured_content["text"] == "ex" and not search.done()
+        (tmp_path / "go").touch()
+        res = await search
+        assert [h["key"] for h in res.structured_content["hits"]] == [1], res
+
+        # unknown argument names are refused by name, with the valid ones
+        message = _error(await s.call_tool("search", {"text": "one", "tenant": "t1"}))
+        assert "unknown argument 'tenant'" in message and "tenants" in message and "where" in message
+        message = _error(await s.call_tool("get_node", {"key": 1, "vector": True, "depth": 2}))
+        assert "unknown arguments 'vector', 'depth'; get_node takes key" in message
+        assert "stats takes no arguments" in _error(await s.call_tool("stats", {"verbose": True}))
+
+        # keys: a str key of the graph, else the int a canonical decimal str spells; an int, else its str
+        found = {}
+        for key in ("x", "3", "1", "-0", "01", "١", "²", "1.0", "99999999999999999999", 1, 3, 4, 2**70):
+            res = await s.call_tool("get_node", {"key": key})
+            found[key] = _error(res) if res.is_error else res.structured_content["key"]
+        assert {k: v for k, v in found.items() if not isinstance(v, str) or v in ("x", "3")} == {
+            "x": "x", "3": "3", "1": 1, 1: 1, 3: "3"}
+        for key in ("-0", "01", "١", "²", "1.0", "99999999999999999999", 4, 2**70):
+            assert found[key].endswith(f"key {key!r} is not in the graph"), found[key]
+        res = await s.call_tool("neighbors", {"key": 3})
+        assert not res.is_error and res.structured_content["key"] == "3"
+        assert "key '01' is not in the graph" in _error(await s.call_tool("neighbors", {"key": "01"}))
+
+        # ints are JSON integers (a bool is not 1), numbers are numbers, str arguments are bounded
+        for args in ({"k": True}, {"hops": False}, {"k": 2.0}):
+            message = _error(await s.call_tool("search", {"vector": [1.0, 0, 0, 0], **args}))
+            assert next(iter(args)) in message and "valid integer" in message
+        assert "valid number" in _error(await s.call_tool("search", {"vector": [True, 0, 0, 0]}))
+        assert "valid string" in _error(await s.call_tool("get_node", {"key": True}))
+        message = _error(await s.call_tool("search", {"text": "x" * 100_001}))
+        assert "text" in message and "at most 100000 characters" in message
+        assert "at most 100000" in _error(await s.call_tool("hybrid_search", {"text": "x" * 100_001}))
+
+        # where on a timestamp property: ISO 8601 (without a zone: UTC) or int microseconds
+        async def where(condition, tool="search"):
+            args = {"vector": [0.5] * 4, "k": 4, "hops": 0, "seeds": 4, "where": {"when": condition}}
+            if tool == "hybrid_search":
+                args = {"text": "one two three ex", "k": 4, "channels": ["bm25"], "where": {"when": condition}}
+            res = await s.call_tool(tool, args)
+            return _error(res) if res.is_error else sorted((h["key"] for h in res.structured_content["hits"]), key=str)
+
+        assert await where({">=": "2024-05-01T00:00:00Z"}) == [1, 2]
+        assert await where({">=": "2024-05-01T02:00:00+02:00", "<": "2024-06-01T12:00:00"}) == [1]
+        assert await where("2024-05-01T00:00:00") == [1]  # naive: UTC
+        assert await where(["2024-06-01T12:00:00Z", "2023-01-01"]) == [2, "x"]  # a date: its midnight UTC
+        assert await where({"<": "2024-05-01"}, "hybrid_search") == ["x"]
+        assert await where({">=": 1_714_521_600_000_000}) == [1, 2]
+        message = await where({">=": "soon"})
+        assert "where['when']['>=']" in message and "ISO 8601" in message and "'soon'" in message
+
+    _session(keyed, "--read-only", path=str(tmp_path))(body)
+
+
+# ---------------------------------------------------------------------------- a recorded embedder that fails
+
+
+class _RemoteNamed:
+    """Named as an OpenAI-compatible endpoint's embedder (what a graph built with one records)."""
+
+    name = "openai/test-model"
+    dim = 4
+
+    def __call__(self, texts):
+        return np.ones((len(texts), 4), np.float32)
+
+
+class _OtherEmbedder(_RemoteNamed):
+    name = "test-other-4"
+
+
+def test_a_recorded_embedder_that_does_not_load_leaves_text_to_bm25_and_entity(keyed, tmp_path):
+    (tmp_path / "gate_embedder.py").write_text('raise RuntimeError("boom")\n')  # now fails at import
+    errlog_path = tmp_path / "server.err"
+
+    async def body(s: ClientSession):
+        message = _error(await s.call_tool("search", {"text": "one"}))
+        assert "did not load when the server started" in message and "RuntimeError: boom" in message
+        res = await s.call_tool("search", {"vector": [1.0, 0, 0, 0], "k": 1, "hops": 0})
+        assert [h["key"] for h in res.structured_content["hits"]] == [1]
+        res = await s.call_tool("hybrid_search", {"text": "two", "k": 2})
+        assert res.structured_content["channels"] == ["bm25", "entity"]
+        assert [h["key"] for h in res.structured_content["hits"]] == [2]
+        res = await s.call_tool("hybrid_search", {"text": "two", "channels": ["bm25", "dense"]})
+        assert res.structured_content["channels"] == ["bm25"]
+        message = _error(await s.call_tool("hybrid_search", {"text": "two", "channels": ["dense"]}))
+        assert "RuntimeError: boom" in message and "pass vector" in message
+        stats = (await s.call_tool("stats", {})).structured_content
+        assert stats["query_embedder"] is None and "RuntimeError: boom" in stats["query_embedder_error"]
+        assert stats["embedder"]["name"] == "test-gate-4"
+
+    with open(errlog_path, "w") as errlog:
+        _session(keyed, "--read-only", errlog=errlog, path=str(tmp_path))(body)
+    lines = errlog_path.read_text().splitlines()
+    notes = [line for line in lines if "no dense channel" in line]
+    assert len(notes) == 1 and "'test-gate-4' cannot be loaded here: RuntimeError: boom" in notes[0], lines
+    assert "--embedder SPEC" in notes[0] and not any("Warning" in line for line in lines), lines
+
+
+def test_open_folder_falls_back_on_a_syntax_error_and_loads_a_remote_embedder_without_a_request(
+        tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "broken_embedder.py").write_text("from gate_embedder import GateEmbedder\n")
+    (tmp_path / "gate_embedder.py").write_text(GATE_MODULE)
+    path = str(tmp_path / "broken.vg")
+    with vg.Graph.open(path, dim=4) as g:
+        g.use_embedder(embedders.load("broken_embedder:GateEmbedder"))
+    monkeypatch.delitem(sys.modules, "broken_embedder")
+    (tmp_path / "broken_embedder.py").write_text("x = (\n")
+    graph, memory, embedder, why = open_folder(path, read_only=True)
+    graph.close()
+    assert memory is None and embedder is None
+    assert "broken_embedder" in why and "SyntaxError" in why and "\n" not in why
+    with pytest.raises(vg.InvalidArgumentError, match="built with embedder 'test-gate-4', got 'test-other-4'"):
+        open_folder(path, read_only=True, embedder=_OtherEmbedder())  # a given embedder must be the recorded one
+
+    path = str(tmp_path / "remote.vg")
+    with vg.Graph.open(path, dim=4) as g:
+        g.use_embedder(_RemoteNamed())
+    with socket.socket() as sock:  # a port nothing listens on: a request would fail
+        sock.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("VECGRAPH_EMBEDDINGS_BASE_URL", f"http://127.0.0.1:{sock.getsockname()[1]}/v1")
+    graph, _, embedder, why = open_folder(path, read_only=True)
+    graph.close()
+    assert why is None and (embedder.name, embedder.dim) == ("openai/test-model", 4)
+
+
+# ---------------------------------------------------------------------------- stopping
+
+
+def _start(folder: str, path: str, *lines: dict) -> subprocess.Popen:
+    """``vecgraph mcp folder`` over pipes, initialized, with ``lines`` sent."""
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    proc = subprocess.Popen([sys.executable, "-m", "vecgraph", "mcp", folder, "--read-only"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(path))
+    requests = [initialize, {"jsonrpc": "2.0", "method": "notifications/initialized"}, *lines]
+    proc.stdin.write("".join(json.dumps(request) + "\n" for request in requests))
+    proc.stdin.flush()
+    return proc
+
+
+def test_a_signal_stops_the_server_after_the_running_call_and_prints_only_the_stop(keyed, tmp_path):
+    wait = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "search", "arguments": {"text": "wait", "k": 1}}}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        for name in ("entered", "go"):
+            (tmp_path / name).unlink(missing_ok=True)
+        proc = _start(keyed, str(tmp_path), wait)
+        try:
+            _wait_for(tmp_path / "entered")  # the search is in its embedder
+            proc.send_signal(signum)
+            (tmp_path / "go").touch()
+            assert proc.wait(timeout=TIMEOUT_S) == 130
+            out, err = proc.communicate()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        lines = err.splitlines()
+        assert lines[-1] == f"vecgraph mcp: stopped; {keyed} closed" and len(lines) == 2, err
+        assert json.loads(out.splitlines()[0])["id"] == 0  # the initialize answer
+
+
+def test_closing_the_servers_stdout_ends_the_session_quietly(keyed, tmp_path):
+    proc = _start(keyed, str(tmp_path))
+    proc.stdout.close()  # before the initialize answer is written
+    try:
+        assert proc.wait(timeout=TIMEOUT_S) == 0  # stdin still open
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+    lines = err.splitlines()
+    assert lines[-1] == f"vecgraph mcp: stopped; {keyed} closed" and len(lines) == 2, err
+
+
 # ---------------------------------------------------------------------------- memory store
 
 
@@ -393,7 +642,7 @@ def test_streamable_http_answers_a_search(folder, tmp_path):
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 130  # stopped by the signal, through the shutdown path
         log = log_path.read_text()
-        assert f"on http://127.0.0.1:{port}/mcp" in log and f"stopped; {folder} closed" in log
+        assert f"on http://127.0.0.1:{port}/mcp" in log and log.endswith(f"stopped; {folder} closed\n"), log
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -380,10 +380,12 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     p.add_argument("folder", metavar="FOLDER", help="graph folder (never created here)")
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP on HOST:PORT instead of stdio")
     p.add_argument("--read-only", action="store_true",
-                   help="open the folder read-only (beside a process writing to it); no tool writes")
+                   help="open the folder read-only (beside other readers, while no process holds it for "
+                        "writing); no tool writes")
     p.add_argument("--embedder", metavar="SPEC",
-                   help="embedder for text queries (default: the one the graph recorded; without one, "
-                        "text is searched by hybrid_search's BM25 and entity channels)")
+                   help="embedder for text queries, which must be the one the graph recorded (default: "
+                        "that one; without one, or when it does not load here, text is searched by "
+                        "hybrid_search's BM25 and entity channels)")
 
     command("info", commands["info"], "version and SIMD kernels in use",
             "Print the version, the int8 kernel set in use and the ones this CPU can run.",

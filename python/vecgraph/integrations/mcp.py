@@ -3,6 +3,11 @@ Protocol client: a desktop assistant, an IDE, an agent framework) the graph's se
 
 Built on the official MCP Python SDK (``mcp`` >= 2, its ``MCPServer``): each tool is a typed
 function, from which the SDK makes the tool's JSON schema and checks the arguments of every call.
+Every tool is a plain (sync) function, which the SDK runs in a worker thread: embedding and
+searching never block the event loop, so one long call does not hold up the other clients.
+Argument names a tool does not take are refused (its schema says ``additionalProperties:
+false``), ints are JSON integers (``true`` is not 1), and a str argument holds at most
+:data:`MAX_TEXT_CHARS` characters.
 
 Tools:
     search, hybrid_search, get_node, neighbors, stats; and when the folder holds a memory store
@@ -12,17 +17,20 @@ Tools:
 
 Transports:
     stdio (the default: the client starts ``vecgraph mcp FOLDER`` as a subprocess and speaks
-    JSON-RPC over its stdin and stdout, one message a line; closing stdin ends the session, and
-    the SDK cancels the calls still running then), or streamable HTTP on ``host:port`` (endpoint
-    ``/mcp``; it has no authentication, so bind it to a loopback address such as 127.0.0.1).
+    JSON-RPC over its stdin and stdout, one message a line; closing stdin, or the server's
+    stdout, ends the session), or streamable HTTP on ``host:port`` (endpoint ``/mcp``; it has no
+    authentication, so bind it to a loopback address such as 127.0.0.1).
 
-Text queries are embedded by the embedder given (``--embedder SPEC``) or else the one the graph
-recorded (loaded by :func:`vecgraph.embedders.load`); a graph without one answers text through
-``hybrid_search``'s BM25 and entity channels, and ``search`` then needs a vector.
+Text queries are embedded by the embedder given (``--embedder SPEC``, which must be the one the
+graph recorded) or else the recorded one (:meth:`vecgraph.Graph.query_embedder`). When the graph
+records none, or the recorded one does not load here (its package missing, its module failing),
+the server still starts (saying why on stderr): ``search`` then needs a vector and
+``hybrid_search`` answers text by its BM25 and entity channels.
 
-Errors (vecgraph's, bad arguments, a key not in the graph) come back as MCP tool errors (a
-result with ``isError`` and the message); the server keeps serving. The folder is opened once,
-when the server starts, and closed when it stops (stdin closed, Ctrl-C or SIGTERM).
+Errors (vecgraph's, bad or unknown arguments, a key not in the graph) come back as MCP tool
+errors (a result with ``isError`` and the message); the server keeps serving. The folder is
+opened once, when the server starts, and closed when it stops (stdin or stdout closed, Ctrl-C or
+SIGTERM: the calls running then finish first).
 
 >>> from vecgraph.integrations import mcp as vg_mcp                            # doctest: +SKIP
 >>> vg_mcp.serve("memory.vg", http=("127.0.0.1", 8765), read_only=True)      # doctest: +SKIP
@@ -31,20 +39,22 @@ when the server starts, and closed when it stops (stdin closed, Ctrl-C or SIGTER
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import inspect
 import os
+import re
 import signal
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
 
 from .. import __version__, embedders, storage
-from ..errors import DimensionMismatchError, Error, InvalidArgumentError
+from ..errors import DimensionMismatchError, Error, InvalidArgumentError, NotFoundError
 from ..formatting import _walk
 from ..memory.store import FILTERABLE as MEMORY_FILTERABLE
 
@@ -52,6 +62,7 @@ try:
     import anyio
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.tools import Tool
     from mcp.server.stdio import stdio_server
     from mcp.types import ToolAnnotations
     from pydantic import Field
@@ -59,22 +70,31 @@ except ImportError as _exc:  # pragma: no cover - exercised only without the SDK
     raise ImportError(f"vecgraph.integrations.mcp needs the MCP Python SDK (mcp >= 2): "
                       f'pip install "vecgraph[mcp]" ({_exc})') from _exc
 
-__all__ = ["MAX_K", "VecgraphTools", "build_server", "open_folder", "parse_http", "serve"]
+__all__ = ["MAX_K", "MAX_TEXT_CHARS", "VecgraphTools", "build_server", "open_folder", "parse_http", "serve"]
 
 #: The most results one tool call returns (an agent's context is the limit, not the engine).
 MAX_K = 1000
+#: The most characters of one str argument (a query, a memory, a key, a name).
+MAX_TEXT_CHARS = 100_000
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_CANONICAL_INT = re.compile(r"-?[1-9][0-9]*|0")  # ASCII decimal, no sign on 0, no leading zeros
 
 # ------------------------------------------------------------------ argument types (the schemas)
 
-Key = str | int
+Str = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+
+# Ints are strict: a JSON bool (or float, or str) is refused, not read as 1.
+
+Key = Str | Annotated[int, Field(strict=True)]
 KeyArg = Annotated[Key, Field(description="a node key (str or int, as the graph stores it)")]
-TextArg = Annotated[str | None, Field(description="query text, embedded with the graph's embedder")]
-VectorArg = Annotated[list[float] | None, Field(
+TextArg = Annotated[Str | None, Field(description="query text, embedded with the graph's embedder")]
+VectorArg = Annotated[list[Annotated[float, Field(strict=True)]] | None, Field(
     description="query vector of the graph's dim (float numbers), instead of text")]
-KArg = Annotated[int, Field(ge=1, le=MAX_K, description=f"results wanted (1 to {MAX_K:,})")]
-HopsArg = Annotated[int, Field(ge=0, le=10, description="levels of edges walked from the seeds (0: none)")]
-SeedsArg = Annotated[int, Field(ge=1, le=MAX_K, description="seed nodes found by vector similarity")]
-NamesArg = str | list[str] | None
+KArg = Annotated[int, Field(strict=True, ge=1, le=MAX_K, description=f"results wanted (1 to {MAX_K:,})")]
+HopsArg = Annotated[int, Field(strict=True, ge=0, le=10, description="levels of edges walked from the seeds (0: none)")]
+SeedsArg = Annotated[int, Field(strict=True, ge=1, le=MAX_K, description="seed nodes found by vector similarity")]
+NamesArg = Str | list[Str] | None
 TenantsArg = Annotated[NamesArg, Field(description='only nodes of these tenants (null: all; "": default)')]
 LabelsArg = Annotated[NamesArg, Field(description='only nodes with these labels (null: all; "": default)')]
 RelsArg = Annotated[NamesArg, Field(description="relation types to follow (null: all)")]
@@ -82,23 +102,25 @@ DirectionArg = Annotated[Literal["out", "in", "both"], Field(
     description="edge direction: out (from the node), in (to it) or both")]
 WhereArg = Annotated[dict[str, Any] | None, Field(description=(
     'conditions on the filterable properties the graph declares (all must hold): {"status": "current"} '
-    '(equality), {"status": ["a", "b"]} (membership), {"year": {">=": 2020, "<": 2024}} (range)'))]
+    '(equality), {"status": ["a", "b"]} (membership), {"year": {">=": 2020, "<": 2024}} (range); a '
+    'timestamp property takes ISO 8601 times ("2024-05-01T12:00:00Z"; without a zone: UTC) or int '
+    'microseconds since the epoch'))]
 Channel = Literal["dense", "bm25", "graph", "entity"]
 ChannelsArg = Annotated[list[Channel] | None, Field(
     description="channels to run and fuse (null: every channel the input allows)")]
-UserArg = Annotated[str, Field(description="the user id (the memories' tenant)")]
-MemoryTextArg = Annotated[str, Field(description="what to remember")]
-KindArg = Annotated[str, Field(description="its kind, e.g. profile, preference, project, fact")]
+UserArg = Annotated[Str, Field(description="the user id (the memories' tenant)")]
+MemoryTextArg = Annotated[Str, Field(description="what to remember")]
+KindArg = Annotated[Str, Field(description="its kind, e.g. profile, preference, project, fact")]
 SourceArg = Annotated[Literal["user", "tool", "document", "model"], Field(
     description="who said it: user, tool, document, or model (an inference)")]
-SessionArg = Annotated[str | None, Field(description="the session it came from")]
-AtArg = Annotated[str | None, Field(description="when it was said or happened (ISO 8601; default now)")]
-SupersedesArg = Annotated[str | None, Field(description="the id of the user's memory this one replaces")]
-QuestionArg = Annotated[str, Field(description="the question, in natural language")]
-RecallKArg = Annotated[int, Field(ge=1, le=MAX_K, description="memories wanted")]
-SinceArg = Annotated[str | None, Field(description="only memories from this time on (ISO 8601)")]
-UntilArg = Annotated[str | None, Field(description="only memories up to this time (ISO 8601)")]
-KindsArg = Annotated[list[str] | None, Field(description="only these kinds (null: all)")]
+SessionArg = Annotated[Str | None, Field(description="the session it came from")]
+AtArg = Annotated[Str | None, Field(description="when it was said or happened (ISO 8601; default now)")]
+SupersedesArg = Annotated[Str | None, Field(description="the id of the user's memory this one replaces")]
+QuestionArg = Annotated[Str, Field(description="the question, in natural language")]
+RecallKArg = Annotated[int, Field(strict=True, ge=1, le=MAX_K, description="memories wanted")]
+SinceArg = Annotated[Str | None, Field(description="only memories from this time on (ISO 8601)")]
+UntilArg = Annotated[Str | None, Field(description="only memories up to this time (ISO 8601)")]
+KindsArg = Annotated[list[Str] | None, Field(description="only these kinds (null: all)")]
 SupersededArg = Annotated[bool, Field(description="also versions that a newer memory replaced")]
 RefreshArg = Annotated[bool, Field(description="build it again from the current memories")]
 
@@ -141,7 +163,7 @@ def _message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-@contextlib.contextmanager
+@contextmanager
 def _tool_errors() -> Iterator[None]:
     """Expected failures (vecgraph's errors, bad values, files) as a ToolError carrying their
     message, which the SDK returns to the client as a tool result with ``isError``."""
@@ -157,8 +179,33 @@ def _doc(method: Any) -> str:
     return inspect.cleandoc(method.__doc__ or "")
 
 
+def _iso_time(text: str, where: str) -> datetime:
+    """An ISO 8601 time as an aware datetime (without a zone: UTC)."""
+    try:
+        # "Z" as UTC (Python 3.10's fromisoformat does not read it)
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text)
+    except ValueError:
+        raise InvalidArgumentError(f"{where} must be an ISO 8601 time such as '2024-05-01T12:00:00Z' (without a "
+                                   f"zone: UTC) or int microseconds since the epoch, got {text!r}") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def _times(condition: Any, where: str) -> Any:
+    """A where condition on a timestamp property with its ISO 8601 strings as datetimes."""
+    if isinstance(condition, str):
+        return _iso_time(condition, where)
+    if isinstance(condition, dict):
+        return {op: _times(operand, f"{where}[{op!r}]") for op, operand in condition.items()}
+    if isinstance(condition, list):
+        return [_times(value, where) for value in condition]
+    return condition
+
+
 class VecgraphTools:
     """The tools over one open graph (and the memory store it holds, if any).
+
+    Each tool is a sync function (the SDK runs it in a worker thread); the graph and the memory
+    store are thread-safe for these calls.
 
     Args:
         graph: an open :class:`vecgraph.Graph`.
@@ -166,22 +213,42 @@ class VecgraphTools:
         embedder: embeds query texts (checked against the graph's recorded embedder at each
             call), or None: ``search`` then needs a vector and ``hybrid_search`` runs the BM25
             and entity channels on text alone.
+        embedder_error: why the graph's recorded embedder did not load (with ``embedder``
+            None), given in the tool errors of text searches; None when it did, or none is
+            recorded.
     """
 
-    def __init__(self, graph: Any, *, memory: Any = None, embedder: Any = None) -> None:
+    def __init__(self, graph: Any, *, memory: Any = None, embedder: Any = None,
+                 embedder_error: str | None = None) -> None:
         self.graph = graph
         self.memory = memory
         self.embedder = embedder
+        self.embedder_error = None if embedder is not None else embedder_error
 
     # -------------------------------------------------------------- shared
 
     def _key(self, key: Any) -> Any:
-        """``key``, or the int it spells when the graph holds that int key and not the str."""
-        if isinstance(key, str) and key not in self.graph:
-            digits = key[1:] if key[:1] == "-" else key
-            if digits.isdigit() and int(key) in self.graph:
-                return int(key)
-        return key
+        """The graph's key that ``key`` names: a str that is a key of the graph is that key; else
+        a str in canonical ASCII decimal form (``-?[1-9][0-9]*|0``, in int64) names the int key;
+        an int is the int key, else its str when that is a key of the graph.
+
+        Raises:
+            NotFoundError: no key of the graph (``key ... is not in the graph``).
+        """
+        graph = self.graph
+        if isinstance(key, str):
+            if key in graph:
+                return key
+            if _CANONICAL_INT.fullmatch(key):
+                number = int(key)
+                if _INT64_MIN <= number <= _INT64_MAX and number in graph:
+                    return number
+        else:
+            if _INT64_MIN <= key <= _INT64_MAX and key in graph:
+                return key
+            if str(key) in graph:
+                return str(key)
+        raise NotFoundError(f"key {key!r} is not in the graph")
 
     def _node(self, key: Any) -> dict | None:
         try:
@@ -189,24 +256,39 @@ class VecgraphTools:
         except KeyError:  # deleted since the search found it
             return None
 
+    def _no_embedder(self, what: str) -> InvalidArgumentError:
+        """The error of a text query without an embedder."""
+        if self.embedder_error is not None:
+            return InvalidArgumentError(
+                f"{what} needs the graph's embedder, which did not load when the server started: "
+                f"{self.embedder_error}")
+        return InvalidArgumentError(f"the graph at {self.graph.path} records no embedder to turn text into a vector")
+
     def _query(self, text: str | None, vector: list | None) -> np.ndarray:
         if (text is None or text == "") == (vector is None):
             raise InvalidArgumentError("give either text or vector (exactly one)")
         if vector is not None:
             return np.asarray(vector, dtype=np.float32)
         if self.embedder is None:
-            raise InvalidArgumentError(
-                f"the graph at {self.graph.path} records no embedder to turn text into a vector: pass vector "
-                "(a list of the graph's dim floats), or use hybrid_search, whose BM25 and entity channels "
-                "take text alone")
+            error = self._no_embedder("a text search")
+            raise InvalidArgumentError(f"{error}: pass vector (a list of the graph's dim floats), or use "
+                                       "hybrid_search, whose BM25 and entity channels take text alone")
         return self.graph.embed_query(text, self.embedder)
+
+    def _where(self, where: dict | None) -> dict | None:
+        """``where`` with the ISO 8601 strings given for timestamp properties as datetimes."""
+        if not where:
+            return where
+        kinds = self.graph.filterable
+        return {name: _times(condition, f"where[{name!r}]") if kinds.get(name) == "timestamp" else condition
+                for name, condition in where.items()}
 
     # -------------------------------------------------------------- graph tools
 
-    async def search(self, text: TextArg = None, vector: VectorArg = None, k: KArg = 10, hops: HopsArg = 2,
-                     seeds: SeedsArg = 8, rels: RelsArg = None, direction: DirectionArg = "both",
-                     tenants: TenantsArg = None, labels: LabelsArg = None, where: WhereArg = None,
-                     ) -> dict[str, Any]:
+    def search(self, text: TextArg = None, vector: VectorArg = None, k: KArg = 10, hops: HopsArg = 2,
+               seeds: SeedsArg = 8, rels: RelsArg = None, direction: DirectionArg = "both",
+               tenants: TenantsArg = None, labels: LabelsArg = None, where: WhereArg = None,
+               ) -> dict[str, Any]:
         """Graph-guided search: the `seeds` nodes most similar to the query (text, embedded with the
         graph's embedder, or a vector), a breadth-first walk of up to `hops` levels over their edges,
         and every node reached scored against the query; returns the best `k`, best first. Each hit
@@ -216,7 +298,8 @@ class VecgraphTools:
         reached. Use hybrid_search to match words and names as well."""
         with _tool_errors():
             result = self.graph.search(self._query(text, vector), k, seeds=seeds, hops=hops, rels=rels,
-                                       direction=direction, tenants=tenants, labels=labels, where=where)
+                                       direction=direction, tenants=tenants, labels=labels,
+                                       where=self._where(where))
             hits = []
             for hit in result:
                 node = self._node(hit.key) or {}
@@ -225,7 +308,7 @@ class VecgraphTools:
                              "text": node.get("text")})
             return {"hits": hits, "seeds": int(result.count_seeds), "visited": int(result.count_visited)}
 
-    def hybrid_search(self, text: Annotated[str, Field(description="the query text")],
+    def hybrid_search(self, text: Annotated[Str, Field(description="the query text")],
                       vector: VectorArg = None, k: KArg = 10, channels: ChannelsArg = None,
                       tenants: TenantsArg = None, labels: LabelsArg = None, where: WhereArg = None,
                       hops: HopsArg = 2, seeds: SeedsArg = 8) -> dict[str, Any]:
@@ -240,9 +323,17 @@ class VecgraphTools:
         with _tool_errors():
             embedder = self.embedder if vector is None else None
             query = None if vector is None else np.asarray(vector, dtype=np.float32)
+            if query is None and self.embedder_error is not None:
+                # text alone and the recorded embedder did not load: the channels that take text
+                # (not loading it again at each call, as the graph would when asked for dense)
+                wanted = list(get_args(Channel)) if channels is None else channels
+                channels = [c for c in wanted if c in ("bm25", "entity")]
+                if not channels:
+                    raise InvalidArgumentError(f"{self._no_embedder(f'the channels {wanted}')}: pass vector, "
+                                               "or ask for bm25 or entity")
             kwargs: dict = {} if channels is None else {"channels": channels}
             res = self.graph.hybrid_search(text, query, k, embedder=embedder, tenants=tenants, labels=labels,
-                                           where=where, hops=hops, seeds=seeds, **kwargs)
+                                           where=self._where(where), hops=hops, seeds=seeds, **kwargs)
             hits = []
             for hit in res:
                 node = self._node(hit.key) or {}
@@ -252,38 +343,41 @@ class VecgraphTools:
                              "text": node.get("text")})
             return {"hits": hits, "channels": list(res.channels)}
 
-    async def get_node(self, key: KeyArg) -> dict[str, Any]:
+    def get_node(self, key: KeyArg) -> dict[str, Any]:
         """One node's fields: key, label, tenant, ts_us (its time in microseconds since the epoch; 0 when
         none was given) and time (the same as ISO 8601 UTC, null for 0), text, props (its properties)
-        and aliases (the names the entity channel knows it by). Fails for a key not in the graph."""
+        and aliases (the names the entity channel knows it by). A str key that the graph does not hold
+        but that spells an int in decimal ("42") names the int key, and an int the str key of its
+        digits. Fails for a key not in the graph."""
         with _tool_errors():
-            key = self._key(key)
-            node = self.graph.get_node(key, vector=False)
+            node = self.graph.get_node(self._key(key), vector=False)
             return {"key": node["key"], "label": node["label"], "tenant": node["tenant"],
                     "ts_us": int(node["ts"]), "time": _time(node["ts"]), "text": node["text"],
                     "props": _plain(node["props"]), "aliases": list(node["aliases"])}
 
-    async def neighbors(self, key: KeyArg, rels: RelsArg = None, direction: DirectionArg = "out",
-                        ) -> dict[str, Any]:
+    def neighbors(self, key: KeyArg, rels: RelsArg = None, direction: DirectionArg = "out",
+                  ) -> dict[str, Any]:
         """The edges at a node, in traversal order (weight descending, then insertion order): each as
         src, rel (relation type), dst and weight. direction: out (edges from the node, the default),
-        in (edges to it) or both; rels keeps only these relation types. Fails for a key not in the
-        graph."""
+        in (edges to it) or both; rels keeps only these relation types. Keys are read as by
+        get_node. Fails for a key not in the graph."""
         with _tool_errors():
             key = self._key(key)
             edges = [{"src": e.src, "rel": e.rel, "dst": e.dst, "weight": float(e.weight)}
                      for e in self.graph.neighbors(key, rels, direction)]
             return {"key": key, "direction": direction, "edges": edges}
 
-    async def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, Any]:
         """The graph's counts (nodes, edges, labels, tenants, rels, deleted nodes and edges),
         configuration (dim, metric, HNSW parameters), memory per structure in bytes, its folder,
-        whether it is open read-only, its embedder and whether it is a memory store."""
+        whether it is open read-only, its embedder, the one text queries are embedded with (null:
+        none, and query_embedder_error says why when the graph records one) and whether it is a
+        memory store."""
         with _tool_errors():
             stats = _plain(self.graph.stats())
             stats.update(path=self.graph.path, read_only=self.graph.read_only, embedder=self.graph.embedder,
                          query_embedder=None if self.embedder is None else self.embedder.name,
-                         memory_store=self.memory is not None)
+                         query_embedder_error=self.embedder_error, memory_store=self.memory is not None)
             return stats
 
     # -------------------------------------------------------------- memory tools
@@ -295,6 +389,8 @@ class VecgraphTools:
         corrects an earlier one names it in `supersedes`: the old one leaves recall and stays in its
         history."""
         with _tool_errors():
+            if self.memory.embedder is None and self.embedder_error is not None:
+                raise self._no_embedder("remember")
             return {"id": self.memory.remember(user, text, kind=kind, source=source, session=session, at=at,
                                                supersedes=supersedes)}
 
@@ -305,6 +401,8 @@ class VecgraphTools:
         channels over the user's current, unexpired memories): each with id, text, kind, source, at
         (ISO 8601), score and version links; `context` holds them as cited lines for a prompt."""
         with _tool_errors():
+            if self.memory.embedder is None and self.embedder_error is not None:
+                raise self._no_embedder("recall")
             hits = self.memory.recall(user, query, k, since=since, until=until, kinds=kinds,
                                       include_superseded=include_superseded)
             return {"memories": [_plain(hit.to_dict()) for hit in hits], "context": hits.to_context()}
@@ -328,48 +426,70 @@ class VecgraphTools:
 # ------------------------------------------------------------------ the server
 
 
-def build_server(graph: Any, *, memory: Any = None, embedder: Any = None, name: str = "vecgraph",
-                 ) -> MCPServer:
+class _Server(MCPServer):
+    """An MCPServer that refuses argument names a tool does not take: the SDK's argument models
+    ignore them, which would turn a misspelt filter (``tenant`` for ``tenants``) into no filter."""
+
+    parameters: dict[str, list[str]]  # {tool name: its argument names}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        valid = self.parameters.get(name)
+        unknown = [] if valid is None else [arg for arg in arguments if arg not in valid]
+        if unknown:
+            raise ToolError(f"Error executing tool {name}: unknown argument{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(repr(arg) for arg in unknown)}; {name} takes "
+                            f"{', '.join(valid) if valid else 'no arguments'}")
+        return await super().call_tool(name, arguments, context)
+
+
+def build_server(graph: Any, *, memory: Any = None, embedder: Any = None, embedder_error: str | None = None,
+                 name: str = "vecgraph") -> MCPServer:
     """An :class:`mcp.server.mcpserver.MCPServer` with the tools over ``graph`` (see the module).
 
     Args:
         graph: an open :class:`vecgraph.Graph` (``memory.graph`` for a memory store).
         memory: the :class:`vecgraph.Memory` holding ``graph``, or None: no memory tools.
         embedder: embeds query texts, or None (see :class:`VecgraphTools`).
+        embedder_error: why the graph's recorded embedder did not load, or None.
         name: the server's name in the MCP handshake.
 
     Returns:
         The server, not yet running (``run_stdio_async``, ``run_streamable_http_async`` or
         ``streamable_http_app`` serve it). It does not close ``graph``.
     """
-    tools = VecgraphTools(graph, memory=memory, embedder=embedder)
+    tools = VecgraphTools(graph, memory=memory, embedder=embedder, embedder_error=embedder_error)
     kind = "memory store" if memory is not None else "graph"
-    emb = embedder.name if embedder is not None else None
+    if embedder is not None:
+        about_text = f"Text queries are embedded with {embedder.name}. "
+    else:
+        why = "its embedder did not load here" if tools.embedder_error is not None else "No embedder"
+        about_text = f"{why}: search takes a vector; hybrid_search answers text by BM25 and entity names. "
     instructions = (
         f"A vecgraph {kind} ({len(graph):,} nodes, {graph.count_edges:,} edges, dim {graph.dim}"
-        f"{', read-only' if graph.read_only else ''}). "
-        + (f"Text queries are embedded with {emb}. " if emb else
-           "No embedder: search takes a vector; hybrid_search answers text by BM25 and entity names. ")
+        f"{', read-only' if graph.read_only else ''}). " + about_text
         + ("recall answers questions from a user's memories; card gives a user's overview. "
            if memory is not None else ""))
-    server: MCPServer = MCPServer(name, instructions=instructions, version=__version__, log_level="WARNING")
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    for method in (tools.search, tools.hybrid_search, tools.get_node, tools.neighbors, tools.stats):
-        server.add_tool(method, name=method.__name__, description=_doc(method), annotations=reads)
+    chosen: list[tuple[Callable, ToolAnnotations]] = [
+        (method, reads) for method in (tools.search, tools.hybrid_search, tools.get_node, tools.neighbors,
+                                       tools.stats)]
     if memory is not None:
         if not graph.read_only:
-            server.add_tool(tools.remember, name="remember", description=_doc(tools.remember),
-                            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                                        idempotent_hint=False, open_world_hint=False))
-        server.add_tool(tools.recall, name="recall", description=_doc(tools.recall), annotations=reads)
-        server.add_tool(tools.card, name="card", description=_doc(tools.card),
-                        annotations=reads if graph.read_only else ToolAnnotations(
-                            read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                            open_world_hint=False))
+            chosen.append((tools.remember, ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                                           idempotent_hint=False, open_world_hint=False)))
+        chosen.append((tools.recall, reads))
+        chosen.append((tools.card, reads if graph.read_only else ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)))
         if not graph.read_only:
-            server.add_tool(tools.forget, name="forget", description=_doc(tools.forget),
-                            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                                        idempotent_hint=True, open_world_hint=False))
+            chosen.append((tools.forget, ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                                         idempotent_hint=True, open_world_hint=False)))
+    made = []
+    for method, hints in chosen:
+        tool = Tool.from_function(method, name=method.__name__, description=_doc(method), annotations=hints)
+        tool.parameters["additionalProperties"] = False  # the schema says what call_tool refuses
+        made.append(tool)
+    server = _Server(name, instructions=instructions, version=__version__, log_level="WARNING", tools=made)
+    server.parameters = {tool.name: list(tool.parameters.get("properties", {})) for tool in made}
     return server
 
 
@@ -381,31 +501,25 @@ def _is_memory_store(manifest: dict) -> bool:
 
 
 def _load_embedder(manifest: dict, folder: str, embedder: Any) -> Any:
-    """The query embedder: ``embedder`` (a spec for :func:`vecgraph.embedders.load` or an embedder
-    object), checked against the folder's dim and recorded embedder; or with None the recorded
-    one, or None when none is recorded."""
+    """``embedder`` (a spec for :func:`vecgraph.embedders.load` or an embedder object), checked
+    against the folder's dim and recorded embedder.
+
+    Raises:
+        DimensionMismatchError: another dim. InvalidArgumentError: another name than the recorded
+        one, or a spec of no known form. EmbedderUnavailableError and as :func:`embedders.load`.
+    """
     recorded = manifest.get("embedder")
-    if embedder is not None:
-        if isinstance(embedder, str):
-            embedder = embedders.load(embedder)
-        embedder = embedders.check_embedder(embedder)
-        if int(embedder.dim) != manifest.get("dim"):
-            raise DimensionMismatchError(f"embedder {embedder.name!r} makes {int(embedder.dim)}-d vectors, "
-                                         f"the graph at {folder} has dim {manifest.get('dim')}")
-        if recorded and recorded.get("name") != embedder.name:
-            raise InvalidArgumentError(f"the graph at {folder} was built with embedder "
-                                       f"{recorded.get('name')!r}, got {embedder.name!r}, whose vectors are "
-                                       "not comparable")
-        return embedder
-    if not recorded:
-        return None
-    spec = recorded.get("spec") or recorded["name"]
-    try:
-        return embedders.load(spec)
-    except (Error, ImportError, AttributeError, TypeError) as exc:
-        raise InvalidArgumentError(f"the graph at {folder} was built with embedder {recorded['name']!r}, "
-                                   f"which cannot be loaded by {spec!r} ({exc}); pass --embedder SPEC",
-                                   ) from exc
+    if isinstance(embedder, str):
+        embedder = embedders.load(embedder)
+    embedder = embedders.check_embedder(embedder)
+    if int(embedder.dim) != manifest.get("dim"):
+        raise DimensionMismatchError(f"embedder {embedder.name!r} makes {int(embedder.dim)}-d vectors, "
+                                     f"the graph at {folder} has dim {manifest.get('dim')}")
+    if recorded and recorded.get("name") != embedder.name:
+        raise InvalidArgumentError(f"the graph at {folder} was built with embedder "
+                                   f"{recorded.get('name')!r}, got {embedder.name!r}, whose vectors are "
+                                   "not comparable")
+    return embedder
 
 
 def _manifest(folder: str) -> dict:
@@ -425,28 +539,41 @@ def open_folder(folder: str, *, read_only: bool = False, embedder: Any = None) -
 
     Args:
         folder: an existing graph folder (never created here).
-        read_only: open it read-only (``Graph.open(read_only=True)``): beside a process writing to it.
-        embedder: a spec for :func:`vecgraph.embedders.load` or an embedder object (None: the
-            folder's recorded one).
+        read_only: open it read-only (``Graph.open(read_only=True)``: a shared lock, beside
+            other readers, while no process holds it for writing).
+        embedder: a spec for :func:`vecgraph.embedders.load` or an embedder object, which must be
+            the one the folder recorded (None: the recorded one, loaded by
+            :meth:`vecgraph.Graph.query_embedder`).
 
     Returns:
-        (graph, memory or None, embedder or None); close ``memory`` (or ``graph`` when it is None).
+        (graph, memory or None, embedder or None, embedder_error or None); close ``memory`` (or
+        ``graph`` when it is None). With ``embedder`` None and a recorded embedder that does not
+        load here, the folder still opens: the embedder is None and ``embedder_error`` (one line)
+        says why and how to make it load.
 
     Raises:
         FileNotFoundError: the folder holds no graph. CorruptionError: a MANIFEST that is lost
-        or unreadable. InvalidArgumentError / DimensionMismatchError: an embedder that does not
-        fit the graph, or a recorded one that cannot be loaded. And as :meth:`vecgraph.Graph.open`.
+        or unreadable. InvalidArgumentError / DimensionMismatchError: an ``embedder`` that does
+        not fit the graph. And as :meth:`vecgraph.Graph.open`.
     """
     from ..graph import Graph
     from ..memory import Memory
 
     folder = os.fspath(folder)
     manifest = _manifest(folder)
-    query_embedder = _load_embedder(manifest, folder, embedder)
-    if _is_memory_store(manifest):
-        memory = Memory.open(folder, embedder=query_embedder, read_only=read_only)
-        return memory.graph, memory, query_embedder
-    return Graph.open(folder, read_only=read_only), None, query_embedder
+    given = None if embedder is None else _load_embedder(manifest, folder, embedder)
+    memory = Memory.open(folder, embedder=given, read_only=read_only) if _is_memory_store(manifest) else None
+    graph = memory.graph if memory is not None else Graph.open(folder, read_only=read_only)
+    if given is not None or graph.embedder is None:
+        return graph, memory, given, None
+    try:
+        loaded = graph.query_embedder()
+    except Exception as exc:  # noqa: BLE001 - any failure of the embedder's own code, at its import too
+        why = str(exc) if isinstance(exc, Error) else f"{type(exc).__name__}: {exc}"
+        return graph, memory, None, " ".join(why.split())
+    if memory is not None:
+        memory.embedder = loaded  # as Memory.open(embedder="auto") would have loaded it
+    return graph, memory, loaded, None
 
 
 def parse_http(text: str) -> tuple[str, int]:
@@ -496,25 +623,48 @@ class _PipeWriter:
             data = data[os.write(self._fd, data):]
 
 
-async def _run_stdio(server: MCPServer) -> None:
-    """Serve ``server`` over this process's stdin and stdout.
+def _output_closed(exc: BaseException) -> bool:
+    """Whether ``exc`` (an exception group of the SDK's tasks, or not) holds nothing but the
+    errors of writing to a stdout that the client closed."""
+    if isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+        return True
+    inner = getattr(exc, "exceptions", None)
+    return bool(inner) and all(_output_closed(e) for e in inner)
 
-    When stdin is a pipe or a socket (as when an MCP client starts the server), its lines are
-    read by the event loop instead of by a worker thread per line (the SDK's own stdio
+
+async def _run_stdio(server: MCPServer) -> None:
+    """Serve ``server`` over this process's stdin and stdout, until stdin ends or the client
+    closes stdout.
+
+    When stdin is a pipe, a socket or a terminal (as when an MCP client starts the server), its
+    lines are read by the event loop instead of by a worker thread per line (the SDK's own stdio
     transport): what the server adds to a search measured 1.04-1.13 ms at p50 instead of
-    1.39-1.84 ms on a 2-core VM (bench/bench_mcp.py). As the SDK does, file descriptors 0 and 1
-    point at the null device and at stderr meanwhile, so that stray reads and prints miss the
-    protocol's stream. Otherwise (a terminal, a regular file, Windows) the SDK's transport runs.
+    1.39-1.84 ms on a 2-core VM (bench/bench_mcp.py), and a stop (a signal) need not wait for a
+    line to come. As the SDK does, file descriptors 0 and 1 point at the null device and at
+    stderr meanwhile, so that stray reads and prints miss the protocol's stream. Otherwise (a
+    regular file, the null device, Windows) the SDK's transport runs.
     """
     lowlevel = getattr(server, "_lowlevel_server", None)  # MCPServer's protocol server (SDK 2.x)
     try:
         mode = os.fstat(0).st_mode
+        terminal = os.isatty(0)
     except OSError:
-        mode = 0
-    if lowlevel is None or sys.platform == "win32" or not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-        await server.run_stdio_async()
-        return
+        mode, terminal = 0, False
+    try:
+        if lowlevel is None or sys.platform == "win32" or not (
+                stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or terminal):
+            await server.run_stdio_async()
+        else:
+            await _run_stdio_pipes(lowlevel)
+    except BaseException as exc:
+        if not _output_closed(exc):
+            raise
+        # the client closed the server's stdout: the session is over, as when it closes stdin
+
+
+async def _run_stdio_pipes(lowlevel: Any) -> None:
     saved = os.dup(0), os.dup(1)
+    was_blocking = os.get_blocking(0)
     read_fd, write_fd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -533,20 +683,48 @@ async def _run_stdio(server: MCPServer) -> None:
         else:
             os.close(read_fd)
         sys.stdout.flush()  # what was printed meanwhile goes to stderr, not to the client
+        os.set_blocking(saved[0], was_blocking)  # the event loop made it non-blocking (a terminal shares it)
         for fd, copy in enumerate(saved):
             os.dup2(copy, fd)
             os.close(copy)
         os.close(write_fd)
 
 
-def _stop_on_signal(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt  # unwinds the event loop, so the folder is closed
+class _Stopper:
+    """SIGINT and SIGTERM while the server runs: the first one cancels the serving task (from the
+    event loop, so the calls still running finish and the transport closes in order); another
+    one, while that stop is still under way, raises KeyboardInterrupt."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._target: tuple[asyncio.AbstractEventLoop, anyio.CancelScope] | None = None
+
+    def handle(self, signum: int, frame: Any) -> None:
+        if self.signum is not None and self._target is not None:
+            raise KeyboardInterrupt
+        self.signum = signum
+        if self._target is not None:
+            loop, scope = self._target
+            loop.call_soon_threadsafe(scope.cancel)  # safe in a signal handler (asyncio.Runner does it)
+
+    async def run(self, serving: Callable[[], Awaitable[None]]) -> None:
+        """Run ``serving()`` until it returns or a signal comes."""
+        with anyio.CancelScope() as scope:
+            self._target = asyncio.get_running_loop(), scope
+            try:
+                if self.signum is not None:  # came before the loop ran
+                    scope.cancel()
+                await serving()
+            finally:
+                self._target = None
 
 
 def serve(folder: str, *, http: tuple[str, int] | None = None, read_only: bool = False,
-          embedder: Any = None) -> None:
-    """Open ``folder`` and serve it until the client goes away (stdio: stdin closed) or the process
-    is interrupted (Ctrl-C, SIGTERM); then close it.
+          embedder: Any = None) -> int | None:
+    """Open ``folder`` and serve it until the client goes away (stdio: stdin or stdout closed) or
+    the process is interrupted (Ctrl-C, SIGTERM: the calls running then finish first); then close
+    it. Prints what it serves, a line saying why text queries get no dense channel when the
+    recorded embedder does not load, and the stop, on stderr.
 
     Args:
         folder: the graph folder (see :func:`open_folder`).
@@ -554,36 +732,46 @@ def serve(folder: str, *, http: tuple[str, int] | None = None, read_only: bool =
         read_only: open read-only and offer no tool that writes.
         embedder: the query embedder, a spec or an object (None: the folder's recorded one).
 
+    Returns:
+        The number of the signal that stopped the server, or None.
+
     Raises:
         As :func:`open_folder`; OSError when the port cannot be bound.
     """
-    graph, memory, query_embedder = open_folder(folder, read_only=read_only, embedder=embedder)
+    graph, memory, query_embedder, embedder_error = open_folder(folder, read_only=read_only, embedder=embedder)
+    stopper = _Stopper()
+    # Until the folder is closed a signal only asks the server to stop (uvicorn, serving HTTP,
+    # handles both itself meanwhile and raises them again once it has stopped).
+    previous = {sig: signal.signal(sig, stopper.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        server = build_server(graph, memory=memory, embedder=query_embedder)
-        where = "stdio" if http is None else f"http://{http[0]}:{http[1]}/mcp"
-        names = [tool.name for tool in anyio.run(server.list_tools)]
-        mode = ", read-only" if read_only else ""
-        print(f"vecgraph mcp: serving {graph.path} ({len(graph):,} nodes{mode}) on {where}; tools: "
-              f"{', '.join(names)}", file=sys.stderr, flush=True)
-        # SIGINT and SIGTERM raise KeyboardInterrupt at once (asyncio's own SIGINT handling would
-        # wait for the stdin reader thread); uvicorn (HTTP) handles both itself and raises them
-        # again once it has stopped. Either way the folder is closed below.
-        previous = {sig: signal.signal(sig, _stop_on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
+            server = build_server(graph, memory=memory, embedder=query_embedder, embedder_error=embedder_error)
+            where = "stdio" if http is None else f"http://{http[0]}:{http[1]}/mcp"
+            names = [tool.name for tool in anyio.run(server.list_tools)]
+            mode = ", read-only" if read_only else ""
+            print(f"vecgraph mcp: serving {graph.path} ({len(graph):,} nodes{mode}) on {where}; tools: "
+                  f"{', '.join(names)}", file=sys.stderr, flush=True)
+            if embedder_error is not None:
+                print(f"vecgraph mcp: text queries get no dense channel (search takes a vector, hybrid_search "
+                      f"runs bm25 and entity): {embedder_error}; or pass --embedder SPEC",
+                      file=sys.stderr, flush=True)
             if http is None:
-                anyio.run(_run_stdio, server)
+                anyio.run(stopper.run, functools.partial(_run_stdio, server))
             else:
-                server.run("streamable-http", host=http[0], port=http[1])
+                anyio.run(stopper.run, functools.partial(server.run_streamable_http_async, host=http[0],
+                                                         port=http[1]))
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            (memory if memory is not None else graph).close()
+            print(f"vecgraph mcp: stopped; {graph.path} closed", file=sys.stderr, flush=True)
     finally:
-        (memory if memory is not None else graph).close()
-        print(f"vecgraph mcp: stopped; {graph.path} closed", file=sys.stderr, flush=True)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return stopper.signum
 
 
 def run_command(args: Any) -> int:
-    """``vecgraph mcp`` (argparse namespace: folder, http, read_only, embedder, parser)."""
+    """``vecgraph mcp`` (argparse namespace: folder, http, read_only, embedder, parser): 0 when the
+    client went away, 130 when a signal stopped the server."""
     http = None
     if args.http is not None:
         try:
@@ -597,12 +785,11 @@ def run_command(args: Any) -> int:
         except (InvalidArgumentError, DimensionMismatchError) as exc:
             args.parser.error(f"argument --embedder: {exc}")
     try:
-        serve(args.folder, http=http, read_only=args.read_only, embedder=embedder)
-    except KeyboardInterrupt:
-        if http is not None or args.debug:
+        stopped_by = serve(args.folder, http=http, read_only=args.read_only, embedder=embedder)
+    except KeyboardInterrupt:  # a second signal while the first one's stop was under way
+        if args.debug:
             raise
-        # The folder is closed, but the SDK's stdin reader thread still waits for a line that
-        # may never come, and the interpreter would wait for it at exit: end the process here.
-        print("vecgraph mcp: interrupted", file=sys.stderr, flush=True)
+        # The folder is closed, but a worker thread may still wait (for a line of stdin, a call's
+        # embedder), and the interpreter would wait for it at exit: end the process here.
         os._exit(130)
-    return 0
+    return 0 if stopped_by is None else 130
