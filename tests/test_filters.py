@@ -416,3 +416,19 @@ def test_unknown_filter_names_match_nothing_and_strict_refuses_them():
         g.search(q, strict="yes")
     with pytest.raises(vg.InvalidArgumentError, match="kind must be 'labels', 'tenants' or 'rels'"):
         g.unknown_names("label", ["x"])
+
+
+def test_strict_bounds_at_the_ends_of_int64_admit_nothing_past_them():
+    """``> 2**63 - 1`` and ``< -2**63`` leave no int64 value: they admit nothing, not the node
+    that holds the end value (a bound is not clamped into int64 before it is made strict)."""
+    g = vg.Graph(2, filterable={"y": int, "t": "timestamp"})
+    top, bottom = 2**63 - 1, -(2**63)
+    g.add_nodes(["max", "min", "zero"], np.array([[1.0, 0.1], [0.1, 1.0], [1.0, 1.0]]),
+                props=[{"y": top, "t": top}, {"y": bottom, "t": bottom}, {"y": 0, "t": 0}])
+    for where, expected in (({"y": {">": top}}, []), ({"y": {">=": top}}, ["max"]),
+                            ({"y": {"<": bottom}}, []), ({"y": {"<=": bottom}}, ["min"]),
+                            ({"y": {">": top - 1}}, ["max"]), ({"y": {"<": bottom + 1}}, ["min"]),
+                            ({"t": {">": top}}, []), ({"y": {">": top, "in": [top, 0]}}, []),
+                            ({"y": {">": -1, "<": 1}}, ["zero"])):
+        assert g.keys(where=where) == expected, where
+        assert sorted(g.search(np.array([1.0, 1.0]), k=3, where=where, exact=True).keys) == expected, where

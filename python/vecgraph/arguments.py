@@ -489,12 +489,11 @@ def _where(where: Any, filterable: dict) -> Optional[list]:
                 else:
                     real_max = min(real_max, math.nextafter(bound, -math.inf) if op == "<" else bound)
             else:  # int64 / timestamp: inclusive integer bounds
+                # Not clamped to int64: "> 2**63 - 1" leaves an empty range, made (1, 0) below.
                 if op in (">", ">="):
-                    low = math.floor(bound) + 1 if op == ">" else math.ceil(bound)
-                    int_min = max(int_min, min(low, _INT64_MAX))
+                    int_min = max(int_min, math.floor(bound) + 1 if op == ">" else math.ceil(bound))
                 else:
-                    high = math.ceil(bound) - 1 if op == "<" else math.floor(bound)
-                    int_max = min(int_max, max(high, _INT64_MIN))
+                    int_max = min(int_max, math.ceil(bound) - 1 if op == "<" else math.floor(bound))
         if values is not None and kind != "str":
             # Membership of numbers: the smallest range around them, then exact values in the core.
             if not values:
@@ -506,6 +505,8 @@ def _where(where: Any, filterable: dict) -> Optional[list]:
                     values = [v for v in values if float(v).is_integer()]
                 int_min = max(int_min, int(min(values))) if values else 1
                 int_max = min(int_max, int(max(values))) if values else 0
+        if int_min > int_max:  # admits nothing (also a bound past either end of int64)
+            int_min, int_max = 1, 0
         conditions.append((name, values, int_min, int_max, real_min, real_max))
     return conditions
 
