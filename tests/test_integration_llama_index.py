@@ -756,13 +756,15 @@ def test_the_readme_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code = _readme_example()
     assert "VecgraphVectorStore" in code and "VecgraphRetriever" in code
-    exec(compile(code, "README.md", "exec"), {})  # noqa: S102  (the README example, as a user runs it)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102  (the README example, as a user runs it)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("The A7-Pro widget costs 99 dollars.") and len(lines) == 2  # filtered: 1 hit
     assert lines[1].startswith("[('The A7-Pro widget costs 99 dollars.'")
-    store = VecgraphVectorStore(tmp_path / "docs.vg")
-    assert [n.get_content() for n in store.get_nodes()] == ["The A7-Pro widget costs 99 dollars."]  # one deleted
-    store.close()
+    graph = namespace["store"].graph  # closed by the example; what it held when it ended:
+    assert [row["text"] for row in graph.nodes(columns=["text"]).to_pylist()] == \
+        ["The A7-Pro widget costs 99 dollars."]  # one document deleted
+    assert list(tmp_path.iterdir()) == []  # nothing written to disk
 
 
 def test_vecgraph_embedding_is_the_vecgraph_embedder():

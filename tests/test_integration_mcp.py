@@ -570,7 +570,11 @@ def test_a_memory_store_exposes_remember_recall_card_forget(store):
             "remember", {"user": "zhang", "text": "x", "supersedes": pin}))
         res = await s.call_tool("remember", {"user": "zhang", "text": "x", "at": "soon"})
         assert "ISO 8601" in _error(res)
-        receipt = (await s.call_tool("forget", {"user": "omar"})).structured_content
+        for confirm in (False, "true", 1):  # nothing but the boolean true erases
+            refused = await s.call_tool("forget", {"user": "omar", "confirm": confirm})
+            assert refused.is_error
+        assert (await s.call_tool("recall", {"user": "omar", "query": "locker code"})).structured_content["memories"]
+        receipt = (await s.call_tool("forget", {"user": "omar", "confirm": True})).structured_content
         assert receipt["verified"] is True and receipt["memories"] == 1 and receipt["found"] == []
         res = await s.call_tool("recall", {"user": "omar", "query": "locker code"})
         assert res.structured_content["memories"] == []

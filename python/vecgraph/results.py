@@ -99,8 +99,12 @@ class SearchResult:
                           "tenant": pa.string(), "text": pa.string()})
 
     def to_pandas(self) -> Any:
-        """:meth:`to_arrow` as a ``pandas.DataFrame`` (needs pandas), one row per hit."""
-        return self.to_arrow().to_pandas()
+        """:meth:`to_arrow` as a ``pandas.DataFrame``, one row per hit.
+
+        Raises:
+            ImportError: pandas is not installed (``pip install pandas``).
+        """
+        return _to_pandas(self.to_arrow())
 
     def to_context(self, max_tokens: int = 1500, *, count_tokens: Optional[Callable[[str], int]] = None) -> str:
         """The hits as prompt-ready text within ``max_tokens``, best first: one line per hit,
@@ -321,8 +325,12 @@ class HybridResult:
         return _to_arrow(self.to_dicts(), ["key", "score", *ranks, "hop", "path", "label", "tenant", "text"], types)
 
     def to_pandas(self) -> Any:
-        """:meth:`to_arrow` as a ``pandas.DataFrame`` (needs pandas), one row per hit."""
-        return self.to_arrow().to_pandas()
+        """:meth:`to_arrow` as a ``pandas.DataFrame``, one row per hit.
+
+        Raises:
+            ImportError: pandas is not installed (``pip install pandas``).
+        """
+        return _to_pandas(self.to_arrow())
 
     def _edges_between_hits(self) -> list:
         """Edges from one hit to another that were not scored (not traversed), after the scored ones."""
@@ -431,6 +439,15 @@ def _key_array(keys: list) -> Any:
     if all(isinstance(k, int) for k in keys):
         return pa.array(keys, pa.int64())
     return pa.array([str(k) for k in keys], pa.string())  # int and str keys in one result
+
+
+def _to_pandas(table: Any) -> Any:
+    """``table.to_pandas()``, with an ImportError that says how to get pandas when it is missing."""
+    try:
+        import pandas  # noqa: F401
+    except ImportError as e:
+        raise ImportError(f"to_pandas needs pandas: pip install pandas ({e})") from e
+    return table.to_pandas()
 
 
 def _to_arrow(rows: list, columns: list, types: dict) -> Any:

@@ -65,7 +65,7 @@ try:
     from mcp.server.mcpserver.tools import Tool
     from mcp.server.stdio import stdio_server
     from mcp.types import ToolAnnotations
-    from pydantic import Field
+    from pydantic import Field, StrictBool
 except ImportError as _exc:  # pragma: no cover - exercised only without the SDK
     raise ImportError(f"vecgraph.integrations.mcp needs the MCP Python SDK (mcp >= 2): "
                       f'pip install "vecgraph[mcp]" ({_exc})') from _exc
@@ -123,6 +123,7 @@ UntilArg = Annotated[Str | None, Field(description="only memories up to this tim
 KindsArg = Annotated[list[Str] | None, Field(description="only these kinds (null: all)")]
 SupersededArg = Annotated[bool, Field(description="also versions that a newer memory replaced")]
 RefreshArg = Annotated[bool, Field(description="build it again from the current memories")]
+ConfirmArg = Annotated[StrictBool, Field(description="true, to erase: the erasure cannot be undone")]
 
 # Results are plain JSON objects (``dict[str, Any]``; each tool's description names their fields).
 # A detailed output schema would make the SDK's client check every result against it with
@@ -414,12 +415,15 @@ class VecgraphTools:
         with _tool_errors():
             return _plain(self.memory.card(user, refresh=refresh))
 
-    def forget(self, user: UserArg) -> dict[str, Any]:
+    def forget(self, user: UserArg, confirm: ConfirmArg) -> dict[str, Any]:
         """Erase everything of a user (memories, entities, card), rewrite the folder's history so
         that no file keeps it, and verify that by scanning every file; returns the receipt
         (counts, files removed and written, `verified`, and any place a trace was found). Cannot be
-        undone."""
+        undone: runs only with `confirm` true (the boolean)."""
         with _tool_errors():
+            if confirm is not True:
+                raise InvalidArgumentError(f"forget erases every memory of user {user!r} for good: call it "
+                                           "with confirm true to do so")
             return _plain(self.memory.forget(user).to_dict())
 
 
