@@ -73,6 +73,7 @@ __all__ = [
     "InvalidArgumentError",
     "DimensionMismatchError",
     "DuplicateKeyError",
+    "EmbedderUnavailableError",
     "NotFoundError",
     "CorruptionError",
     "StorageError",

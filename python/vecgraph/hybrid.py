@@ -40,10 +40,10 @@ from .entities import entity_scores, firing_names, name_specificity
 # vecgraph.hybrid's names from before entities.py held them.
 from .entities import (ALIAS_SEPARATOR, ENTITY_AMBIGUITY_POWER, ENTITY_MAX_DF_SHARE, MAX_NAME_TOKENS,  # noqa: F401
                        EntityIndex, Mention, name_terms, normalize_name)
-from .errors import DimensionMismatchError, EmbedderUnavailableError, InvalidArgumentError, NotFoundError, _got
+from .errors import DimensionMismatchError, EmbedderUnavailableError, InvalidArgumentError, _got
 from .pools import LazyPool
 from .fusion import convex_unchecked, fuse, minmax, rrf_with_ranks
-from .results import Edge, HybridHit, HybridResult, Key, ScoredEdge, SearchResult, estimate_tokens
+from .results import Edge, HybridHit, HybridResult, Key, ScoredEdge, SearchResult, _node_columns, estimate_tokens
 
 if TYPE_CHECKING:  # the class these functions are methods of (graph.py imports this module)
     from .graph import Graph
@@ -573,11 +573,8 @@ def hybrid_search(
     exclude = _exclude_keys(exclude_keys)
     unavailable = None
     if vector is None and text is not None and any(c in ("dense", "graph") for c in chosen):
-        if embedder is None and self.embedder is not None:
-            try:
-                embedder = self.query_embedder()
-            except (InvalidArgumentError, EmbedderUnavailableError, DimensionMismatchError) as e:
-                unavailable = str(e)
+        if embedder is None:
+            embedder, unavailable = _recorded_embedder(self)
         if embedder is not None:
             vector = self.embed_query(text, embedder)
     if vector is None and text is None:
@@ -612,23 +609,29 @@ def hybrid_search(
     return result if reranker is None else _reranked(self, result, text, reranker, k)
 
 
+def _recorded_embedder(graph: Any) -> tuple:
+    """``(the graph's query embedder, None)``; ``(None, why)`` when it records one that cannot be
+    loaded here; ``(None, None)`` when it records none."""
+    if graph.embedder is None:
+        return None, None
+    try:
+        return graph.query_embedder(), None
+    except (InvalidArgumentError, EmbedderUnavailableError, DimensionMismatchError) as e:
+        return None, str(e)
+
+
 def _reranked(graph: Any, result: HybridResult, text: Any, reranker: Callable, k: int) -> HybridResult:
     """``result``'s hits reordered by ``reranker``'s scores of their texts (ties: fused order),
     the best ``k`` kept, each scored by the reranker and with its fused rank as ranks["fused"]."""
-    from .rerankers import check_scores
+    from .rerankers import rerank
 
     if not result.hits:
         return result
-    texts = []
-    for hit in result.hits:
-        try:
-            texts.append(graph.get_node(hit.key, vector=False)["text"])
-        except NotFoundError:  # deleted since the channels ran
-            texts.append("")
-    scores = check_scores(reranker, texts, reranker(text, list(texts)))  # a copy: the reranker may change its own
-    order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))[:k]
-    hits = [HybridHit(result.hits[i].key, float(scores[i]), dict(result.hits[i].ranks, fused=i + 1),
-                      result.hits[i].path) for i in order]
+    # Texts as the graph holds them now ("" for a node deleted since the channels ran).
+    texts = [node[2] or "" for node in _node_columns(graph._engine, result.keys)]
+    order, scores = rerank(text, range(len(texts)), texts, reranker, len(texts))
+    hits = [HybridHit(result.hits[i].key, float(score), dict(result.hits[i].ranks, fused=i + 1),
+                      result.hits[i].path) for i, score in zip(order[:k], scores)]
     on_paths = {(e.src, e.rel, e.dst) for hit in hits for e in hit.path}
     edges = [e for e in result.edges if (e.src, e.rel, e.dst) in on_paths]
     return HybridResult(hits, edges, result.channels, result.lists, graph, scores=result.channel_scores)
@@ -675,12 +678,9 @@ def hybrid_search_batch(
         if isinstance(texts, str) or not isinstance(texts, Sequence):
             raise TypeError(f"texts must be a list of str (one per query), got {type(texts).__name__}")
         texts = list(texts)
-    wants_vector = any(c in ("dense", "graph") for c in options.get("channels", CHANNELS))
-    if vectors is None and texts is not None and embedder is None and self.embedder is not None and wants_vector:
-        try:
-            embedder = self.query_embedder()
-        except (InvalidArgumentError, EmbedderUnavailableError, DimensionMismatchError):
-            pass  # each query runs bm25 and entity alone, and hybrid_search warns why
+    wants_vector = any(c in ("dense", "graph") for c in check_channels(options.get("channels", CHANNELS), None)[0])
+    if vectors is None and texts is not None and embedder is None and wants_vector:
+        embedder, _ = _recorded_embedder(self)  # None: each query runs bm25 and entity alone, and says why
     if vectors is None and texts is not None and embedder is not None and wants_vector:
         for i, text in enumerate(texts):
             if not isinstance(text, str) or not text:

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from .entities import ALIAS_SEPARATOR
 from .errors import InvalidArgumentError, NotFoundError
+from .results import _key_array
 
 if TYPE_CHECKING:  # the class this function is a method of (graph.py imports this module)
     from .graph import Graph
@@ -41,12 +42,6 @@ def _columns(columns: Any) -> tuple:
     if not names:
         raise InvalidArgumentError(f"columns is empty; choose from {', '.join(NODE_COLUMNS)} or property names")
     return names
-
-
-def _key_array(keys: list) -> pa.Array:
-    if all(isinstance(k, int) for k in keys) and keys:
-        return pa.array(keys, pa.int64())
-    return pa.array([k if isinstance(k, str) else str(k) for k in keys], pa.string())
 
 
 def nodes(
@@ -108,12 +103,10 @@ def nodes(
 def _table(graph: Any, engine: Any, keys: list, names: tuple) -> pa.Table:
     need_columns = any(n in ("label", "tenant", "ts", "text") for n in names)
     texts, tenants, labels, ts = engine.text_columns(keys) if need_columns and keys else ([], [], [], [])
-    props: Optional[list] = None
-    aliases: Optional[list] = None
-    if any(n not in ("key", "label", "tenant", "ts", "text", "vector") for n in names):
-        records = [engine.get_node(key, False) for key in keys]
-        props = [r["props"] or None for r in records]
-        aliases = [r["aliases"].split(ALIAS_SEPARATOR) if r["aliases"] else [] for r in records]
+    records = [engine.get_node(key, False) for key in keys] if any(
+        n not in ("key", "label", "tenant", "ts", "text", "vector") for n in names) else []
+    props = [r["props"] or None for r in records]
+    parsed: Optional[list] = None  # the props as dicts, parsed once for every property column
     arrays = []
     for name in names:
         if name == "key":
@@ -125,13 +118,15 @@ def _table(graph: Any, engine: Any, keys: list, names: tuple) -> pa.Table:
         elif name == "props":
             arrays.append(pa.array(props, pa.string()))
         elif name == "aliases":
+            aliases = [r["aliases"].split(ALIAS_SEPARATOR) if r["aliases"] else [] for r in records]
             arrays.append(pa.array(aliases, pa.list_(pa.string())))
         elif name == "vector":
             codes, scales = graph.quantized(keys) if keys else (np.zeros((0, graph.dim), np.int8), np.zeros(0))
             matrix = (codes.astype(np.float32) * np.asarray(scales, np.float32)[:, None]).reshape(-1)
             arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(matrix, pa.float32()), graph.dim))
         else:
-            parsed = [json.loads(p) if p else None for p in (props or [])]
+            if parsed is None:
+                parsed = [json.loads(p) if p else None for p in props]
             if keys and not any(isinstance(p, dict) and name in p for p in parsed):
                 raise InvalidArgumentError(
                     f"column {name!r} is neither a node field ({', '.join(NODE_COLUMNS)}) nor a property of any of "

@@ -47,7 +47,7 @@ except ImportError as _error:  # pragma: no cover - the message is the point
 
 from .. import embedders
 from ..arguments import _json_default as _props_value
-from ..arguments import _values_list, _where
+from ..arguments import _INT64_MAX, _INT64_MIN, _values_list, _where
 from ..errors import (
     DimensionMismatchError,
     DuplicateKeyError,
@@ -190,7 +190,7 @@ def _adapter(embedding: Any, name: str | None) -> LangChainEmbedder:
 # --------------------------------------------------------------------------- filters
 
 _OPERATORS: dict = {"==": operator.eq, ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
-_INT64 = (-(2**63), 2**63 - 1)
+_INT64 = (_INT64_MIN, _INT64_MAX)
 
 
 def _equal(a: Any, b: Any) -> bool:

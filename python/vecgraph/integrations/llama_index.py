@@ -74,8 +74,8 @@ except ImportError as _error:  # pragma: no cover - exercised only without the e
 
 
 from .. import embedders
-from ..arguments import _filterable, _node_columns
-from ..errors import DimensionMismatchError, InvalidArgumentError, _got
+from ..arguments import _INT64_MAX, _INT64_MIN, _filterable, _node_columns
+from ..errors import DimensionMismatchError, EmbedderUnavailableError, InvalidArgumentError, _got
 from ..graph import Graph, quantize
 from ..hybrid import CHANNELS
 
@@ -106,7 +106,7 @@ _MAX_FETCH = 100_000  # hybrid_search's largest k: the deepest a post-filtered q
 _OVERFETCH = 4  # each round of a post-filtered query asks for 4x the previous round
 _PUSHED = {FilterOperator.EQ: "==", FilterOperator.IN: "in", FilterOperator.GT: ">", FilterOperator.GTE: ">=",
            FilterOperator.LT: "<", FilterOperator.LTE: "<="}
-_INT64 = (-(2**63), 2**63 - 1)
+_INT64 = (_INT64_MIN, _INT64_MAX)
 _HIDDEN_PROPS = ("_node_content", "_node_type")  # props that are the node itself, not its metadata
 _ALL, _NONE = object(), object()  # a filter every node with the key passes / no node passes
 
@@ -343,7 +343,20 @@ def _accept(nodes: _Nodes, residual: Callable | None, node_ids: set | None,
 def _hybrid_fetch(graph: Graph, text: str | None, vector: list | None, *, where: dict | None,
                   tenants: list | None, search_kwargs: dict, raw_channel: str | None = None) -> Callable:
     """``fetch(n, exhaustive)`` over :meth:`Graph.hybrid_search`: ranked ``(key, score)``, the fused
-    score, or the raw score of ``raw_channel`` (for a one-channel search)."""
+    score, or the raw score of ``raw_channel`` (for a one-channel search). Text is embedded here
+    once (with ``search_kwargs``' embedder, else the graph's), not again in each round."""
+    search_kwargs = dict(search_kwargs)
+    embedder = search_kwargs.pop("embedder", None)
+    if vector is None and text is not None and any(c in ("dense", "graph")
+                                                   for c in search_kwargs.get("channels", CHANNELS)):
+        if embedder is None and graph.embedder is not None:
+            try:
+                embedder = graph.query_embedder()
+            except (InvalidArgumentError, EmbedderUnavailableError, DimensionMismatchError):
+                embedder = None  # hybrid_search runs bm25 and entity alone and says why
+        if embedder is not None:
+            vector = graph.embed_query(text, embedder)
+
     def fetch(n: int, exhaustive: bool) -> list:
         kwargs = dict(search_kwargs)
         if exhaustive:

@@ -54,6 +54,7 @@ from typing import Annotated, Any, Literal, get_args
 import numpy as np
 
 from .. import __version__, embedders, storage
+from ..arguments import _INT64_MAX, _INT64_MIN
 from ..errors import DimensionMismatchError, Error, InvalidArgumentError, NotFoundError
 from ..formatting import _walk
 from ..memory.store import FILTERABLE as MEMORY_FILTERABLE
@@ -77,7 +78,6 @@ MAX_K = 1000
 #: The most characters of one str argument (a query, a memory, a key, a name).
 MAX_TEXT_CHARS = 100_000
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _CANONICAL_INT = re.compile(r"-?[1-9][0-9]*|0")  # ASCII decimal, no sign on 0, no leading zeros
 
 # ------------------------------------------------------------------ argument types (the schemas)

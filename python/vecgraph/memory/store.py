@@ -42,9 +42,10 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
+from .. import storage
 from ..entities import normalize_name
 from ..errors import DimensionMismatchError, InvalidArgumentError, NotFoundError, _got
-from ..rerankers import check_reranker, check_scores
+from ..rerankers import check_reranker, rerank
 from .card import default_summarizer, default_token_counter
 from .entities import default_extractor
 from .erasure import ErasureReceipt, scan_folder
@@ -190,7 +191,7 @@ class Memory:
             raise TypeError(f"read_only must be a bool, got {_got(read_only)}")
         recorded_embedder = False  # "auto" on a folder that holds a store: its embedder, after the open
         if isinstance(embedder, str) and embedder == "auto":
-            recorded_embedder = path is not None and os.path.exists(os.path.join(os.fspath(path), "MANIFEST"))
+            recorded_embedder = path is not None and os.path.exists(os.path.join(os.fspath(path), storage.MANIFEST))
             embedder = None if recorded_embedder else "wordllama"
         if embedder is None:
             if path is None:
@@ -221,7 +222,7 @@ class Memory:
             graph = Graph(dim, "cos", filterable=FILTERABLE)
         else:
             try:
-                if embedder is None and not os.path.exists(os.path.join(os.fspath(path), "MANIFEST")):
+                if embedder is None and not os.path.exists(os.path.join(os.fspath(path), storage.MANIFEST)):
                     raise InvalidArgumentError(f"{path} holds no memory store; creating one needs an embedder")
                 graph = Graph.open(path, dim, None if dim is None else "cos", filterable=FILTERABLE,
                                    sync="off" if sync == "always" else sync, read_only=read_only)
@@ -650,11 +651,10 @@ class Memory:
                             break
             if len(hits) == depth or len(result.hits) < want or want >= 4000:
                 if reranker is not None and hits:
-                    scores = check_scores(reranker, [h.text for h in hits], reranker(query, [h.text for h in hits]))
-                    order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))[:k]
-                    for i in order:
-                        hits[i].score, hits[i].ranks = float(scores[i]), dict(hits[i].ranks, fused=i + 1)
-                    hits = [hits[i] for i in order]
+                    order, scores = rerank(query, range(len(hits)), [h.text for h in hits], reranker, len(hits))
+                    for i, score in zip(order, scores):
+                        hits[i].score, hits[i].ranks = float(score), dict(hits[i].ranks, fused=i + 1)
+                    hits = [hits[i] for i in order[:k]]
                 return Recall(_newer_first(hits) if include_superseded else hits, self.count_tokens)
             want *= 4
 
