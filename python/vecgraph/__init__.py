@@ -24,6 +24,7 @@ from .errors import (
     InvalidArgumentError,
     NotFoundError,
     ReadOnlyError,
+    ShardUnavailableError,
     StorageError,
 )
 from .graph import FILTER_SCAN_MAX_NODES, FULL_SCAN_MAX_NODES, Graph, Hit, SearchResult, quantize
@@ -78,6 +79,7 @@ __all__ = [
     "CorruptionError",
     "StorageError",
     "ReadOnlyError",
+    "ShardUnavailableError",
 ]
 
 

@@ -60,6 +60,18 @@ class ReadOnlyError(Error):
     """A write to a graph that cannot take writes."""
 
 
+class ShardUnavailableError(Error):
+    """A shard of a :class:`vecgraph.distributed.ShardedGraph` did not answer: its process died
+    and was not back within the timeout, or it failed for good. ``shard`` is its index."""
+
+    def __init__(self, message: str, shard: int = -1) -> None:
+        super().__init__(message)
+        self.shard = shard
+
+    def __reduce__(self) -> tuple:
+        return (ShardUnavailableError, (str(self), self.shard))
+
+
 def _short(value: object, width: int = 40) -> str:
     """repr(value), cut to ``width`` characters: how error messages quote what came."""
     text = repr(value)

@@ -295,16 +295,16 @@ def seed_strengths(dense_keys: list, dense_normal: list, entity_keys: list, enti
     return strength
 
 
-def run(graph: Any, *, text: Optional[str], query: Optional[np.ndarray], k: int, runnable: tuple, weights: dict,
-        fusion: str, args: tuple, conditions: Any, depth: int, dense_ef: int, exclude: Optional[list],
-        entity_keys: Union[bool, list], graph_seeds: bool, graph_scoring: str, rrf_k: float,
-        parallel: bool) -> HybridResult:
-    """The channels and the fusion of :meth:`vecgraph.Graph.hybrid_search`, its arguments
-    checked (``args``: the tuple of ``Graph._search_args`` for ``depth`` results)."""
+def bm25_channel(graph: Any, text: str, depth: int, args: tuple, conditions: Any, excluded: Optional[set],
+                 statistics: Optional[tuple] = None) -> tuple:
+    """(keys, scores) of the BM25 channel of :func:`run`: the ``depth`` best node texts for
+    ``text`` that pass the filters of ``args`` (``Graph._search_args``), ``conditions`` (where)
+    and ``excluded`` (markers ``(type(key), key)``), scored with the graph's own statistics or
+    with ``statistics`` = ``(N, {term: n})`` (see :meth:`vecgraph.text.TextIndex.search`)."""
     engine = graph._engine
     ts_min, ts_max = args[9], args[10]
     int64_min, int64_max = -(2**63), 2**63 - 1
-    excluded = {(type(key), key) for key in exclude} if exclude else None
+    extra = {} if statistics is None else {"statistics": statistics}
 
     def fail_where(keys: list) -> list:
         # Only the where conditions and the exclusions: the BM25 search applies tenants, labels and
@@ -313,7 +313,7 @@ def run(graph: Any, *, text: Optional[str], query: Optional[np.ndarray], k: int,
         return [(flags is not None and not flags[i]) or (excluded is not None and (type(key), key) in excluded)
                 for i, key in enumerate(keys)]
 
-    def bm25() -> tuple:
+    def channel() -> tuple:
         only = None
         if conditions:
             # A where that admits few nodes is applied inside the BM25 search as the list of
@@ -333,13 +333,28 @@ def run(graph: Any, *, text: Optional[str], query: Optional[np.ndarray], k: int,
         if only is not None:  # the listed keys pass the tenants, labels and time window too
             if excluded:
                 only = [key for key in only if (type(key), key) not in excluded]
-            found = graph._bm25(text, depth, keys=only)
+            found = graph._bm25(text, depth, keys=only, **extra)
         else:
             found = graph._bm25(text, depth, tenants=args[8], labels=args[7],
                                 ts_min=None if ts_min == int64_min else ts_min,
                                 ts_max=None if ts_max == int64_max else ts_max,
-                                exclude_many=fail_where if conditions or excluded else None)
+                                exclude_many=fail_where if conditions or excluded else None, **extra)
         return [key for key, _ in found], [float(score) for _, score in found]
+
+    return channel()
+
+
+def run(graph: Any, *, text: Optional[str], query: Optional[np.ndarray], k: int, runnable: tuple, weights: dict,
+        fusion: str, args: tuple, conditions: Any, depth: int, dense_ef: int, exclude: Optional[list],
+        entity_keys: Union[bool, list], graph_seeds: bool, graph_scoring: str, rrf_k: float,
+        parallel: bool) -> HybridResult:
+    """The channels and the fusion of :meth:`vecgraph.Graph.hybrid_search`, its arguments
+    checked (``args``: the tuple of ``Graph._search_args`` for ``depth`` results)."""
+    engine = graph._engine
+    excluded = {(type(key), key) for key in exclude} if exclude else None
+
+    def bm25() -> tuple:
+        return bm25_channel(graph, text, depth, args, conditions, excluded)
 
     future = None
     if "bm25" in runnable and parallel and len(runnable) > 1:

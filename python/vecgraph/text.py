@@ -55,7 +55,7 @@ from .text_checks import (
     _term,
 )
 from . import text_files
-from .text_delta import _delta_doc, _marker, delta_rows
+from .text_delta import _delta_doc, _marker, delta_rows, idf_boosts
 from .text_files import _IO_ERROR, _call, _is_panic, _write
 from .text_pages import _key_order, _many_flags, _top_admitted
 from .tokenizer import STOPWORDS, TOKENIZER_VERSION, normalize, tokenize  # noqa: F401 (normalize: vecgraph.text's name too)
@@ -612,6 +612,7 @@ class TextIndex:
         exclude: Optional[Callable[[Key], bool]] = None,
         exclude_many: Optional[Callable[[list], Sequence[bool]]] = None,
         keys: Optional[Iterable[Key]] = None,
+        statistics: Optional[tuple] = None,
     ) -> list[tuple[Key, float]]:
         """The ``k`` documents that best match ``text`` by BM25, best first.
 
@@ -642,6 +643,9 @@ class TextIndex:
                 index cannot check that admits few documents, whose keys the caller can list
                 (``exclude_many`` would read every better-ranked candidate it rejects). Each
                 key costs about 5 µs (measured: 1,000 keys 5 ms, 10,000 keys 29 ms).
+            statistics: ``(N, {term: n})``: score idf with these corpus figures instead of the
+                index's own (a shard scoring as the whole sharded graph would: N and n summed
+                over the shards' :meth:`document_frequencies`; see :func:`idf_boosts`).
 
         Returns:
             ``[(key, score), ...]``, at most ``k``, never padded. Ties (equal scores) break by
@@ -691,8 +695,10 @@ class TextIndex:
         written = {marker: doc for marker, doc in delta.items() if marker[0] == kind}
         Query, Occur = self._tantivy.Query, self._tantivy.Occur
         schema = self._schema
-        query = Query.boolean_query([(Occur.Should, Query.term_query(schema, kind, term, index_option="freq"))
-                                     for term in terms])
+        boosts = idf_boosts(self, searcher, kind, terms, statistics) if statistics is not None else {}
+        query = Query.boolean_query([(Occur.Should, Query.boost_query(Query.term_query(
+            schema, kind, term, index_option="freq"), boosts[term]) if term in boosts else Query.term_query(
+            schema, kind, term, index_option="freq")) for term in terms])
         filters = []
         for field, values in (("tenant", tenant_list), ("label", label_list)):
             if values is not None:
@@ -751,7 +757,7 @@ class TextIndex:
         if key_terms is not None:
             admitted = {marker[1:] for marker in (_marker(kind, doc_key) for doc_key in doc_keys)}
         rows += delta_rows(self, searcher, added[:count], written, terms, kind, k, tenant_list, label_list, ts_min,
-                           ts_max, admitted, exclude, exclude_many)
+                           ts_max, admitted, exclude, exclude_many, statistics)
         rows.sort(key=lambda row: (-row[1], _key_order(row[0])))
         return rows[:k]
 

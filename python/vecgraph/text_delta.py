@@ -32,7 +32,7 @@ _K1, _B = 1.2, 0.75  # tantivy's BM25 parameters
 def delta_rows(index: Any, searcher: Any, added: list, written: dict, terms: list, kind: str, k: int,
                 tenants: Optional[list], labels: Optional[list], ts_min: Optional[int], ts_max: Optional[int],
                 admitted: Any, exclude: Optional[Callable[[Key], bool]],
-                exclude_many: Optional[Callable[[list], Sequence[bool]]]) -> list:
+                exclude_many: Optional[Callable[[list], Sequence[bool]]], statistics: Optional[tuple] = None) -> list:
     """The best ``k`` (key, score) rows of the delta's documents of ``kind`` that match
     ``terms`` and pass the filters, scored by BM25 as tantivy scores them once published:
     N and the document frequencies of the published index plus the delta's documents, the
@@ -64,8 +64,13 @@ def delta_rows(index: Any, searcher: Any, added: list, written: dict, terms: lis
     else:
         average = f32(round(float(average) * documents) + new_tokens) / f32(total)
     weight = {}
+    if statistics is not None:  # the corpus figures the caller gives (see idf_boosts)
+        total = int(statistics[0])
     for term in terms:
-        df = int(searcher.doc_freq(kind, term)) + sum(term in doc.terms for doc in of_kind)
+        if statistics is not None:
+            df = int(statistics[1].get(term, 0))
+        else:
+            df = int(searcher.doc_freq(kind, term)) + sum(term in doc.terms for doc in of_kind)
         idf = f32(math.log(float(f32(1.0) + (f32(total - df) + f32(0.5)) / (f32(df) + f32(0.5)))))
         weight[term] = idf * f32(1.0 + _K1)
     rows = []
@@ -90,6 +95,43 @@ def delta_rows(index: Any, searcher: Any, added: list, written: dict, terms: lis
                     break
         rows = kept
     return rows[:k]
+
+def idf_boosts(index: Any, searcher: Any, kind: str, terms: list, statistics: Any) -> dict:
+    """{term: boost} that turns the published index's idf of each term into the idf of the
+    corpus figures ``statistics`` = ``(N, {term: n})``: idf(N, n) / idf(N_index, n_index), with
+    idf = ln(1 + (N - n + 0.5) / (n + 0.5)) as tantivy computes it. tantivy multiplies a boosted
+    term's score by its boost, so a document scores ``sum idf_corpus * (1 + k1) * tf / (tf +
+    norm)``: the BM25 of the whole corpus, with the index's own length normalisation (the
+    distributed frequency statistics of Elasticsearch's dfs_query_then_fetch). Terms no
+    published document holds take no boost (they score nothing there).
+
+    Raises:
+        TypeError / InvalidArgumentError: ``statistics`` not an (int >= 0, {str: int >= 0}) pair.
+    """
+    from .errors import InvalidArgumentError
+
+    if not (isinstance(statistics, tuple) and len(statistics) == 2 and isinstance(statistics[1], dict)):
+        raise TypeError(f"statistics must be a (N, {{term: n}}) tuple, got {type(statistics).__name__}")
+    total, frequencies = statistics
+    if not isinstance(total, int) or isinstance(total, bool) or total < 0:
+        raise InvalidArgumentError(f"statistics' N must be an int >= 0, got {total!r}")
+    for term, n in frequencies.items():
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n:
+            raise InvalidArgumentError(f"statistics' n of {term!r} must be an int >= 0, got {n!r}")
+    documents, _ = bm25_stats(index, searcher, kind, terms)
+    f32 = np.float32
+
+    def idf(count: int, df: int) -> Any:
+        df = min(df, count)
+        return f32(math.log(float(f32(1.0) + (f32(count - df) + f32(0.5)) / (f32(df) + f32(0.5)))))
+
+    boosts = {}
+    for term in terms:
+        here = int(searcher.doc_freq(kind, term))
+        if here:
+            boosts[term] = float(idf(total, int(frequencies.get(term, 0))) / idf(documents, here))
+    return boosts
+
 
 def bm25_stats(index: Any, searcher: Any, kind: str, terms: list) -> tuple:
     """(N, average length of ``kind``'s field) as tantivy's BM25 reads them from the
