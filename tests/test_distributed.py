@@ -231,8 +231,12 @@ def test_rejected_batch_leaves_no_trace_on_any_shard(tmp_path):
         with pytest.raises(TypeError, match=r"tenants\[1\] must be a str"):
             sg.add_nodes(["p", "q"], np.ones((2, 4), np.float32), tenants=["b", None])
         assert [(s["nodes"], s["last_lsn"]) for s in sg.stats()["shards"]] == before
-        with pytest.raises(TypeError, match="embed the text first"):
+        with pytest.raises(vg.InvalidArgumentError, match="records none"):
             sg.search("text")
+        with pytest.raises(vg.InvalidArgumentError, match="k must be"):
+            sg.search(np.ones(4), k=0)
+        with pytest.raises(vg.DimensionMismatchError):
+            sg.search(np.ones(5))
         with pytest.raises(vg.InvalidArgumentError, match="routes by \"tenant\""):
             sg.search(np.ones(4), domains=["x"])
 
@@ -376,3 +380,49 @@ def test_dead_shard_fails_by_name_or_returns_partial(tmp_path):
         assert hybrid.partial is True and hybrid.missing_shards == [1]
         with pytest.raises(ShardUnavailableError, match="shard 1"):
             sg.add_nodes([1000 + k for k in range(8)], np.ones((8, 8), np.float32))
+
+
+def test_text_queries_with_the_recorded_embedder(tmp_path):
+    from memory_helpers import FakeEmbedder
+
+    from vecgraph import embedders
+
+    emb = FakeEmbedder()
+    texts = [f"{w} notes about {v}" for w in ("billing", "search", "storage") for v in ("outages", "costs", "plans")]
+    vectors = emb(texts)
+    prefix = tmp_path / "sg"
+    with ShardedGraph.create(prefix, shards=2, dim=emb.dim, shard_by="key") as sg:
+        assert sg.embedder is None
+        sg.add_nodes(list(range(len(texts))), vectors, texts=texts)
+        with pytest.raises(vg.InvalidArgumentError, match="records none"):
+            sg.search("billing costs")
+        sg.use_embedder(emb)
+        assert sg.embedder == {"name": emb.name, "dim": emb.dim}
+        got = sg.search("billing costs", k=3, hops=0, exact=True)
+        _same(got, sg.search(emb(["billing costs"])[0], k=3, hops=0, exact=True))
+        assert got.keys[0] == 1
+        with pytest.raises(vg.DimensionMismatchError, match="64"):
+            sg.use_embedder(type("Short", (), {"name": "short", "dim": 8, "__call__": lambda self, t: None})())
+        single = vg.Graph(emb.dim, "cos")
+        single.add_nodes(list(range(len(texts))), vectors, texts=texts)
+        single.use_embedder(emb)
+        fused = sg.hybrid_search("storage plans", k=4, exact=True)
+        want = single.hybrid_search("storage plans", k=4)
+        assert fused.channels == want.channels == ("dense", "bm25", "graph", "entity")
+        # The toy embedder ties many scores: one graph orders ties by insertion, shards by shard first.
+        for channel in want.lists:
+            assert dict(zip(fused.lists[channel], np.round(fused.channel_scores[channel], 5))) == dict(
+                zip(want.lists[channel], np.round(want.channel_scores[channel], 5)))
+        assert fused.keys[0] == want.keys[0] == 8
+    # Reopened: the shards record the embedder by name; loading it by name needs it registered.
+    before = dict(embedders._REGISTERED)
+    try:
+        embedders.register(emb.name, FakeEmbedder)
+        with ShardedGraph.open(prefix) as sg:
+            assert sg.embedder == {"name": emb.name, "dim": emb.dim}
+            assert sg.search("search outages", k=1, hops=0, exact=True).keys == [3]
+    finally:
+        embedders._REGISTERED.clear()
+        embedders._REGISTERED.update(before)
+    with ShardedGraph.open(prefix) as sg, pytest.warns(RuntimeWarning, match="did not load"):
+        assert sg.hybrid_search("search outages", k=2).channels == ("bm25", "entity")

@@ -26,6 +26,7 @@ statistics given, as its published texts do.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
@@ -99,8 +100,9 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
 
     Arguments as :meth:`vecgraph.Graph.hybrid_search`, plus ``exact`` (the dense channel scans
     instead of searching HNSW), ``domains``, ``allow_partial`` and ``timeout_s`` (as
-    :meth:`search`). Text without a vector runs bm25 and entity only, unless ``embedder`` is
-    given (it embeds the text here, once). No reranker: rerank the result's texts
+    :meth:`search`). Text without a vector is embedded here, once, with ``embedder`` or the
+    recorded one (:meth:`~vecgraph.distributed.ShardedGraph.query_embedder`); with neither,
+    bm25 and entity run alone. No reranker: rerank the result's texts
     (``result.to_dicts()``) with :func:`vecgraph.rerankers.rerank`.
 
     Returns:
@@ -110,7 +112,7 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
         InvalidArgumentError: as :meth:`vecgraph.Graph.hybrid_search`.
         ShardUnavailableError: a shard did not answer in time (without ``allow_partial``).
     """
-    from ..arguments import _count
+    from ..arguments import _count, _search_args
     from ..errors import InvalidArgumentError
 
     fusion = check_fusion(fusion)
@@ -121,12 +123,25 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
         raise TypeError(f"text must be str or None, got {type(text).__name__}")
     text = text or None
     k = _count(k, "k")
+    if not 1 <= k <= 100_000:
+        raise InvalidArgumentError(f"k must be in [1, 100,000], got {k}")
     depth = min(max(3 * k, 30), 100_000) if depth is None else _count(depth, "depth")
+    if not 1 <= depth <= 100_000:
+        raise InvalidArgumentError(f"depth must be in [1, 100,000], got {depth}")
+    _search_args(depth, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants, None, None, 1.0,
+                 exact, ef, since, until)  # checked here, once, before any shard is called
     query = None
-    if vector is None and text is not None and embedder is not None:
-        from ..embedders import check_embedder
+    if vector is None and text is not None and any(c in ("dense", "graph") and channel_weights[c] > 0 for c in chosen):
+        if embedder is None and self.embedder is not None:
+            from ..errors import DimensionMismatchError, EmbedderUnavailableError
 
-        vector = np.asarray(check_embedder(embedder)([text]), np.float32)[0]
+            try:
+                embedder = self.query_embedder()
+            except (InvalidArgumentError, EmbedderUnavailableError, DimensionMismatchError) as exc:
+                warnings.warn(f"hybrid_search got text without a vector, and the graph's embedder did not load, so "
+                              f"the dense and graph channels did not run: {exc}", RuntimeWarning, stacklevel=2)
+        if embedder is not None:
+            vector = self._text_vector(text, embedder)
     if vector is not None:
         query = np.asarray(vector, np.float32)
         if query.shape != (self.dim,):

@@ -28,6 +28,16 @@ def _search_args(graph: Graph, p: dict, k: int, seeds: int) -> tuple:
                               p["exact"], p["ef"], p["since"], p["until"])
 
 
+class _RecordedEmbedder:
+    """An embedder's name and dim, for a shard to record (it never embeds: the coordinator does)."""
+
+    def __init__(self, name: str, dim: int) -> None:
+        self.name, self.dim = name, dim
+
+    def __call__(self, texts: Any) -> np.ndarray:
+        raise RuntimeError("a shard does not embed text: the ShardedGraph embeds queries before sending them")
+
+
 class Shard:
     """The graph folder ``path`` of shard ``index``, opened (created with ``options`` when missing)
     by :meth:`vecgraph.Graph.open`; the calls of the coordinator."""
@@ -43,7 +53,17 @@ class Shard:
     def ping(self) -> dict:
         """The shard's index, process id, live node count, dim and metric."""
         return {"shard": self.index, "pid": os.getpid(), "nodes": len(self.graph), "dim": self.graph.dim,
-                "metric": self.graph.metric}
+                "metric": self.graph.metric, "embedder": self.graph.embedder}
+
+    def record_embedder(self, name: str, dim: int, spec: Optional[str]) -> None:
+        """Record the embedder ``name`` (``dim``, loaded by ``spec``) as :meth:`vecgraph.Graph.use_embedder`
+        does; the coordinator embeds the queries."""
+        from .. import embedders
+
+        record = _RecordedEmbedder(name, dim)
+        if spec is not None:
+            embedders._SPECS[record] = spec
+        self.graph.use_embedder(record)
 
     def counters(self) -> dict:
         return dict(self.calls)

@@ -72,6 +72,36 @@ def _rows(value: Any, n: int, name: str) -> Optional[list]:
     return values
 
 
+def _plain_keys(keys: Any, name: str = "keys") -> list:
+    """``keys`` as a list of str and int (NumPy integers and str as Python's), else TypeError."""
+    if isinstance(keys, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of keys, got a {type(keys).__name__}")
+    out = [key.item() if isinstance(key, (np.integer, np.str_)) else key for key in keys]
+    for i, key in enumerate(out):
+        if isinstance(key, bool) or not isinstance(key, (str, int)):
+            raise TypeError(f"{name}[{i}] must be a str or an int, got {type(key).__name__}")
+    return out
+
+
+def _per_row(value: Any, n: int, name: str) -> Any:
+    """A column given as one value (kept as it is) or n values (a list, or an array kept as one)."""
+    if value is None or np.ndim(value) == 0:
+        return value
+    values = value if isinstance(value, np.ndarray) else list(value)
+    if len(values) != n:
+        raise ValueError(f"{name} has {len(values)} items for {n} rows")
+    return values
+
+
+def _part(value: Any, rows: list) -> Any:
+    """The ``rows`` of a column (one value for every row stays as it is)."""
+    if isinstance(value, list):
+        return [value[r] for r in rows]
+    if isinstance(value, np.ndarray) and value.ndim >= 1:
+        return value[rows]
+    return value
+
+
 class ShardedGraph:
     """A graph split over ``shards`` folders under one prefix, each owned by a Ray actor.
 
@@ -129,6 +159,8 @@ class ShardedGraph:
             raise
         self.dim: int = int(first["dim"])
         self.metric: str = first["metric"]
+        self._embedder: Optional[dict] = first["embedder"]
+        self._query_embedder: Any = None
 
     # ------------------------------------------------------------------ create / open / close
 
@@ -241,6 +273,45 @@ class ShardedGraph:
         return call_all(self._actors, shards, method, args, timeout_s=self._timeout_s if timeout_s is None else timeout_s,
                         read=read, allow_partial=allow_partial, restarts=self._restarts)
 
+    # ------------------------------------------------------------------ embedders
+
+    @property
+    def embedder(self) -> Optional[dict]:
+        """The embedder the shards record (``{"name", "dim"[, "spec"]}``), or None."""
+        return self._embedder
+
+    def use_embedder(self, embedder: Any) -> None:
+        """Record ``embedder`` on every shard (as :meth:`vecgraph.Graph.use_embedder`: later
+        calls accept only the same name and dim), and embed this handle's text queries with it.
+
+        Raises:
+            DimensionMismatchError, InvalidArgumentError, TypeError: as :meth:`vecgraph.Graph.use_embedder`.
+        """
+        from ..embedders import check_embedder, spec_of
+
+        embedder = check_embedder(embedder)
+        name, dim = embedder.name, int(embedder.dim)
+        if dim != self.dim:
+            raise DimensionMismatchError(f"embedder {name!r} makes {dim}-d vectors, the graph's dim is {self.dim}")
+        if self._embedder is not None and self._embedder["name"] != name:
+            raise InvalidArgumentError(f"the graph was built with embedder {self._embedder['name']!r}; refusing "
+                                       f"embedder {name!r}: its vectors are not comparable")
+        spec = spec_of(embedder)
+        self._call(self._all(), "record_embedder", {s: (name, dim, spec) for s in self._all()}, read=False)
+        self._embedder = {"name": name, "dim": dim, **({"spec": spec} if spec is not None and spec != name else {})}
+        self._query_embedder = embedder
+
+    def query_embedder(self) -> Any:
+        """The embedder text queries are embedded with (see :meth:`vecgraph.Graph.query_embedder`)."""
+        from ..embedders import query_embedder
+
+        return query_embedder(self)  # type: ignore[arg-type]
+
+    def _text_vector(self, text: str, embedder: Any) -> np.ndarray:
+        from ..embedders import embed_query
+
+        return embed_query(self, text, embedder if embedder is not None else self.query_embedder())  # type: ignore[arg-type]
+
     def _all(self) -> list:
         return list(range(len(self._actors)))
 
@@ -280,14 +351,11 @@ class ShardedGraph:
             ShardUnavailableError: a shard died during the write (see the class docstring).
             The errors of :meth:`vecgraph.Graph.add_nodes`, raised as the shard raised them.
         """
-        keys = list(keys)
+        keys = _plain_keys(keys)
         n = len(keys)
         matrix = np.asarray(vectors, dtype=np.float32)
         if matrix.ndim != 2 or matrix.shape != (n, self.dim):
             raise DimensionMismatchError(f"vectors must have shape ({n}, {self.dim}) for {n} keys, got {matrix.shape}")
-        for i, key in enumerate(keys):
-            if isinstance(key, bool) or not isinstance(key, (str, int)):
-                raise TypeError(f"keys[{i}] must be a str or an int, got {type(key).__name__}")
         seen: dict = {}
         for i, key in enumerate(keys):
             if (type(key), key) in seen:
@@ -299,11 +367,10 @@ class ShardedGraph:
             for i, value in enumerate(rows):
                 if not isinstance(value, str):
                     raise TypeError(f"{name}[{i}] must be a str, got {type(value).__name__}")
-        columns = {"labels": label_rows, "tenants": tenant_rows, "texts": _rows(texts, n, "texts"),
-                   "ts": ts if ts is None or np.ndim(ts) == 0 and not isinstance(ts, (list, tuple)) else list(ts),
-                   "props": None if props is None else list(props)}
         if isinstance(texts, str):
             raise TypeError("texts must be a list of n texts, got a str")
+        columns = {"labels": label_rows, "tenants": tenant_rows, "texts": _rows(texts, n, "texts"),
+                   "ts": _per_row(ts, n, "ts"), "props": None if props is None else list(props)}
         with self._lock:
             placed = self._routing.place(keys, label_rows, tenant_rows) if n else []
             parts: dict = {}
@@ -311,8 +378,7 @@ class ShardedGraph:
                 parts.setdefault(shard, []).append(row)
             args = {}
             for shard, rows in parts.items():
-                part = {name: ([value[r] for r in rows] if isinstance(value, list) else value)
-                        for name, value in columns.items()}
+                part = {name: _part(value, rows) for name, value in columns.items()}
                 args[shard] = ([keys[r] for r in rows], matrix[rows], part)
             others = [s for s in self._all() if s not in parts] if self._routing.mode != "key" else []
             if len(parts) > 1 or others:
@@ -341,7 +407,7 @@ class ShardedGraph:
             InvalidArgumentError: an edge whose ends are on different shards (nothing is written).
             The errors of :meth:`vecgraph.Graph.add_edges`, raised as the shard raised them.
         """
-        src, dst = list(src), list(dst)
+        src, dst = _plain_keys(src, "src"), _plain_keys(dst, "dst")
         n = len(src)
         if len(dst) != n:
             raise ValueError(f"src has {n} keys and dst {len(dst)}")
@@ -359,8 +425,8 @@ class ShardedGraph:
                         f"(this graph routes by {self._routing.mode!r}): route linked nodes together, by tenant "
                         "(shard_by='tenant', every node of a tenant on one shard) or by a domain that holds both")
                 placed.append(sa)
-            columns = {"rels": _rows(rels, n, "rels"), "weights": _rows(weights, n, "weights"),
-                       "ts": ts if ts is None or np.ndim(ts) == 0 and not isinstance(ts, (list, tuple)) else list(ts),
+            columns = {"rels": _rows(rels, n, "rels"), "weights": _per_row(weights, n, "weights"),
+                       "ts": _per_row(ts, n, "ts"),
                        "texts": _rows(texts, n, "texts"), "props": None if props is None else list(props),
                        "vectors": None if vectors is None else np.asarray(vectors, np.float32)}
             parts: dict = {}
@@ -368,9 +434,7 @@ class ShardedGraph:
                 parts.setdefault(shard, []).append(row)
             args = {}
             for shard, rows in parts.items():
-                part = {name: ([value[r] for r in rows] if isinstance(value, list) else
-                               value[rows] if isinstance(value, np.ndarray) else value)
-                        for name, value in columns.items()}
+                part = {name: _part(value, rows) for name, value in columns.items()}
                 args[shard] = ([src[r] for r in rows], [dst[r] for r in rows], part)
             self._call(sorted(parts), "add_edges", args, read=False)
 
@@ -380,7 +444,7 @@ class ShardedGraph:
         Raises:
             NotFoundError: a key on no shard (unless ``missing_ok``); nothing is deleted.
         """
-        keys = list(keys)
+        keys = _plain_keys(keys)
         with self._lock:
             where = self._locate(keys)
             if not missing_ok:
@@ -461,11 +525,14 @@ class ShardedGraph:
                max_fanout: int = 256, hop_decay: float = 1.0, exact: bool = False, ef: Optional[int] = None,
                where: Optional[dict] = None, since: Any = None, until: Any = None,
                exclude_keys: Optional[Sequence[Key]] = None, domains: Optional[Sequence[str]] = None,
-               allow_partial: bool = False, timeout_s: Optional[float] = None) -> ShardedSearchResult:
+               allow_partial: bool = False, timeout_s: Optional[float] = None,
+               embedder: Any = None) -> ShardedSearchResult:
         """Graph-guided vector search over the shards (arguments as :meth:`vecgraph.Graph.search`;
         the semantics across shards are in the class docstring).
 
         Args:
+            query: (dim,) vector, or a str embedded with ``embedder`` (default: the recorded one,
+                :meth:`query_embedder`) here, once.
             domains: route to the shards of these domains (graphs routed by label or a domain
                 function); tenants route a graph routed by tenant, labels one routed by label.
             allow_partial: return what the answering shards found when one does not answer in
@@ -480,9 +547,12 @@ class ShardedGraph:
             ShardUnavailableError: a shard did not answer in time (without ``allow_partial``).
             The errors of :meth:`vecgraph.Graph.search`, raised as the shards raised them.
         """
-        if isinstance(query, str):
-            raise TypeError("ShardedGraph.search takes a vector: embed the text first (vecgraph.embedders.load(...))")
-        vector = np.asarray(query, np.float32)
+        from ..arguments import _float_array, _search_args
+
+        # Checked here, once, before any shard is called (the shards check them again).
+        k, seeds, hops = _search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
+                                      ts_min, ts_max, hop_decay, exact, ef, since, until)[:3]
+        vector = self._text_vector(query, embedder) if isinstance(query, str) else _float_array(query, "query", 1)
         if vector.shape != (self.dim,):
             raise DimensionMismatchError(f"query must have shape ({self.dim},), got {vector.shape}")
         p = {"k": k, "seeds": seeds, "hops": hops, "max_visited": max_visited, "rels": rels, "direction": direction,
