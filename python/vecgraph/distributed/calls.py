@@ -40,7 +40,7 @@ def call_all(actors: list, shards: list, method: Union[str, dict], args: dict, *
     (a bad argument, a missing key) is raised here as it was raised there.
     """
     ray = ray_module()
-    from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+    from ray.exceptions import RayActorError, RayTaskError
 
     try:
         from ray.exceptions import ActorUnavailableError
@@ -54,11 +54,19 @@ def call_all(actors: list, shards: list, method: Union[str, dict], args: dict, *
     missing: list = []
     failure: Optional[tuple] = None
     while pending:
-        for shard in list(pending):
-            ref = pending[shard]
-            left = deadline - time.monotonic()
+        by_ref = {ref: shard for shard, ref in pending.items()}
+        ready, _ = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=max(0.0, deadline - time.monotonic()))
+        if not ready:  # the deadline passed: every shard still pending is late
+            late = sorted(pending)
+            if allow_partial and read:
+                missing.extend(late)
+                break
+            raise ShardUnavailableError(f"shard {late[0]} did not answer {method} within {timeout_s:g} s"
+                                        + (f" (nor did shards {late[1:]})" if len(late) > 1 else ""), late[0])
+        for ref in ready:
+            shard = by_ref[ref]
             try:
-                out[shard] = ray.get(ref, timeout=max(0.0, left))
+                out[shard] = ray.get(ref)
                 del pending[shard]
             except RayTaskError as exc:
                 del pending[shard]
@@ -83,16 +91,10 @@ def call_all(actors: list, shards: list, method: Union[str, dict], args: dict, *
                 if allow_partial:
                     missing.append(shard)
                     continue
-                raise ShardUnavailableError(
-                    f"shard {shard} did not answer {method} within {timeout_s:g} s (its process died and was not "
-                    f"back in time): {type(exc).__name__}", shard) from exc
-            except GetTimeoutError as exc:
-                del pending[shard]
-                if allow_partial and read:
-                    missing.append(shard)
-                    continue
-                raise ShardUnavailableError(
-                    f"shard {shard} did not answer {method} within {timeout_s:g} s", shard) from exc
+                why = ("its process died and was not back in time" if restarts else
+                       "its process died, and max_restarts=0 lets Ray not restart it")
+                raise ShardUnavailableError(f"shard {shard} did not answer {method} ({why}): {type(exc).__name__}",
+                                            shard) from exc
     if failure is not None:
         shard, cause = failure
         if isinstance(cause, Exception) and not isinstance(cause, (RayActorError, ActorUnavailableError)):

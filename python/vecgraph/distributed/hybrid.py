@@ -94,13 +94,17 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
                   exact: bool = False, exclude_keys: Optional[Sequence[Key]] = None,
                   entity_keys: Union[bool, Sequence[str]] = True, graph_seeds: bool = False,
                   graph_scoring: str = "seed", domains: Optional[Sequence[str]] = None, allow_partial: bool = False,
-                  timeout_s: Optional[float] = None) -> ShardedHybridResult:
+                  timeout_s: Optional[float] = None, statistics: str = "graph") -> ShardedHybridResult:
     """:meth:`vecgraph.Graph.hybrid_search` over the shards (see :mod:`vecgraph.distributed.hybrid`
     for how, and where it equals one graph's).
 
     Arguments as :meth:`vecgraph.Graph.hybrid_search`, plus ``exact`` (the dense channel scans
     instead of searching HNSW), ``domains``, ``allow_partial`` and ``timeout_s`` (as
-    :meth:`search`). Text without a vector is embedded here, once, with ``embedder`` or the
+    :meth:`search`), and ``statistics``: ``"graph"`` (default) scores BM25 and entity names
+    with the whole graph's document counts, so a query routed to one shard also asks every
+    other shard for its counts of the query's terms (one light call each); ``"routed"`` uses
+    the routed shards' counts only, and calls no other shard (per-tenant idf; a routed query
+    then equals one graph holding those shards' nodes). Text without a vector is embedded here, once, with ``embedder`` or the
     recorded one (:meth:`~vecgraph.distributed.ShardedGraph.query_embedder`); with neither,
     bm25 and entity run alone. No reranker: rerank the result's texts
     (``result.to_dicts()``) with :func:`vecgraph.rerankers.rerank`.
@@ -112,7 +116,7 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
         InvalidArgumentError: as :meth:`vecgraph.Graph.hybrid_search`.
         ShardUnavailableError: a shard did not answer in time (without ``allow_partial``).
     """
-    from ..arguments import _count, _search_args
+    from ..arguments import _count, _count_at_least, _exclude_keys, _search_args
     from ..errors import InvalidArgumentError
 
     fusion = check_fusion(fusion)
@@ -128,8 +132,12 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
     depth = min(max(3 * k, 30), 100_000) if depth is None else _count(depth, "depth")
     if not 1 <= depth <= 100_000:
         raise InvalidArgumentError(f"depth must be in [1, 100,000], got {depth}")
+    for name, value, least in (("seeds", seeds, 1), ("hops", hops, 0), ("max_visited", max_visited, 1),
+                               ("max_fanout", max_fanout, 1)):
+        _count_at_least(value, name, least)
     _search_args(depth, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants, None, None, 1.0,
                  exact, ef, since, until)  # checked here, once, before any shard is called
+    exclude_keys = _exclude_keys(exclude_keys)
     query = None
     if vector is None and text is not None and any(c in ("dense", "graph") and channel_weights[c] > 0 for c in chosen):
         if embedder is None and self.embedder is not None:
@@ -157,12 +165,24 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
                                    "need a vector (or text with an embedder), bm25 and entity need text")
     p = {"depth": depth, "seeds": seeds, "hops": hops, "max_visited": max_visited, "max_fanout": max_fanout,
          "direction": direction, "rels": rels, "labels": labels, "tenants": tenants, "where": where, "since": since,
-         "until": until, "ef": ef, "exact": exact, "exclude_keys": None if exclude_keys is None else list(exclude_keys),
+         "until": until, "ef": ef, "exact": exact, "exclude_keys": exclude_keys,
          "entity_keys": entity_keys, "runnable": runnable, "graph_seeds": bool(graph_seeds),
          "graph_scoring": graph_scoring}
+    if statistics not in ("graph", "routed"):
+        raise InvalidArgumentError(f'statistics must be "graph" or "routed", got {statistics!r}')
     targets = self._targets(tenants, labels, domains)
     opts = {"allow_partial": allow_partial, "timeout_s": timeout_s}
-    first, missing = self._call(targets, "hybrid_first", {s: (text, query, p) for s in targets}, **opts)
+    others = [s for s in self._all() if s not in targets] if statistics == "graph" and text is not None else []
+    terms = list(dict.fromkeys(tokenize(text))) if text is not None else []
+    methods = {s: "hybrid_first" for s in targets}
+    methods.update({s: "text_statistics" for s in others})
+    calls = {s: (text, query, p) for s in targets}
+    calls.update({s: (terms,) for s in others})
+    answered, missing = self._call(sorted(methods), methods, calls, **opts)
+    first = {s: answered[s] for s in targets if s in answered}
+    # Every shard's text statistics (the routed ones' and, by default, the others'): {shard: [N, {term: n}]}
+    sources = {s: [first[s]["documents"], first[s]["frequencies"]] for s in first}
+    sources.update({s: list(answered[s]) for s in others if s in answered})
     targets = sorted(first)
     lists: dict = {}
     scores: dict = {}
@@ -176,12 +196,12 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
     if "dense" in runnable:
         lists["dense"], scores["dense"] = dense_keys, dense_scores
     # The whole graph's statistics: N and each term's document frequency, summed over the shards.
-    documents = sum(first[s]["documents"] for s in targets)
+    documents = sum(source[0] for source in sources.values())
     frequencies: dict = {}
-    for shard in targets:
-        for term, n in first[shard]["frequencies"].items():
+    for source in sources.values():
+        for term, n in source[1].items():
             frequencies[term] = frequencies.get(term, 0) + n
-    named, named_scores = _entity_lists(self, first, targets, query, documents, frequencies, depth, owner, opts)
+    named, named_scores = _entity_lists(self, first, targets, sources, documents, frequencies, depth, owner, opts)
     if "entity" in runnable:
         lists["entity"], scores["entity"] = named, named_scores
     normal: dict = {}
@@ -199,13 +219,10 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
                 starts[owner[marker]][1].append(strength[marker])
     second: dict = {}
     if "bm25" in runnable or starts:
-        statistics = None
-        if text is not None:
-            terms = list(dict.fromkeys(tokenize(text)))
-            statistics = (documents, {t: frequencies.get(t, 0) for t in terms})
+        corpus = (documents, {t: frequencies.get(t, 0) for t in terms}) if text is not None else None
         round_two = sorted(set(targets) if "bm25" in runnable else set(starts))
         second, more = self._call(round_two, "hybrid_second",
-                                  {s: (text, query, p, statistics, *starts.get(s, ([], []))) for s in round_two}, **opts)
+                                  {s: (text, query, p, corpus, *starts.get(s, ([], []))) for s in round_two}, **opts)
         missing = sorted(set(missing) | set(more))
     paths: dict = {}
     for shard, out in second.items():
@@ -235,8 +252,8 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
     return result
 
 
-def _entity_lists(self: Any, first: dict, targets: list, query: Any, documents: int, frequencies: dict, depth: int,
-                  owner: dict, opts: dict) -> tuple:
+def _entity_lists(self: Any, first: dict, targets: list, sources: dict, documents: int, frequencies: dict,
+                  depth: int, owner: dict, opts: dict) -> tuple:
     """(keys, scores) of the entity channel from the shards' mentions, scored with the whole
     graph's statistics (one more round only for name terms a shard was not asked about)."""
     merged: dict = {}
@@ -260,13 +277,12 @@ def _entity_lists(self: Any, first: dict, targets: list, query: Any, documents: 
     counted: list = []
 
     def document_frequencies(terms: list) -> tuple:
-        unasked = {s: [t for t in terms if t not in first[s]["frequencies"]] for s in targets}
+        unasked = {s: [t for t in terms if t not in source[1]] for s, source in sources.items()}
         unasked = {s: ts for s, ts in unasked.items() if ts}
         if unasked:
-            more, _ = self._call(sorted(unasked), "document_frequencies", {s: (ts,) for s, ts in unasked.items()},
-                                 **opts)
-            for s, found in more.items():
-                first[s]["frequencies"].update(found)
+            more, _ = self._call(sorted(unasked), "text_statistics", {s: (ts,) for s, ts in unasked.items()}, **opts)
+            for s, (_, found) in more.items():
+                sources[s][1].update(found)
                 for term, n in found.items():
                     frequencies[term] = frequencies.get(term, 0) + n
         counted.append(documents)

@@ -12,6 +12,7 @@ send nodes to other shards in silence.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -43,6 +44,17 @@ def function_name(fn: Callable) -> str:
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
 
 
+def _check_function(fn: Callable) -> Callable:
+    """A domain function that :meth:`Routing.open` can recognise by name: a module-level function
+    (a lambda or a nested function has a name that any other one can share)."""
+    qualname = getattr(fn, "__qualname__", None)
+    if not isinstance(qualname, str) or "<lambda>" in qualname or "<locals>" in qualname:
+        raise InvalidArgumentError(
+            f"shard_by must be a module-level function (def domain(key, label, tenant) -> str), got {fn!r}: the "
+            "routing table records its name, and a lambda's or a nested function's name does not tell it from others")
+    return fn
+
+
 class Routing:
     """Which shard owns a node (see the module docstring); thread-safe."""
 
@@ -59,13 +71,14 @@ class Routing:
 
     @classmethod
     def create(cls, prefix: str, shards: int, shard_by: Any, placement: Optional[dict]) -> "Routing":
+        """A new table (checked, not yet written)."""
         if isinstance(shards, bool) or not isinstance(shards, int):
             raise TypeError(f"shards must be an int, got {type(shards).__name__}")
         if not 1 <= shards <= 4096:
             raise InvalidArgumentError(f"shards must be in [1, 4096], got {shards}")
         function = None
         if callable(shard_by):
-            mode, function = "domain", shard_by
+            mode, function = "domain", _check_function(shard_by)
         elif shard_by in MODES[:3]:
             mode = shard_by
         else:
@@ -88,9 +101,7 @@ class Routing:
                  "folders": [f"shard-{i:04d}" for i in range(shards)], "hash": "blake2b-64",
                  "probe_digest": _probe_digest(shards), "domains": domains,
                  "domain_function": function_name(function) if function is not None else None}
-        routing = cls(prefix, table, function)
-        routing._write()
-        return routing
+        return cls(prefix, table, function)  # written by :meth:`_write` once every shard has opened
 
     @classmethod
     def open(cls, prefix: str, domain_function: Optional[Callable] = None) -> "Routing":
@@ -111,10 +122,18 @@ class Routing:
         if table.get("probe_digest") != _probe_digest(shards):
             raise CorruptionError(f"{path}: the key hash of this vecgraph places keys on other shards than the one "
                                   "that wrote the table; opening would route nodes to the wrong shards")
+        expected = [f"shard-{i:04d}" for i in range(shards)]
+        domains = table.get("domains")
+        if table.get("folders") != expected or not isinstance(domains, dict) or any(
+                isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < shards for v in domains.values()):
+            raise CorruptionError(f"{path}: the shard folders or the domains' shards do not match {shards} shards")
+        if table["mode"] != "domain" and table.get("domain_function") is not None:
+            raise CorruptionError(f"{path}: mode {table['mode']!r} with a domain function")
         if table["mode"] == "domain":
             if domain_function is None:
                 raise InvalidArgumentError(
                     f"{prefix} routes by the domain function {table['domain_function']}: pass it as shard_by= to open")
+            _check_function(domain_function)
             if function_name(domain_function) != table["domain_function"]:
                 raise InvalidArgumentError(
                     f"{prefix} routes by the domain function {table['domain_function']}, got "
@@ -126,16 +145,23 @@ class Routing:
                 raise CorruptionError(f"{prefix}: the shard folder {folder} named by {FILE} is missing")
         return cls(prefix, table, domain_function)
 
-    def _write(self) -> None:
+    def _write(self, domains: Optional[dict] = None) -> None:
+        """Write the table with ``domains`` (default: the current ones) atomically."""
         os.makedirs(self.prefix, exist_ok=True)
         path = os.path.join(self.prefix, FILE)
         temporary = path + ".tmp"
-        self.table["domains"] = dict(self.domains)
-        with open(temporary, "w", encoding="utf-8") as f:
-            json.dump(self.table, f, indent=1, sort_keys=True, ensure_ascii=False)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
+        table = dict(self.table, domains=dict(self.domains if domains is None else domains))
+        try:
+            with open(temporary, "w", encoding="utf-8") as f:
+                json.dump(table, f, indent=1, sort_keys=True, ensure_ascii=False)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(temporary)
+            raise
+        self.table = table
         directory = os.open(self.prefix, os.O_RDONLY)
         try:
             os.fsync(directory)
@@ -159,24 +185,39 @@ class Routing:
                             f"{type(domain).__name__} for key {key!r}, expected a str")
         return domain
 
-    def place(self, keys: list, labels: list, tenants: list) -> list:
-        """The shard of each new node (recording new domains in the table first)."""
+    def assign(self, keys: list, labels: list, tenants: list) -> tuple[list, dict]:
+        """``(the shard of each new node, {new domain: shard})``; the new domains are not recorded
+        until :meth:`record` (after the batch was checked)."""
         if self.mode == "key":
-            return [stable_hash(key) % self.shards for key in keys]
+            return [stable_hash(key) % self.shards for key in keys], {}
         if self.mode == "tenant":
             cache: dict = {}
             for tenant in tenants:
                 if tenant not in cache:
                     cache[tenant] = stable_hash(tenant) % self.shards
-            return [cache[t] for t in tenants]
+            return [cache[t] for t in tenants], {}
         domains = [self.domain_of(key, label, tenant) for key, label, tenant in zip(keys, labels, tenants)]
         with self._lock:
-            new = {d for d in domains if d not in self.domains}
-            if new:
-                for domain in sorted(new):
-                    self.domains[domain] = stable_hash(domain) % self.shards
-                self._write()
-            return [self.domains[d] for d in domains]
+            known = dict(self.domains)
+        new: dict = {}
+        for domain in domains:
+            if domain not in known and domain not in new:
+                try:
+                    domain.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InvalidArgumentError(f"domain {domain!r} is not valid Unicode text (a lone surrogate)") from None
+                new[domain] = stable_hash(domain) % self.shards
+        return [known[d] if d in known else new[d] for d in domains], new
+
+    def record(self, new: dict) -> None:
+        """Add ``new`` {domain: shard} to the table, durably (the table on disk first)."""
+        if not new:
+            return
+        with self._lock:
+            added = {d: s for d, s in new.items() if d not in self.domains}
+            if added:
+                self._write({**self.domains, **added})
+                self.domains.update(added)
 
     def shards_for(self, tenants: Any = None, labels: Any = None, domains: Any = None) -> Optional[list]:
         """The shards a query with these filters can find nodes in (sorted), or None: all."""

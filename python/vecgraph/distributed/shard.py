@@ -10,6 +10,7 @@ tuples), pickled across the process boundary.
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, Optional
 
 import numpy as np
@@ -46,14 +47,20 @@ class Shard:
         self.index = index
         self.path = path
         self.graph = Graph.open(path, **options)
-        self.calls = {"search": 0, "hybrid": 0, "write": 0}
+        self.calls = {"search": 0, "hybrid": 0, "statistics": 0, "write": 0}
+        self._calls_lock = threading.Lock()  # calls run in the actor's threads (max_concurrency)
 
     # ------------------------------------------------------------------ housekeeping
+
+    def _count(self, kind: str) -> None:
+        with self._calls_lock:
+            self.calls[kind] += 1
 
     def ping(self) -> dict:
         """The shard's index, process id, live node count, dim and metric."""
         return {"shard": self.index, "pid": os.getpid(), "nodes": len(self.graph), "dim": self.graph.dim,
-                "metric": self.graph.metric, "embedder": self.graph.embedder}
+                "metric": self.graph.metric, "embedder": self.graph.embedder,
+                "filterable": dict(self.graph._filterable)}
 
     def record_embedder(self, name: str, dim: int, spec: Optional[str]) -> None:
         """Record the embedder ``name`` (``dim``, loaded by ``spec``) as :meth:`vecgraph.Graph.use_embedder`
@@ -66,12 +73,13 @@ class Shard:
         self.graph.use_embedder(record)
 
     def counters(self) -> dict:
-        return dict(self.calls)
+        with self._calls_lock:
+            return dict(self.calls)
 
     def stats(self) -> dict:
         out = dict(self.graph.stats())
         out.update(shard=self.index, path=self.path, pid=os.getpid(), nodes=len(self.graph),
-                   edges=self.graph.count_edges, calls=dict(self.calls))
+                   edges=self.graph.count_edges, calls=self.counters())
         return out
 
     def checkpoint(self) -> dict:
@@ -120,18 +128,22 @@ class Shard:
                 raise DuplicateKeyError(f"key {key!r} (row {i}) is already in shard {self.index}")
 
     def add_nodes(self, keys: list, vectors: Any, columns: dict) -> int:
-        self.calls["write"] += 1
+        self._count("write")
         self.graph.add_nodes(keys, vectors, **columns)
         return len(keys)
 
     def add_edges(self, src: list, dst: list, columns: dict) -> int:
-        self.calls["write"] += 1
+        self._count("write")
         self.graph.add_edges(src, dst, **columns)
         return len(src)
 
     def delete_nodes(self, keys: list, missing_ok: bool) -> int:
-        self.calls["write"] += 1
+        self._count("write")
         return self.graph.delete_nodes(keys, missing_ok=missing_ok)
+
+    def delete_tenant(self, tenant: str, allow_default_tenant: bool) -> int:
+        self._count("write")
+        return self.graph.delete_tenant(tenant, allow_default_tenant=allow_default_tenant)
 
     def get_node(self, key: Any, vector: bool) -> dict:
         return self.graph.get_node(key, vector=vector)
@@ -144,7 +156,7 @@ class Shard:
     def search(self, query: np.ndarray, p: dict) -> SearchResult:
         """:meth:`vecgraph.Graph.search` with the arguments ``p``; the result carries its paths
         and nodes (it is pickled to the coordinator)."""
-        self.calls["search"] += 1
+        self._count("search")
         result = self.graph.search(query, p["k"], seeds=p["seeds"], hops=p["hops"], max_visited=p["max_visited"],
                                    rels=p["rels"], direction=p["direction"], labels=p["labels"],
                                    tenants=p["tenants"], ts_min=p["ts_min"], ts_max=p["ts_max"],
@@ -157,7 +169,7 @@ class Shard:
     def seeds(self, query: np.ndarray, p: dict) -> tuple:
         """(keys, scores) of this shard's best ``p["seeds"]`` seeds: the nodes that pass the
         filters most similar to ``query`` (a search of hops 0)."""
-        self.calls["search"] += 1
+        self._count("search")
         graph = self.graph
         args = _search_args(graph, p, p["seeds"], p["seeds"])
         args = args[:2] + (0,) + args[3:]
@@ -168,7 +180,7 @@ class Shard:
     def expand(self, query: np.ndarray, p: dict, starts: list) -> SearchResult:
         """The search of ``p`` with ``starts`` (this shard's share of the global seeds, best
         first) as its seeds instead of its own."""
-        self.calls["search"] += 1
+        self._count("search")
         graph = self.graph
         args = _search_args(graph, p, p["k"], p["seeds"])
         args = (args[0], 0) + args[2:]
@@ -185,7 +197,7 @@ class Shard:
         """The first round of a sharded hybrid search: this shard's dense list, its document
         frequencies of the query's terms, and the entity names the text mentions here with
         which of their holders pass the filters (and their similarity to the query)."""
-        self.calls["hybrid"] += 1
+        self._count("hybrid")
         graph = self.graph
         engine = graph._engine
         depth = p["depth"]
@@ -241,17 +253,19 @@ class Shard:
         out["nodes"] = self._nodes(wanted)
         return out
 
-    def document_frequencies(self, terms: list) -> dict:
-        """{term: n}: how many of this shard's texts hold each term."""
-        _, found = self.graph._text_index().document_frequencies(terms)
-        return dict(zip(terms, found))
+    def text_statistics(self, terms: list) -> tuple:
+        """``(N, {term: n})``: this shard's texts, and how many hold each term."""
+        self._count("statistics")
+        documents, found = self.graph._text_index().document_frequencies(terms) if terms else (
+            self.graph._text_index().document_frequencies([])[0], [])
+        return documents, dict(zip(terms, found))
 
     def hybrid_second(self, text: Optional[str], query: Optional[np.ndarray], p: dict, statistics: Optional[tuple],
                       starts: list, strengths: list) -> dict:
         """The second round: this shard's BM25 list scored with the whole graph's ``statistics``
         (``(N, {term: n})``), and the graph channel's walk from ``starts`` (this shard's share of
         the global seeds, best first) with their ``strengths``."""
-        self.calls["hybrid"] += 1
+        self._count("hybrid")
         graph = self.graph
         depth = p["depth"]
         args = _search_args(graph, p, depth, p["seeds"])

@@ -19,6 +19,8 @@ Key = Union[str, int]
 
 #: Seconds a call waits for a shard (reads: including a restart after a crash) by default.
 DEFAULT_TIMEOUT_S = 30.0
+#: Calls a shard actor serves at once by default (threads; Ray's max_concurrency).
+DEFAULT_CONCURRENCY = 4
 
 
 class ShardedSearchResult(SearchResult):
@@ -31,9 +33,24 @@ class ShardedSearchResult(SearchResult):
     partial: bool
     missing_shards: list
 
+    def __reduce__(self) -> tuple:
+        return (_sharded_result_from_state,
+                (self.keys, self.scores, self.hops, self.count_seeds, self.count_visited, self.paths,
+                 self._node_fields(), self.shards, self.missing_shards))
+
     def __repr__(self) -> str:
         base = super().__repr__()
         return base[:-1] + (f", partial, missing shards {self.missing_shards})" if self.partial else ")")
+
+
+def _sharded_result_from_state(keys: list, scores: Any, hops: Any, count_seeds: int, count_visited: int, paths: list,
+                               nodes: list, shards: list, missing: list) -> ShardedSearchResult:
+    out = ShardedSearchResult.__new__(ShardedSearchResult)
+    out.keys, out.scores, out.hops, out.count_seeds, out.count_visited = keys, scores, hops, count_seeds, count_visited
+    out._offsets = out._edges = out._engine = None
+    out._paths, out._nodes = paths, nodes
+    out.shards, out.missing_shards, out.partial = shards, missing, bool(missing)
+    return out
 
 
 def _merged(parts: list, k: int, missing: list) -> ShardedSearchResult:
@@ -81,6 +98,28 @@ def _plain_keys(keys: Any, name: str = "keys") -> list:
         if isinstance(key, bool) or not isinstance(key, (str, int)):
             raise TypeError(f"{name}[{i}] must be a str or an int, got {type(key).__name__}")
     return out
+
+
+def _check_timeout(timeout_s: Any) -> float:
+    from ..arguments import _real
+
+    timeout_s = _real(timeout_s, "timeout_s")
+    if not 0 < timeout_s < float("inf"):
+        raise InvalidArgumentError(f"timeout_s must be finite and > 0 (seconds), got {timeout_s}")
+    return timeout_s
+
+
+def _check_text(values: list, name: str) -> None:
+    """Every str of ``values`` encodes as UTF-8 (no lone surrogate), and every int fits int64."""
+    for i, value in enumerate(values):
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidArgumentError(f"{name}[{i}] is not valid Unicode text: a lone surrogate "
+                                           f"{value[exc.start]!r} at {exc.start}") from None
+        elif isinstance(value, int) and not -(2**63) <= value < 2**63:
+            raise InvalidArgumentError(f"{name}[{i}] must fit int64, got {value}")
 
 
 def _per_row(value: Any, n: int, name: str) -> Any:
@@ -160,6 +199,7 @@ class ShardedGraph:
         self.dim: int = int(first["dim"])
         self.metric: str = first["metric"]
         self._embedder: Optional[dict] = first["embedder"]
+        self._filterable: dict = first["filterable"]
         self._query_embedder: Any = None
 
     # ------------------------------------------------------------------ create / open / close
@@ -168,7 +208,7 @@ class ShardedGraph:
     def create(cls, prefix: Union[str, os.PathLike], shards: int, dim: int, metric: str = "cos", *,
                shard_by: Union[str, Callable[[Key, str, str], str]] = "tenant", placement: Optional[dict] = None,
                sync: str = "always", timeout_s: float = DEFAULT_TIMEOUT_S, max_restarts: int = -1,
-               num_cpus: float = 0.0, **graph_options: Any) -> "ShardedGraph":
+               num_cpus: float = 0.0, concurrency: int = DEFAULT_CONCURRENCY, **graph_options: Any) -> "ShardedGraph":
         """Create ``shards`` graph folders under ``prefix`` (which must not hold a sharded graph
         yet), the routing table beside them, and one Ray actor per shard.
 
@@ -187,6 +227,9 @@ class ShardedGraph:
             max_restarts: Ray's restarts of a shard actor that dies (-1: no limit).
             num_cpus: CPUs Ray reserves for each actor (0: shards share the machine with the
                 caller; a shard still runs on its own process).
+            concurrency: calls a shard serves at once, in threads of its process (Ray's
+                ``max_concurrency``): searches release the GIL and run in parallel; writes
+                take the graph's writer lock in turn.
             graph_options: passed to :meth:`vecgraph.Graph.open` for every shard (filterable,
                 connectivity, ...).
 
@@ -195,18 +238,37 @@ class ShardedGraph:
             InvalidArgumentError / TypeError: a bad shard count, mode or placement.
             ImportError: Ray is not installed (``pip install "vecgraph[ray]"``).
         """
+        import shutil
+
         ray_module()
         prefix = os.fspath(prefix)
         if os.path.exists(os.path.join(prefix, "routing.json")):
             raise FileExistsError(f"{prefix} already holds a sharded graph: open it with ShardedGraph.open")
+        existed = os.path.isdir(prefix)
+        if existed and any(name.startswith("shard-") for name in os.listdir(prefix)):
+            raise FileExistsError(f"{prefix} holds shard folders but no routing table: it is not a sharded graph "
+                                  "this call may create (choose an empty folder)")
         options = dict(graph_options, dim=dim, metric=metric, sync=sync)
         routing = Routing.create(prefix, shards, shard_by, placement)
-        return cls._start(routing, options, timeout_s, max_restarts, num_cpus)
+        try:
+            graph = cls._start(routing, options, timeout_s, max_restarts, num_cpus, concurrency)
+        except BaseException:  # nothing of a graph that did not start stays behind
+            for folder in routing.folders():
+                shutil.rmtree(folder, ignore_errors=True)
+            if not existed:
+                shutil.rmtree(prefix, ignore_errors=True)
+            raise
+        try:
+            routing._write()  # last: a prefix with a routing table holds shards that opened
+        except BaseException:
+            graph.close()
+            raise
+        return graph
 
     @classmethod
     def open(cls, prefix: Union[str, os.PathLike], *, shard_by: Optional[Callable] = None, sync: str = "always",
              timeout_s: float = DEFAULT_TIMEOUT_S, max_restarts: int = -1, num_cpus: float = 0.0,
-             **graph_options: Any) -> "ShardedGraph":
+             concurrency: int = DEFAULT_CONCURRENCY, **graph_options: Any) -> "ShardedGraph":
         """Reattach to the shard folders under ``prefix``: one new actor per shard, each
         reopening its folder (WAL recovery). ``shard_by``: the domain function the graph was
         created with (only for a graph routed by one). Other arguments as :meth:`create`.
@@ -219,17 +281,27 @@ class ShardedGraph:
         ray_module()
         prefix = os.fspath(prefix)
         routing = Routing.open(prefix, shard_by)
-        return cls._start(routing, dict(graph_options, sync=sync), timeout_s, max_restarts, num_cpus)
+        return cls._start(routing, dict(graph_options, sync=sync), timeout_s, max_restarts, num_cpus, concurrency)
 
     @classmethod
-    def _start(cls, routing: Routing, options: dict, timeout_s: float, max_restarts: int,
-               num_cpus: float) -> "ShardedGraph":
+    def _start(cls, routing: Routing, options: dict, timeout_s: Any, max_restarts: Any, num_cpus: Any,
+               concurrency: Any) -> "ShardedGraph":
+        from ..arguments import _count, _real
+
+        timeout_s = _check_timeout(timeout_s)
+        if _count(max_restarts, "max_restarts") < -1:
+            raise InvalidArgumentError(f"max_restarts must be >= -1 (-1: no limit), got {max_restarts}")
+        if not _real(num_cpus, "num_cpus") >= 0:
+            raise InvalidArgumentError(f"num_cpus must be >= 0, got {num_cpus}")
+        if _count(concurrency, "concurrency") < 1:
+            raise InvalidArgumentError(f"concurrency must be >= 1, got {concurrency}")
         ray = ray_module()
         if not ray.is_initialized():
             ray.init()
-        actor_class = ray.remote(Shard).options(max_restarts=max_restarts, max_task_retries=0, num_cpus=num_cpus)
+        actor_class = ray.remote(Shard).options(max_restarts=max_restarts, max_task_retries=0, num_cpus=num_cpus,
+                                                max_concurrency=concurrency)
         actors = [actor_class.remote(i, folder, options) for i, folder in enumerate(routing.folders())]
-        return cls(routing, actors, float(timeout_s), options, max_restarts)
+        return cls(routing, actors, timeout_s, options, max_restarts)
 
     def close(self) -> None:
         """Close every shard's graph (its WAL synced) and end the actors (a shard whose actor is
@@ -270,6 +342,8 @@ class ShardedGraph:
             from ..errors import ReadOnlyError
 
             raise ReadOnlyError("the sharded graph is closed")
+        if timeout_s is not None:
+            timeout_s = _check_timeout(timeout_s)
         return call_all(self._actors, shards, method, args, timeout_s=self._timeout_s if timeout_s is None else timeout_s,
                         read=read, allow_partial=allow_partial, restarts=self._restarts)
 
@@ -319,7 +393,7 @@ class ShardedGraph:
         """{(type, key): shard} of the ``keys`` that are nodes (one call to every shard, or none
         under ``shard_by="key"``, where the key names its shard)."""
         if self._routing.mode == "key":
-            placed = self._routing.place(keys, [], [])
+            placed = self._routing.assign(keys, [], [])[0]
             held, _ = self._call(sorted(set(placed)), "holds",
                                  {s: ([k for k, p in zip(keys, placed) if p == s],) for s in set(placed)})
             out = {}
@@ -351,11 +425,20 @@ class ShardedGraph:
             ShardUnavailableError: a shard died during the write (see the class docstring).
             The errors of :meth:`vecgraph.Graph.add_nodes`, raised as the shard raised them.
         """
+        from ..arguments import _node_columns, quantize
+
         keys = _plain_keys(keys)
         n = len(keys)
-        matrix = np.asarray(vectors, dtype=np.float32)
-        if matrix.ndim != 2 or matrix.shape != (n, self.dim):
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of n texts, got a str")
+        # The whole batch is checked here as one graph checks it (rows named as the caller gave
+        # them), so that no shard writes its part of a batch another shard would refuse.
+        checked = _node_columns(keys, vectors, labels, texts, tenants, ts, props, self._filterable, True)
+        matrix = checked[1]
+        if matrix.shape != (n, self.dim):
             raise DimensionMismatchError(f"vectors must have shape ({n}, {self.dim}) for {n} keys, got {matrix.shape}")
+        if n:
+            quantize(matrix, self.metric)  # NaN, inf, an all-zero row under cos: the core's checks
         seen: dict = {}
         for i, key in enumerate(keys):
             if (type(key), key) in seen:
@@ -363,16 +446,13 @@ class ShardedGraph:
             seen[(type(key), key)] = i
         label_rows = _rows(labels, n, "labels") or [""] * n
         tenant_rows = _rows(tenants, n, "tenants") or [""] * n
-        for name, rows in (("labels", label_rows), ("tenants", tenant_rows)):
-            for i, value in enumerate(rows):
-                if not isinstance(value, str):
-                    raise TypeError(f"{name}[{i}] must be a str, got {type(value).__name__}")
-        if isinstance(texts, str):
-            raise TypeError("texts must be a list of n texts, got a str")
-        columns = {"labels": label_rows, "tenants": tenant_rows, "texts": _rows(texts, n, "texts"),
+        text_rows = _rows(texts, n, "texts")
+        for name, rows in (("keys", keys), ("labels", label_rows), ("tenants", tenant_rows), ("texts", text_rows or [])):
+            _check_text(rows, name)
+        columns = {"labels": label_rows, "tenants": tenant_rows, "texts": text_rows,
                    "ts": _per_row(ts, n, "ts"), "props": None if props is None else list(props)}
         with self._lock:
-            placed = self._routing.place(keys, label_rows, tenant_rows) if n else []
+            placed, domains = self._routing.assign(keys, label_rows, tenant_rows) if n else ([], {})
             parts: dict = {}
             for row, shard in enumerate(placed):
                 parts.setdefault(shard, []).append(row)
@@ -384,11 +464,12 @@ class ShardedGraph:
             if len(parts) > 1 or others:
                 checks = {s: args[s] for s in parts}
                 checks.update({s: (keys,) for s in others})
-                checked, _ = self._call_mixed(checks, others)
+                checked_parts, _ = self._call_mixed(checks, others)
                 for shard in others:
-                    for key, held in zip(keys, checked[shard]):
+                    for key, held in zip(keys, checked_parts[shard]):
                         if held:
                             raise DuplicateKeyError(f"key {key!r} is already in the graph (on shard {shard})")
+            self._routing.record(domains)  # new domains reach the table before their nodes reach a shard
             self._call(sorted(parts), "add_nodes", args, read=False)
 
     def _call_mixed(self, args: dict, holds: list) -> tuple[dict, list]:
@@ -407,10 +488,28 @@ class ShardedGraph:
             InvalidArgumentError: an edge whose ends are on different shards (nothing is written).
             The errors of :meth:`vecgraph.Graph.add_edges`, raised as the shard raised them.
         """
+        from ..arguments import _edge_columns, quantize
+
         src, dst = _plain_keys(src, "src"), _plain_keys(dst, "dst")
         n = len(src)
         if len(dst) != n:
             raise ValueError(f"src has {n} keys and dst {len(dst)}")
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of n texts, got a str")
+        # Checked here as one graph checks them, so no shard writes part of a batch another refuses.
+        checked = _edge_columns(src, dst, rels, weights, ts, texts, props, vectors)
+        if isinstance(checked[3], np.ndarray) and not np.isfinite(checked[3]).all():
+            row = int(np.flatnonzero(~np.isfinite(checked[3]))[0])
+            raise InvalidArgumentError(f"weights[{row}] must be finite, got {checked[3][row]}")
+        if checked[3] is not None and not isinstance(checked[3], np.ndarray) and not np.isfinite(checked[3]):
+            raise InvalidArgumentError(f"weights must be finite, got {weights}")
+        if checked[7] is not None:
+            if checked[7].shape != (n, self.dim):
+                raise DimensionMismatchError(f"edge vectors must have shape ({n}, {self.dim}), got {checked[7].shape}")
+            if n:
+                quantize(checked[7], self.metric)
+        _check_text(_rows(rels, n, "rels") or [], "rels")
+        _check_text(_rows(texts, n, "texts") or [], "texts")
         with self._lock:
             where = self._locate(list({(type(k), k): k for k in src + dst}.values()))
             placed = []
@@ -461,7 +560,12 @@ class ShardedGraph:
     # ------------------------------------------------------------------ reads
 
     def shard_of(self, key: Key) -> int:
-        """The shard that holds node ``key``. Raises NotFoundError when none does."""
+        """The shard that holds node ``key``.
+
+        Raises:
+            NotFoundError: no shard holds it. TypeError: a key that is not a str or an int.
+        """
+        key = _plain_keys([key], "key")[0]
         where = self._locate([key])
         if (type(key), key) not in where:
             raise NotFoundError(f"key {key!r} is not a node of this graph")
@@ -469,6 +573,7 @@ class ShardedGraph:
 
     def get_node(self, key: Key, *, vector: bool = True) -> dict:
         """:meth:`vecgraph.Graph.get_node` on the shard that holds ``key``."""
+        key = _plain_keys([key], "key")[0]
         shard = self.shard_of(key)
         return self._call([shard], "get_node", {shard: (key, vector)})[0][shard]
 
@@ -476,8 +581,31 @@ class ShardedGraph:
         """:meth:`vecgraph.Graph.neighbors` on the shard that holds ``key``."""
         from ..results import Edge
 
+        key = _plain_keys([key], "key")[0]
         shard = self.shard_of(key)
         return [Edge(*e) for e in self._call([shard], "neighbors", {shard: (key, rels, direction)})[0][shard]]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, bool) or not isinstance(key, (str, int, np.integer)):
+            return False
+        key = _plain_keys([key], "key")[0]
+        return (type(key), key) in self._locate([key])
+
+    def delete_tenant(self, tenant: str, *, allow_default_tenant: bool = False) -> int:
+        """Delete every node of ``tenant`` (and their edges) on the shards that can hold it (one
+        under ``shard_by="tenant"``); the count deleted. See :meth:`vecgraph.Graph.delete_tenant`."""
+        if not isinstance(tenant, str):
+            raise TypeError(f"tenant must be a str, got {type(tenant).__name__}")
+        targets = self._targets([tenant], None, None)
+        with self._lock:
+            done, _ = self._call(targets, "delete_tenant", {s: (tenant, allow_default_tenant) for s in targets},
+                                 read=False)
+        return sum(done.values())
+
+    def verify(self) -> list:
+        """Every shard's :meth:`vecgraph.Graph.verify` problems, each prefixed with its shard."""
+        found, _ = self._call(self._all(), "verify", {s: () for s in self._all()})
+        return [f"shard {s}: {problem}" for s in self._all() for problem in found[s]]
 
     def __len__(self) -> int:
         pings, _ = self._call(self._all(), "ping", {s: () for s in self._all()})
@@ -547,9 +675,12 @@ class ShardedGraph:
             ShardUnavailableError: a shard did not answer in time (without ``allow_partial``).
             The errors of :meth:`vecgraph.Graph.search`, raised as the shards raised them.
         """
-        from ..arguments import _float_array, _search_args
+        from ..arguments import _count_at_least, _exclude_keys, _float_array, _search_args
 
         # Checked here, once, before any shard is called (the shards check them again).
+        for name, value, least in (("k", k, 1), ("seeds", seeds, 1), ("hops", hops, 0),
+                                   ("max_visited", max_visited, 1), ("max_fanout", max_fanout, 1)):
+            _count_at_least(value, name, least)
         k, seeds, hops = _search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
                                       ts_min, ts_max, hop_decay, exact, ef, since, until)[:3]
         vector = self._text_vector(query, embedder) if isinstance(query, str) else _float_array(query, "query", 1)
@@ -558,7 +689,7 @@ class ShardedGraph:
         p = {"k": k, "seeds": seeds, "hops": hops, "max_visited": max_visited, "rels": rels, "direction": direction,
              "labels": labels, "tenants": tenants, "ts_min": ts_min, "ts_max": ts_max, "max_fanout": max_fanout,
              "hop_decay": hop_decay, "exact": exact, "ef": ef, "where": where, "since": since, "until": until,
-             "exclude_keys": None if exclude_keys is None else list(exclude_keys)}
+             "exclude_keys": _exclude_keys(exclude_keys)}
         targets = self._targets(tenants, labels, domains)
         if not targets:
             return _merged([], k, [])
