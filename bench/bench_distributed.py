@@ -10,14 +10,23 @@ graphs (``Graph.open``, ``sync="off"``, vecgraph's HNSW defaults); the shards ro
 Figures:
 
 * latency p50 / p99 (µs, wall, one client thread; the two sides timed alternately, query by
-  query) of a query routed to one tenant's shard, a fan-out search over 4 shards (hops=2,
-  hops=0, hops=0 exact=True), and a fan-out hybrid_search (text + vector), each with its
-  overlap@10 with the in-process result of the same query (and, for exact=True, whether keys
-  and scores are equal), and with the coordinator's CPU time per query (the calling thread:
-  argument pickling, Ray submit and get, result unpickling, merge);
+  query) of a search routed to one tenant's shard, a hybrid_search routed to it (statistics=
+  "graph", the default: the other shards send their counts of the query's terms; and
+  statistics="routed": the routed shard's counts only), a fan-out search over 4 shards
+  (hops=2, hops=0, hops=0 exact=True), and a fan-out hybrid_search (text + vector; and its
+  bm25 channel alone), each with
+  its overlap@10 with the in-process result of the same query (and the queries whose top 10
+  keys come in the same order; for exact=True, whether scores are equal), the coordinator's
+  CPU time per query (the calling thread: argument pickling, Ray submit and get, result
+  unpickling, merge), and the shard calls per query (``ShardedGraph.counters()``);
 * the Ray round trip of a call doing no work (one shard; all 4 shards) and the merge alone;
-* fan-out throughput (queries/s) with 1, 2 and 4 shards driven by --threads client threads,
-  and its ratio to the in-process graph's with the same threads;
+* throughput (queries/s) with 1, 2 and 4 shards driven by --threads client threads, of the
+  fan-out search and of the search routed to one tenant, each with its ratio to the
+  in-process graph's with the same threads, and the CPU the client process, the shard
+  processes and the whole machine used meanwhile (cores); with 1 shard also of a hops=0
+  exact=True scan (a long call), and all three with the actor serving one call at a time
+  (``concurrency=1``) and the default ``concurrency`` in alternate rounds, the folder
+  reopened for each (two runs of each);
 * in-process single-thread latency at N/4, N/2 and N nodes (a shard's size), fitted by
   a + b ln n to extrapolate a shard's search time to larger shards;
 * memory: growth of a shard process's resident memory (RssAnon, VmRSS) while it loads N nodes,
@@ -25,6 +34,10 @@ Figures:
 * an estimate for 100M nodes over 8, 16 and 32 machines built from these figures.
 
     python bench/bench_distributed.py [--nodes N] [--queries Q] [--dim D] [--threads T] [--out JSON]
+
+Private API used: ``ShardedGraph._call`` for the no-op ``ping`` on one shard and for each
+shard's own top 10, and ``vecgraph.distributed.sharded._merged`` to time the merge alone
+(no public call does either).
 """
 
 from __future__ import annotations
@@ -133,6 +146,21 @@ def proc_status(pid: int) -> dict:
     return out
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (/proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_s() -> float:
+    """CPU seconds all cores of the machine spent not idle (/proc/stat: every process, Ray's
+    daemons and the kernel included)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_indexed(sg) -> None:
     while any(s["index_pending"] for s in sg.stats()["shards"]):
         time.sleep(0.05)
@@ -148,7 +176,7 @@ def build_sharded(prefix: str, shards: int, data: dict, dim: int | None = None) 
     pids = sg.pids()
     before = [proc_status(pid) for pid in pids]
     vectors = data["vectors"]
-    half = (data["n"] // 2 + BATCH - 1) // BATCH * BATCH
+    half = min((data["n"] // 2 + BATCH - 1) // BATCH * BATCH, (data["n"] - 1) // BATCH * BATCH)  # a batch start
     for lo in range(0, data["n"], BATCH):
         if lo == half:
             middle = [proc_status(pid) for pid in pids]
@@ -211,11 +239,19 @@ def pct(ns: np.ndarray) -> dict:
     return {"p50_us": float(np.percentile(us, 50)), "p99_us": float(np.percentile(us, 99)), "mean_us": float(us.mean())}
 
 
-def compare(name: str, sharded, single, count: int, exact: bool = False) -> dict:
+def compare(name: str, sharded, single, count: int, exact: bool = False, sg=None) -> dict:
+    """Paired latency of ``sharded(i)`` and ``single(i)``, overlap@10, and (given ``sg``) the
+    shard calls per sharded query by kind, from ``sg.counters()`` around the run."""
+    before = sg.counters() if sg is not None else None
     run = paired(sharded, single, count)
     row = {"name": name, "queries": count, "sharded": pct(run["sharded_ns"]), "in_process": pct(run["single_ns"]),
            "coordinator_cpu": pct(run["coordinator_cpu_ns"]),
-           "overlap_at_10": overlap(run["sharded"], run["single"])}
+           "overlap_at_10": overlap(run["sharded"], run["single"]),
+           "same_top10_queries": sum(keys_of(a)[:K] == keys_of(b)[:K] for a, b in zip(run["sharded"], run["single"]))}
+    if sg is not None:
+        after, calls = sg.counters(), count + min(50, count)  # paired() warms up on min(50, count) queries
+        row["shard_calls_per_query"] = {kind: sum(a[kind] - b[kind] for a, b in zip(after, before)) / calls
+                                        for kind in ("search", "hybrid", "statistics")}
     if exact:
         same_keys = sum(keys_of(a) == keys_of(b) for a, b in zip(run["sharded"], run["single"]))
         diff = max(float(np.max(np.abs(np.asarray(a.scores) - np.asarray(b.scores)), initial=0.0))
@@ -225,8 +261,10 @@ def compare(name: str, sharded, single, count: int, exact: bool = False) -> dict
     return row
 
 
-def throughput(fn, count_queries: int, threads: int, total: int) -> float:
-    """Queries per second of ``fn(i)`` called ``total`` times by ``threads`` threads."""
+def throughput(fn, count_queries: int, threads: int, total: int, pids: tuple = ()) -> dict:
+    """Queries per second of ``fn(i)`` called ``total`` times by ``threads`` threads, and the
+    cores busy meanwhile: this (client) process's CPU seconds / wall seconds, each of ``pids``',
+    and the whole machine's."""
     for i in range(min(20, total)):
         fn(i % count_queries)
     counter = itertools.count()
@@ -243,22 +281,26 @@ def throughput(fn, count_queries: int, threads: int, total: int) -> float:
             failures.append(exc)
 
     workers = [threading.Thread(target=worker) for _ in range(threads)]
+    cpu0, shard_cpu0, busy0 = common.cpu_seconds(), [cpu_s(pid) for pid in pids], machine_busy_s()
     started = time.perf_counter()
     for w in workers:
         w.start()
     for w in workers:
         w.join()
     wall = time.perf_counter() - started
+    cpu1, shard_cpu1, busy1 = common.cpu_seconds(), [cpu_s(pid) for pid in pids], machine_busy_s()
     if failures:
         raise failures[0]
-    return total / wall
+    return {"qps": total / wall, "client_cores": (cpu1 - cpu0) / wall,
+            "shard_cores": [(b - a) / wall for a, b in zip(shard_cpu0, shard_cpu1)],
+            "machine_cores": (busy1 - busy0) / wall}
 
 
 def ray_round_trip(sg, count: int = 1000) -> dict:
-    """Wall ns of a Ray call that does no work (``ping``) on one shard, and on all shards."""
+    """Wall ns of a Ray call that does no work (``ping``) on one shard (``_call``: no public
+    call reaches one shard without work), and on all shards (``len(sg)``: a ping to each)."""
     one = common.time_calls(lambda _: sg._call([0], "ping", {0: ()}), list(range(count)), warmup=50)
-    every = sg._all()
-    fan = common.time_calls(lambda _: sg._call(every, "ping", {s: () for s in every}), list(range(count)), warmup=50)
+    fan = common.time_calls(lambda _: len(sg), list(range(count)), warmup=50)
     return {"one_shard": pct(one), "all_shards": pct(fan)}
 
 
@@ -266,7 +308,7 @@ def merge_time(sg, qs: np.ndarray, count: int = 300) -> dict:
     """Wall ns of the coordinator's merge alone (``_merged`` of every shard's top 10, hops=0)."""
     from vecgraph.distributed.sharded import _merged
 
-    every = sg._all()
+    every = list(range(sg.shards))
     p = {"k": K, "seeds": 8, "hops": 0, "max_visited": 2000, "rels": None, "direction": "both", "labels": None,
          "tenants": None, "ts_min": None, "ts_max": None, "max_fanout": 256, "hop_decay": 1.0, "exact": False,
          "ef": None, "where": None, "since": None, "until": None, "exclude_keys": None}
@@ -309,10 +351,13 @@ def memory_row(memory: list, dim: int) -> dict:
 
 def measure(n: int, count_queries: int, dim: int, threads: int, memory_nodes: int, work: str) -> dict:
     import ray
+    from vecgraph.distributed import ShardedGraph
+    from vecgraph.distributed.sharded import DEFAULT_CONCURRENCY
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     out: dict = {"nodes": n, "dim": dim, "queries": count_queries, "client_threads": threads, "tenants": TENANTS,
-                 "machine": common.machine(), "ray": ray.__version__, "load_average_start": common.load_average()}
+                 "machine": common.machine(), "ray": ray.__version__, "concurrency": DEFAULT_CONCURRENCY,
+                 "load_average_start": common.load_average()}
     started = time.perf_counter()
     data = make_data(n, dim, count_queries)
     out["edges"] = len(data["src"])
@@ -326,18 +371,29 @@ def measure(n: int, count_queries: int, dim: int, threads: int, memory_nodes: in
           f"4 shards {out['sharded4_build_s']:.1f} s", flush=True)
 
     # ---- latency with recall, 4 shards routed by tenant
+    def routed_hybrid(statistics: str):
+        return lambda i: sg4.hybrid_search(q_texts[i], qs[i], K, tenants=[q_tenants[i]], statistics=statistics)
+
     rows = [
         compare("routed: one tenant (1 of 4 shards)", lambda i: sg4.search(qs[i], K, tenants=[q_tenants[i]]),
-                lambda i: g.search(qs[i], K, tenants=[q_tenants[i]]), Q),
-        compare("fan-out search, hops=2", lambda i: sg4.search(qs[i], K), lambda i: g.search(qs[i], K), Q),
-        compare("fan-out search, hops=0", lambda i: sg4.search(qs[i], K, hops=0), lambda i: g.search(qs[i], K, hops=0), Q),
+                lambda i: g.search(qs[i], K, tenants=[q_tenants[i]]), Q, sg=sg4),
+        compare('routed hybrid_search, statistics="graph"', routed_hybrid("graph"),
+                lambda i: g.hybrid_search(q_texts[i], qs[i], K, tenants=[q_tenants[i]]), Q, sg=sg4),
+        compare('routed hybrid_search, statistics="routed"', routed_hybrid("routed"),
+                lambda i: g.hybrid_search(q_texts[i], qs[i], K, tenants=[q_tenants[i]]), Q, sg=sg4),
+        compare("fan-out search, hops=2", lambda i: sg4.search(qs[i], K), lambda i: g.search(qs[i], K), Q, sg=sg4),
+        compare("fan-out search, hops=0", lambda i: sg4.search(qs[i], K, hops=0), lambda i: g.search(qs[i], K, hops=0),
+                Q, sg=sg4),
         compare("fan-out search, hops=0, exact=True", lambda i: sg4.search(qs[i], K, hops=0, exact=True),
-                lambda i: g.search(qs[i], K, hops=0, exact=True), max(50, Q // 4), exact=True),
+                lambda i: g.search(qs[i], K, hops=0, exact=True), max(50, Q // 4), exact=True, sg=sg4),
         compare("fan-out hybrid_search, text + vector", lambda i: sg4.hybrid_search(q_texts[i], qs[i], K),
-                lambda i: g.hybrid_search(q_texts[i], qs[i], K), Q),
+                lambda i: g.hybrid_search(q_texts[i], qs[i], K), Q, sg=sg4),
+        compare("fan-out hybrid_search, bm25 channel only",
+                lambda i: sg4.hybrid_search(q_texts[i], None, K, channels=("bm25",)),
+                lambda i: g.hybrid_search(q_texts[i], None, K, channels=("bm25",)), max(50, Q // 4), sg=sg4),
     ]
     # recall of both sides against exact=True (same hops), for the approximate fan-outs
-    for row, hops in ((rows[1], 2), (rows[2], 0)):
+    for row, hops in ((rows[3], 2), (rows[4], 0)):
         truth = [g.search(qs[i], K, hops=hops, exact=True) for i in range(row["queries"])]
         row["sharded_recall_vs_exact"] = overlap(row["results"]["sharded"], truth)
         row["in_process_recall_vs_exact"] = overlap(row["results"]["single"], truth)
@@ -349,30 +405,67 @@ def measure(n: int, count_queries: int, dim: int, threads: int, memory_nodes: in
     out["ray_round_trip"] = ray_round_trip(sg4)
     out["merge_4_shards"] = merge_time(sg4, qs)
 
-    # ---- throughput and latency of the fan-out with 1, 2, 4 shards
+    # ---- throughput (fan-out and routed) and latency of the fan-out with 1, 2, 4 shards
     total = max(2 * Q, 2000)
-    single_qps = throughput(lambda i: g.search(qs[i], K), Q, threads, total)
-    single_qps_1 = throughput(lambda i: g.search(qs[i], K), Q, 1, total)
+
+    def fan_query(sg):
+        return lambda i: sg.search(qs[i], K)
+
+    def routed_query(sg):
+        return lambda i: sg.search(qs[i], K, tenants=[q_tenants[i]])
+
+    def exact_query(sg):  # a scan of every node: a long call, where a shard's concurrency shows
+        return lambda i: sg.search(qs[i], K, hops=0, exact=True)
+
+    single = {"fanout": throughput(fan_query(g), Q, threads, total),
+              "fanout_1_thread": throughput(fan_query(g), Q, 1, total),
+              "routed": throughput(routed_query(g), Q, threads, total),
+              "exact": throughput(exact_query(g), Q, threads, total // 2)}
     fanout = []
     for shards in (1, 2, 4):
         if shards == 4:
             sg, build_s, memory = sg4, out["sharded4_build_s"], mem4
         else:
             sg, build_s, memory = build_sharded(os.path.join(work, f"sg{shards}"), shards, data)
-        lat = compare(f"fan-out search, hops=2, {shards} shard(s)", lambda i, sg=sg: sg.search(qs[i], K),
-                      lambda i: g.search(qs[i], K), min(Q, 500))
-        qps = throughput(lambda i, sg=sg: sg.search(qs[i], K), Q, threads, total)
-        fanout.append({"shards": shards, "build_s": build_s, "qps": qps, "qps_over_in_process": qps / single_qps,
-                       "p50_us": lat["sharded"]["p50_us"], "p99_us": lat["sharded"]["p99_us"],
-                       "in_process_p50_us": lat["in_process"]["p50_us"],
-                       "coordinator_cpu_p50_us": lat["coordinator_cpu"]["p50_us"],
-                       "overlap_at_10": lat["overlap_at_10"], "memory": memory_row(memory, dim)})
-        print(f"  {shards} shard(s): {qps:8.0f} q/s with {threads} threads ({qps / single_qps:.2f}x in-process "
-              f"{single_qps:.0f}), p50 {lat['sharded']['p50_us']:.0f} µs, overlap@10 {lat['overlap_at_10']:.3f}",
-              flush=True)
+        lat = compare(f"fan-out search, hops=2, {shards} shard(s)", fan_query(sg), fan_query(g), min(Q, 500))
+        pids = tuple(sg.pids())
+        fan = throughput(fan_query(sg), Q, threads, total, pids)
+        routed = throughput(routed_query(sg), Q, threads, total, pids)
+        row = {"shards": shards, "build_s": build_s, "fanout": fan, "routed": routed,
+               "qps": fan["qps"], "qps_over_in_process": fan["qps"] / single["fanout"]["qps"],
+               "routed_qps_over_in_process": routed["qps"] / single["routed"]["qps"],
+               "p50_us": lat["sharded"]["p50_us"], "p99_us": lat["sharded"]["p99_us"],
+               "in_process_p50_us": lat["in_process"]["p50_us"],
+               "coordinator_cpu_p50_us": lat["coordinator_cpu"]["p50_us"],
+               "overlap_at_10": lat["overlap_at_10"], "memory": memory_row(memory, dim)}
+        print(f"  {shards} shard(s), {threads} threads: fan-out {fan['qps']:6.0f} q/s "
+              f"({row['qps_over_in_process']:.2f}x in-process), routed {routed['qps']:6.0f} q/s "
+              f"({row['routed_qps_over_in_process']:.2f}x); fan-out p50 {lat['sharded']['p50_us']:.0f} µs, "
+              f"overlap@10 {lat['overlap_at_10']:.3f}", flush=True)
+        if shards == 1:
+            # The same shard serving one call at a time (concurrency=1) and the default's, in
+            # alternate rounds, its folder reopened for each: two runs of each.
+            row["exact"] = throughput(exact_query(sg), Q, threads, total // 2, pids)
+            runs = [{"concurrency": DEFAULT_CONCURRENCY, "fanout": fan, "routed": routed, "exact": row["exact"]}]
+            for concurrency in (1, DEFAULT_CONCURRENCY, 1):
+                sg.checkpoint()
+                sg.close()
+                sg = ShardedGraph.open(os.path.join(work, "sg1"), sync="off", concurrency=concurrency)
+                pids = tuple(sg.pids())
+                sg.search(qs[0], K)
+                runs.append({"concurrency": concurrency, "fanout": throughput(fan_query(sg), Q, threads, total, pids),
+                             "routed": throughput(routed_query(sg), Q, threads, total, pids),
+                             "exact": throughput(exact_query(sg), Q, threads, total // 2, pids)})
+            row["concurrency_runs"] = runs
+            for run in runs:
+                print(f"  1 shard, concurrency={run['concurrency']}: fan-out {run['fanout']['qps']:6.0f} q/s, routed "
+                      f"{run['routed']['qps']:6.0f} q/s, exact=True scan {run['exact']['qps']:6.0f} q/s", flush=True)
+        fanout.append(row)
         if shards != 4:
             sg.close()
-    out["throughput"] = {"in_process_qps": single_qps, "in_process_qps_1_thread": single_qps_1, "fanout": fanout}
+    out["throughput"] = {"in_process": single, "in_process_qps": single["fanout"]["qps"],
+                         "in_process_qps_1_thread": single["fanout_1_thread"]["qps"], "fanout": fanout}
+    out["verify_4_shards"] = sg4.verify()
 
     # ---- a shard's search time against its size (in-process graphs of N/4, N/2, N nodes)
     scale = []
@@ -453,6 +546,10 @@ def print_tables(out: dict) -> None:
         if "sharded_recall_vs_exact" in row:
             extra = f"  recall vs exact: sharded {row['sharded_recall_vs_exact']:.3f}, in-process " \
                     f"{row['in_process_recall_vs_exact']:.3f}"
+        extra += f"  same top 10 {row['same_top10_queries']}/{row['queries']}"
+        if "shard_calls_per_query" in row:
+            extra += "  calls/query " + ", ".join(f"{kind} {v:.2f}" for kind, v in row["shard_calls_per_query"].items()
+                                                   if v)
         print(f"  {row['name']:40s} {row['in_process']['p50_us']:7.0f} / {row['in_process']['p99_us']:7.0f} | "
               f"{row['sharded']['p50_us']:7.0f} / {row['sharded']['p99_us']:7.0f} | "
               f"{row['coordinator_cpu']['p50_us']:6.0f} | {row['overlap_at_10']:.3f}{extra}")
@@ -460,11 +557,25 @@ def print_tables(out: dict) -> None:
     print(f"Ray call doing nothing: one shard p50 {rt['one_shard']['p50_us']:.0f} µs, 4 shards "
           f"{rt['all_shards']['p50_us']:.0f} µs; merge of 4 x top 10: p50 {out['merge_4_shards']['p50_us']:.1f} µs")
     t = out["throughput"]
-    print(f"\nthroughput, fan-out hops=2, {out['client_threads']} client threads (in-process: "
-          f"{t['in_process_qps']:.0f} q/s; 1 thread {t['in_process_qps_1_thread']:.0f})")
+    ip = t["in_process"]
+
+    def cores(run: dict) -> str:
+        return (f"client {run['client_cores']:.2f} + shards {sum(run['shard_cores']):.2f} cores, machine "
+                f"{run['machine_cores']:.2f}")
+
+    print(f"\nthroughput, {out['client_threads']} client threads, hops=2 (in-process: fan-out query "
+          f"{ip['fanout']['qps']:.0f} q/s, {cores(ip['fanout'])}; 1 thread {ip['fanout_1_thread']['qps']:.0f}; "
+          f"routed query {ip['routed']['qps']:.0f} q/s; exact=True scan {ip['exact']['qps']:.0f} q/s)")
     for row in t["fanout"]:
-        print(f"  {row['shards']} shard(s): {row['qps']:7.0f} q/s ({row['qps_over_in_process']:.2f}x), p50 "
-              f"{row['p50_us']:.0f} µs, coordinator CPU p50 {row['coordinator_cpu_p50_us']:.0f} µs")
+        print(f"  {row['shards']} shard(s): fan-out {row['qps']:7.0f} q/s ({row['qps_over_in_process']:.2f}x; "
+              f"{cores(row['fanout'])}), routed {row['routed']['qps']:7.0f} q/s "
+              f"({row['routed_qps_over_in_process']:.2f}x; {cores(row['routed'])}), fan-out p50 "
+              f"{row['p50_us']:.0f} / p99 {row['p99_us']:.0f} µs, coordinator CPU p50 "
+              f"{row['coordinator_cpu_p50_us']:.0f} µs, build {row['build_s']:.1f} s")
+        for run in row.get("concurrency_runs", []):
+            for name in ("fanout", "routed", "exact"):
+                print(f"    concurrency={run['concurrency']}, {name}: {run[name]['qps']:7.0f} q/s ({cores(run[name])})")
+    print(f"verify() on the 4 shards: {len(out['verify_4_shards'])} problems")
     print("\nshard size -> in-process p50 (hops=2 / hops=0):  " + ", ".join(
         f"{r['nodes']:,}: {r['hops2']['p50_us']:.0f} / {r['hops0']['p50_us']:.0f} µs" for r in out["shard_size_scaling"]))
     print("\nmemory per node (shard process growth):")
@@ -482,7 +593,8 @@ def print_tables(out: dict) -> None:
               f"{row['shard_search_us']:.0f} µs + coordinator {row['coordinator_us']:.0f} µs + 2 Ray calls "
               f"{row['ray_calls_us']:.0f} µs + 2 RTT "
               f"-> {row['latency_ms'][0]:.2f}-{row['latency_ms'][1]:.2f} ms")
-    print(f"\ntotal {out['total_s']:.0f} s")
+    print(f"\nload average (1 min): start {out['load_average_start']:.2f}, end {out['load_average_end']:.2f}; "
+          f"total {out['total_s']:.0f} s")
 
 
 def main(argv=None) -> int:

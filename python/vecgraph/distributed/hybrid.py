@@ -4,9 +4,10 @@ fused once, as :meth:`vecgraph.Graph.hybrid_search` fuses one graph's (bound as
 
 Two rounds of one Ray call per shard:
 
-1. Each shard returns its dense list (top ``depth``), the document frequencies of the query's
-   terms in its BM25 index and its document count, and the entity names the text mentions
-   there with the holders that pass the filters. The coordinator merges the dense lists by
+1. Each shard the query is routed to returns its dense list (top ``depth``), the document
+   frequencies of the query's terms in its BM25 index and its document count, and the entity
+   names the text mentions there with the holders that pass the filters; every other shard
+   returns its document count and frequencies only (unless ``statistics="routed"``). The coordinator merges the dense lists by
    score; sums the counts into the whole graph's statistics; merges the mentions and scores
    the entity channel with :func:`vecgraph.entities.name_specificity` over those statistics,
    exactly as one graph does.
@@ -16,12 +17,13 @@ Two rounds of one Ray call per shard:
    the text names and the best ``seeds`` dense hits overall), with their strengths computed
    from the merged lists. The coordinator merges both by score and fuses.
 
-Where it equals one graph (tested): the dense, entity and graph channels and the fusion,
-given the same dense list (``exact=True``, or HNSW finding the exact top ``depth`` on every
-shard) and walks under ``max_visited``. BM25 differs in one term: its length normalisation
+Where it equals one graph (tested, routed and fan-out, in every routing mode): the dense,
+entity and graph channels and the fusion, given the same dense list (``exact=True``, or HNSW
+finding the exact top ``depth`` on every shard) and walks under ``max_visited``. BM25 differs in one term: its length normalisation
 divides by the shard's average text length, not the graph's (tantivy scores with its own;
 equal when the shards' averages are), and a shard's writes not yet published score with the
-statistics given, as its published texts do.
+statistics given, as its published texts do. BM25 scores within 4e-7 of each other (the float32
+rounding of the boost) count as one tie and order by key, as one graph orders equal scores.
 """
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ Key = Union[str, int]
 
 #: Seconds a call waits for a shard (reads: including a restart after a crash) by default.
 DEFAULT_TIMEOUT_S = 30.0
-#: Calls a shard actor serves at once by default (threads; Ray's max_concurrency).
-DEFAULT_CONCURRENCY = 4
+#: Calls a shard actor serves at once by default (threads; Ray's max_concurrency). More threads
+#: gave no more throughput on 2 cores and cost memory per thread (bench/README.md).
+DEFAULT_CONCURRENCY = 1
 
 
 class ShardedSearchResult(SearchResult):
@@ -171,10 +172,14 @@ class ShardedGraph:
     :class:`vecgraph.ShardUnavailableError` naming the shard, or with ``allow_partial=True``
     returns what the others found, marked ``partial``. A write is never sent twice.
 
-    Writes across shards: a batch that spans several shards is checked on each (types, shapes,
-    keys already present on any shard) before any shard writes, so a rejected batch writes
-    nothing; a shard that dies between the check and the write leaves the others' part written
-    (there is no transaction across shards).
+    Writes: a batch is checked whole here as one graph checks it (types, shapes, values; errors
+    name the caller's rows), and its keys against every shard that could hold them, before any
+    shard writes, so a rejected batch writes nothing; a shard that dies during the write leaves
+    the others' parts written (there is no transaction across shards). One write batch at a time
+    per ShardedGraph; each shard actor serves ``concurrency`` calls at once.
+
+    Ties: equal scores on different shards come in shard order (one graph orders them by
+    insertion).
 
     Storage: ``prefix`` is a folder every Ray node can open (local disk on one machine, a shared
     file system such as NFS on a cluster). Object stores (S3) are not file systems a WAL can
@@ -210,7 +215,10 @@ class ShardedGraph:
                sync: str = "always", timeout_s: float = DEFAULT_TIMEOUT_S, max_restarts: int = -1,
                num_cpus: float = 0.0, concurrency: int = DEFAULT_CONCURRENCY, **graph_options: Any) -> "ShardedGraph":
         """Create ``shards`` graph folders under ``prefix`` (which must not hold a sharded graph
-        yet), the routing table beside them, and one Ray actor per shard.
+        yet), the routing table beside them, and one Ray actor per shard. Without a Ray
+        connection (``ray.init``) first, Ray starts a local one with its defaults (every CPU).
+        A create that fails (a shard that cannot open its folder, a bad option) removes what it
+        made.
 
         Args:
             prefix: a folder path (created if missing).
