@@ -25,8 +25,10 @@ Figures:
   in-process graph's with the same threads, and the CPU the client process, the shard
   processes and the whole machine used meanwhile (cores); with 1 shard also of a hops=0
   exact=True scan (a long call), and all three with the actor serving one call at a time
-  (``concurrency=1``) and the default ``concurrency`` in alternate rounds, the folder
-  reopened for each (two runs of each);
+  (``concurrency=1``) and 4 calls at once (``concurrency=4``), both given explicitly, in
+  alternate rounds, the folder reopened for each (two runs of each), with the shard process's
+  resident memory after each round. Every other ShardedGraph is created with the default
+  ``concurrency``;
 * in-process single-thread latency at N/4, N/2 and N nodes (a shard's size), fitted by
   a + b ln n to extrapolate a shard's search time to larger shards;
 * memory: growth of a shard process's resident memory (RssAnon, VmRSS) while it loads N nodes,
@@ -64,6 +66,9 @@ TENANTS = 1000
 BATCH = 10_000
 SYLLABLES = ["ka", "ro", "mi", "ten", "su", "lo", "vi", "dan", "pe", "qua", "zor", "bel", "nu", "fi", "ga", "tor",
              "hes", "wy", "jul", "bram"]
+#: Rounds of the 1-shard comparison of a shard actor's ``concurrency`` (explicit values, whatever
+#: the default; alternating, two runs of each).
+COMPARED_CONCURRENCY = (1, 4, 1, 4)
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "distributed.json")
 
 
@@ -368,7 +373,7 @@ def measure(n: int, count_queries: int, dim: int, threads: int, memory_nodes: in
     g, out["in_process_build_s"] = build_single(os.path.join(work, "single"), data)
     sg4, out["sharded4_build_s"], mem4 = build_sharded(os.path.join(work, "sg4"), 4, data)
     print(f"{n:,} nodes x {dim}, {out['edges']:,} edges; build: in-process {out['in_process_build_s']:.1f} s, "
-          f"4 shards {out['sharded4_build_s']:.1f} s", flush=True)
+          f"4 shards {out['sharded4_build_s']:.1f} s (concurrency={DEFAULT_CONCURRENCY}, the default)", flush=True)
 
     # ---- latency with recall, 4 shards routed by tenant
     def routed_hybrid(statistics: str):
@@ -443,23 +448,26 @@ def measure(n: int, count_queries: int, dim: int, threads: int, memory_nodes: in
               f"({row['routed_qps_over_in_process']:.2f}x); fan-out p50 {lat['sharded']['p50_us']:.0f} µs, "
               f"overlap@10 {lat['overlap_at_10']:.3f}", flush=True)
         if shards == 1:
-            # The same shard serving one call at a time (concurrency=1) and the default's, in
-            # alternate rounds, its folder reopened for each: two runs of each.
+            # The same shard serving one call at a time (concurrency=1) and 4 at once, given
+            # explicitly in alternate rounds, its folder reopened for each: two runs of each.
             row["exact"] = throughput(exact_query(sg), Q, threads, total // 2, pids)
-            runs = [{"concurrency": DEFAULT_CONCURRENCY, "fanout": fan, "routed": routed, "exact": row["exact"]}]
-            for concurrency in (1, DEFAULT_CONCURRENCY, 1):
+            runs = []
+            for concurrency in COMPARED_CONCURRENCY:
                 sg.checkpoint()
                 sg.close()
                 sg = ShardedGraph.open(os.path.join(work, "sg1"), sync="off", concurrency=concurrency)
                 pids = tuple(sg.pids())
                 sg.search(qs[0], K)
-                runs.append({"concurrency": concurrency, "fanout": throughput(fan_query(sg), Q, threads, total, pids),
-                             "routed": throughput(routed_query(sg), Q, threads, total, pids),
-                             "exact": throughput(exact_query(sg), Q, threads, total // 2, pids)})
+                run = {"concurrency": concurrency, "fanout": throughput(fan_query(sg), Q, threads, total, pids),
+                       "routed": throughput(routed_query(sg), Q, threads, total, pids),
+                       "exact": throughput(exact_query(sg), Q, threads, total // 2, pids)}
+                run["shard_memory_after"] = [proc_status(pid) for pid in pids]
+                runs.append(run)
             row["concurrency_runs"] = runs
             for run in runs:
                 print(f"  1 shard, concurrency={run['concurrency']}: fan-out {run['fanout']['qps']:6.0f} q/s, routed "
-                      f"{run['routed']['qps']:6.0f} q/s, exact=True scan {run['exact']['qps']:6.0f} q/s", flush=True)
+                      f"{run['routed']['qps']:6.0f} q/s, exact=True scan {run['exact']['qps']:6.0f} q/s, shard VmRSS "
+                      f"{run['shard_memory_after'][0]['VmRSS'] / 1e6:.0f} MB", flush=True)
         fanout.append(row)
         if shards != 4:
             sg.close()
@@ -575,6 +583,9 @@ def print_tables(out: dict) -> None:
         for run in row.get("concurrency_runs", []):
             for name in ("fanout", "routed", "exact"):
                 print(f"    concurrency={run['concurrency']}, {name}: {run[name]['qps']:7.0f} q/s ({cores(run[name])})")
+            mem = run["shard_memory_after"][0]
+            print(f"    concurrency={run['concurrency']}, shard process after the round: VmRSS {mem['VmRSS'] / 1e6:.0f} MB, "
+                  f"RssAnon {mem['RssAnon'] / 1e6:.0f} MB")
     print(f"verify() on the 4 shards: {len(out['verify_4_shards'])} problems")
     print("\nshard size -> in-process p50 (hops=2 / hops=0):  " + ", ".join(
         f"{r['nodes']:,}: {r['hops2']['p50_us']:.0f} / {r['hops0']['p50_us']:.0f} µs" for r in out["shard_size_scaling"]))
