@@ -64,8 +64,28 @@ import vecgraph as vg
 K = 10
 TENANTS = 1000
 BATCH = 10_000
-SYLLABLES = ["ka", "ro", "mi", "ten", "su", "lo", "vi", "dan", "pe", "qua", "zor", "bel", "nu", "fi", "ga", "tor",
-             "hes", "wy", "jul", "bram"]
+SYLLABLES = [
+    "ka",
+    "ro",
+    "mi",
+    "ten",
+    "su",
+    "lo",
+    "vi",
+    "dan",
+    "pe",
+    "qua",
+    "zor",
+    "bel",
+    "nu",
+    "fi",
+    "ga",
+    "tor",
+    "hes",
+    "wy",
+    "jul",
+    "bram",
+]
 #: Rounds of the 1-shard comparison of a shard actor's ``concurrency`` (explicit values, whatever
 #: the default; alternating, two runs of each).
 COMPARED_CONCURRENCY = (1, 4, 1, 4)
@@ -90,7 +110,7 @@ def make_data(n: int, dim: int, count_queries: int, seed: int = 0) -> dict:
     lengths = rng.integers(5, 13, n)
     ids = rng.choice(len(vocab), size=int(lengths.sum()), p=p)
     bounds = np.concatenate([[0], np.cumsum(lengths)])
-    words = [[vocab[j] for j in ids[bounds[i]:bounds[i + 1]]] for i in range(n)]
+    words = [[vocab[j] for j in ids[bounds[i] : bounds[i + 1]]] for i in range(n)]
     texts = [" ".join(w) for w in words]
     src, dst = tenant_edges(n)
     picks = rng.integers(0, n, count_queries)
@@ -102,9 +122,19 @@ def make_data(n: int, dim: int, count_queries: int, seed: int = 0) -> dict:
         distinct = list(dict.fromkeys(words[i]))
         chosen = rng.choice(len(distinct), size=min(3, len(distinct)), replace=False)
         query_texts.append(" ".join(distinct[j] for j in sorted(chosen)))
-    return {"n": n, "dim": dim, "keys": list(range(n)), "vectors": vectors, "tenants": tenants, "texts": texts,
-            "src": src, "dst": dst, "qs": qs, "query_tenants": [tenants[i] for i in picks],
-            "query_texts": query_texts}
+    return {
+        "n": n,
+        "dim": dim,
+        "keys": list(range(n)),
+        "vectors": vectors,
+        "tenants": tenants,
+        "texts": texts,
+        "src": src,
+        "dst": dst,
+        "qs": qs,
+        "query_tenants": [tenants[i] for i in picks],
+        "query_texts": query_texts,
+    }
 
 
 def tenant_edges(n: int) -> tuple[list, list]:
@@ -131,8 +161,12 @@ def build_single(folder: str, data: dict, n: int | None = None, texts: bool = Tr
     g = vg.Graph.open(folder, dim=data["dim"], metric="cos", sync="off")
     for lo in range(0, n, BATCH):
         hi = min(lo + BATCH, n)
-        g.add_nodes(data["keys"][lo:hi], data["vectors"][lo:hi], tenants=data["tenants"][lo:hi],
-                    texts=data["texts"][lo:hi] if texts else None)
+        g.add_nodes(
+            data["keys"][lo:hi],
+            data["vectors"][lo:hi],
+            tenants=data["tenants"][lo:hi],
+            texts=data["texts"][lo:hi] if texts else None,
+        )
     src, dst = (data["src"], data["dst"]) if n == data["n"] else tenant_edges(n)
     g.add_edges(src, dst, rels="rel")
     g.wait_for_indexing()
@@ -181,27 +215,42 @@ def build_sharded(prefix: str, shards: int, data: dict, dim: int | None = None) 
     pids = sg.pids()
     before = [proc_status(pid) for pid in pids]
     vectors = data["vectors"]
-    half = min((data["n"] // 2 + BATCH - 1) // BATCH * BATCH, (data["n"] - 1) // BATCH * BATCH)  # a batch start
+    half = min(
+        (data["n"] // 2 + BATCH - 1) // BATCH * BATCH, (data["n"] - 1) // BATCH * BATCH
+    )  # a batch start
     for lo in range(0, data["n"], BATCH):
         if lo == half:
             middle = [proc_status(pid) for pid in pids]
         hi = min(lo + BATCH, data["n"])
-        sg.add_nodes(data["keys"][lo:hi], vectors[lo:hi], tenants=data["tenants"][lo:hi], texts=data["texts"][lo:hi])
+        sg.add_nodes(
+            data["keys"][lo:hi], vectors[lo:hi], tenants=data["tenants"][lo:hi], texts=data["texts"][lo:hi]
+        )
     wait_indexed(sg)
     nodes_done = [proc_status(pid) for pid in pids]
     step = 5 * BATCH
     for lo in range(0, len(data["src"]), step):
-        sg.add_edges(data["src"][lo:lo + step], data["dst"][lo:lo + step], rels="rel")
+        sg.add_edges(data["src"][lo : lo + step], data["dst"][lo : lo + step], rels="rel")
     wait_indexed(sg)
     q = np.zeros(dim, np.float32)
     q[0] = 1.0
     sg.search(q, K)  # builds each shard's CSR
     build_s = time.perf_counter() - started
     stats = sg.stats()["shards"]
-    memory = [{"pid": pid, "before": b, "middle": m, "nodes_done": d, "after": proc_status(pid), "nodes": s["nodes"],
-               "edges": s["edges"],
-               "stats": {k: s[k] for k in ("vector_bytes", "csr_bytes", "hnsw_bytes", "key_bytes", "text_bytes")}}
-              for pid, b, m, d, s in zip(pids, before, middle, nodes_done, stats)]
+    memory = [
+        {
+            "pid": pid,
+            "before": b,
+            "middle": m,
+            "nodes_done": d,
+            "after": proc_status(pid),
+            "nodes": s["nodes"],
+            "edges": s["edges"],
+            "stats": {
+                k: s[k] for k in ("vector_bytes", "csr_bytes", "hnsw_bytes", "key_bytes", "text_bytes")
+            },
+        }
+        for pid, b, m, d, s in zip(pids, before, middle, nodes_done, stats)
+    ]
     memory[0]["rows_before_middle"] = half
     return sg, build_s, memory
 
@@ -219,7 +268,7 @@ def paired(sharded, single, count: int, warmup: int = 50) -> dict:
     res_a, res_b = [None] * count, [None] * count
     clock, thread_clock = time.perf_counter_ns, time.thread_time_ns
     for i in range(count):
-        for which in ((0, 1) if i % 2 == 0 else (1, 0)):
+        for which in (0, 1) if i % 2 == 0 else (1, 0):
             if which == 0:
                 c0, t0 = thread_clock(), clock()
                 res_a[i] = sharded(i)
@@ -228,7 +277,13 @@ def paired(sharded, single, count: int, warmup: int = 50) -> dict:
                 t0 = clock()
                 res_b[i] = single(i)
                 wall_b[i] = clock() - t0
-    return {"sharded": res_a, "single": res_b, "sharded_ns": wall_a, "single_ns": wall_b, "coordinator_cpu_ns": cpu_a}
+    return {
+        "sharded": res_a,
+        "single": res_b,
+        "sharded_ns": wall_a,
+        "single_ns": wall_b,
+        "coordinator_cpu_ns": cpu_a,
+    }
 
 
 def keys_of(result) -> list:
@@ -241,7 +296,11 @@ def overlap(a: list, b: list) -> float:
 
 def pct(ns: np.ndarray) -> dict:
     us = ns / 1e3
-    return {"p50_us": float(np.percentile(us, 50)), "p99_us": float(np.percentile(us, 99)), "mean_us": float(us.mean())}
+    return {
+        "p50_us": float(np.percentile(us, 50)),
+        "p99_us": float(np.percentile(us, 99)),
+        "mean_us": float(us.mean()),
+    }
 
 
 def compare(name: str, sharded, single, count: int, exact: bool = False, sg=None) -> dict:
@@ -249,18 +308,29 @@ def compare(name: str, sharded, single, count: int, exact: bool = False, sg=None
     shard calls per sharded query by kind, from ``sg.counters()`` around the run."""
     before = sg.counters() if sg is not None else None
     run = paired(sharded, single, count)
-    row = {"name": name, "queries": count, "sharded": pct(run["sharded_ns"]), "in_process": pct(run["single_ns"]),
-           "coordinator_cpu": pct(run["coordinator_cpu_ns"]),
-           "overlap_at_10": overlap(run["sharded"], run["single"]),
-           "same_top10_queries": sum(keys_of(a)[:K] == keys_of(b)[:K] for a, b in zip(run["sharded"], run["single"]))}
+    row = {
+        "name": name,
+        "queries": count,
+        "sharded": pct(run["sharded_ns"]),
+        "in_process": pct(run["single_ns"]),
+        "coordinator_cpu": pct(run["coordinator_cpu_ns"]),
+        "overlap_at_10": overlap(run["sharded"], run["single"]),
+        "same_top10_queries": sum(
+            keys_of(a)[:K] == keys_of(b)[:K] for a, b in zip(run["sharded"], run["single"])
+        ),
+    }
     if sg is not None:
         after, calls = sg.counters(), count + min(50, count)  # paired() warms up on min(50, count) queries
-        row["shard_calls_per_query"] = {kind: sum(a[kind] - b[kind] for a, b in zip(after, before)) / calls
-                                        for kind in ("search", "hybrid", "statistics")}
+        row["shard_calls_per_query"] = {
+            kind: sum(a[kind] - b[kind] for a, b in zip(after, before)) / calls
+            for kind in ("search", "hybrid", "statistics")
+        }
     if exact:
         same_keys = sum(keys_of(a) == keys_of(b) for a, b in zip(run["sharded"], run["single"]))
-        diff = max(float(np.max(np.abs(np.asarray(a.scores) - np.asarray(b.scores)), initial=0.0))
-                   for a, b in zip(run["sharded"], run["single"]))
+        diff = max(
+            float(np.max(np.abs(np.asarray(a.scores) - np.asarray(b.scores)), initial=0.0))
+            for a, b in zip(run["sharded"], run["single"])
+        )
         row.update(same_keys_queries=same_keys, max_score_difference=diff)
     row["results"] = run  # dropped before the JSON is written
     return row
@@ -296,9 +366,12 @@ def throughput(fn, count_queries: int, threads: int, total: int, pids: tuple = (
     cpu1, shard_cpu1, busy1 = common.cpu_seconds(), [cpu_s(pid) for pid in pids], machine_busy_s()
     if failures:
         raise failures[0]
-    return {"qps": total / wall, "client_cores": (cpu1 - cpu0) / wall,
-            "shard_cores": [(b - a) / wall for a, b in zip(shard_cpu0, shard_cpu1)],
-            "machine_cores": (busy1 - busy0) / wall}
+    return {
+        "qps": total / wall,
+        "client_cores": (cpu1 - cpu0) / wall,
+        "shard_cores": [(b - a) / wall for a, b in zip(shard_cpu0, shard_cpu1)],
+        "machine_cores": (busy1 - busy0) / wall,
+    }
 
 
 def ray_round_trip(sg, count: int = 1000) -> dict:
@@ -314,9 +387,26 @@ def merge_time(sg, qs: np.ndarray, count: int = 300) -> dict:
     from vecgraph.distributed.sharded import _merged
 
     every = list(range(sg.shards))
-    p = {"k": K, "seeds": 8, "hops": 0, "max_visited": 2000, "rels": None, "direction": "both", "labels": None,
-         "tenants": None, "ts_min": None, "ts_max": None, "max_fanout": 256, "hop_decay": 1.0, "exact": False,
-         "ef": None, "where": None, "since": None, "until": None, "exclude_keys": None}
+    p = {
+        "k": K,
+        "seeds": 8,
+        "hops": 0,
+        "max_visited": 2000,
+        "rels": None,
+        "direction": "both",
+        "labels": None,
+        "tenants": None,
+        "ts_min": None,
+        "ts_max": None,
+        "max_fanout": 256,
+        "hop_decay": 1.0,
+        "exact": False,
+        "ef": None,
+        "where": None,
+        "since": None,
+        "until": None,
+        "exclude_keys": None,
+    }
     parts = [sorted(sg._call(every, "search", {s: (q, p) for s in every})[0].items()) for q in qs[:count]]
     return pct(common.time_calls(lambda part: _merged(part, K, []), parts, warmup=20))
 
@@ -339,16 +429,22 @@ def memory_row(memory: list, dim: int) -> dict:
     second_half = grow("RssAnon", "middle", "nodes_done") / (nodes - half)
     edges_per_node = grow("RssAnon", "nodes_done", "after") / nodes
     marginal = second_half + edges_per_node
-    return {"dim": dim, "shards": len(memory), "nodes": nodes, "edges": edges,
-            "process_rss_before_bytes": [m["before"]["VmRSS"] for m in memory],
-            "rss_anon_per_node": grow("RssAnon", "before", "after") / nodes,
-            "vm_rss_per_node": grow("VmRSS", "before", "after") / nodes,
-            "rss_file_per_node": grow("RssFile", "before", "after") / nodes,
-            "rss_anon_second_half_per_node": second_half, "rss_anon_edges_per_node": edges_per_node,
-            "rss_anon_marginal_per_node": marginal,
-            "rss_anon_fixed_bytes": grow("RssAnon", "before", "after") - marginal * nodes,
-            "stats_per_node": {f: v / nodes for f, v in stats.items()},
-            "stats_total_per_node": sum(stats.values()) / nodes}
+    return {
+        "dim": dim,
+        "shards": len(memory),
+        "nodes": nodes,
+        "edges": edges,
+        "process_rss_before_bytes": [m["before"]["VmRSS"] for m in memory],
+        "rss_anon_per_node": grow("RssAnon", "before", "after") / nodes,
+        "vm_rss_per_node": grow("VmRSS", "before", "after") / nodes,
+        "rss_file_per_node": grow("RssFile", "before", "after") / nodes,
+        "rss_anon_second_half_per_node": second_half,
+        "rss_anon_edges_per_node": edges_per_node,
+        "rss_anon_marginal_per_node": marginal,
+        "rss_anon_fixed_bytes": grow("RssAnon", "before", "after") - marginal * nodes,
+        "stats_per_node": {f: v / nodes for f, v in stats.items()},
+        "stats_total_per_node": sum(stats.values()) / nodes,
+    }
 
 
 # ------------------------------------------------------------------------------------- main
@@ -360,9 +456,17 @@ def measure(n: int, count_queries: int, dim: int, threads: int, memory_nodes: in
     from vecgraph.distributed.sharded import DEFAULT_CONCURRENCY
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    out: dict = {"nodes": n, "dim": dim, "queries": count_queries, "client_threads": threads, "tenants": TENANTS,
-                 "machine": common.machine(), "ray": ray.__version__, "concurrency": DEFAULT_CONCURRENCY,
-                 "load_average_start": common.load_average()}
+    out: dict = {
+        "nodes": n,
+        "dim": dim,
+        "queries": count_queries,
+        "client_threads": threads,
+        "tenants": TENANTS,
+        "machine": common.machine(),
+        "ray": ray.__version__,
+        "concurrency": DEFAULT_CONCURRENCY,
+        "load_average_start": common.load_average(),
+    }
     started = time.perf_counter()
     data = make_data(n, dim, count_queries)
     out["edges"] = len(data["src"])
@@ -372,30 +476,72 @@ def measure(n: int, count_queries: int, dim: int, threads: int, memory_nodes: in
 
     g, out["in_process_build_s"] = build_single(os.path.join(work, "single"), data)
     sg4, out["sharded4_build_s"], mem4 = build_sharded(os.path.join(work, "sg4"), 4, data)
-    print(f"{n:,} nodes x {dim}, {out['edges']:,} edges; build: in-process {out['in_process_build_s']:.1f} s, "
-          f"4 shards {out['sharded4_build_s']:.1f} s (concurrency={DEFAULT_CONCURRENCY}, the default)", flush=True)
+    print(
+        f"{n:,} nodes x {dim}, {out['edges']:,} edges; build: in-process {out['in_process_build_s']:.1f} s, "
+        f"4 shards {out['sharded4_build_s']:.1f} s (concurrency={DEFAULT_CONCURRENCY}, the default)",
+        flush=True,
+    )
 
     # ---- latency with recall, 4 shards routed by tenant
     def routed_hybrid(statistics: str):
-        return lambda i: sg4.hybrid_search(q_texts[i], qs[i], K, tenants=[q_tenants[i]], statistics=statistics)
+        return lambda i: sg4.hybrid_search(
+            q_texts[i], qs[i], K, tenants=[q_tenants[i]], statistics=statistics
+        )
 
     rows = [
-        compare("routed: one tenant (1 of 4 shards)", lambda i: sg4.search(qs[i], K, tenants=[q_tenants[i]]),
-                lambda i: g.search(qs[i], K, tenants=[q_tenants[i]]), Q, sg=sg4),
-        compare('routed hybrid_search, statistics="graph"', routed_hybrid("graph"),
-                lambda i: g.hybrid_search(q_texts[i], qs[i], K, tenants=[q_tenants[i]]), Q, sg=sg4),
-        compare('routed hybrid_search, statistics="routed"', routed_hybrid("routed"),
-                lambda i: g.hybrid_search(q_texts[i], qs[i], K, tenants=[q_tenants[i]]), Q, sg=sg4),
-        compare("fan-out search, hops=2", lambda i: sg4.search(qs[i], K), lambda i: g.search(qs[i], K), Q, sg=sg4),
-        compare("fan-out search, hops=0", lambda i: sg4.search(qs[i], K, hops=0), lambda i: g.search(qs[i], K, hops=0),
-                Q, sg=sg4),
-        compare("fan-out search, hops=0, exact=True", lambda i: sg4.search(qs[i], K, hops=0, exact=True),
-                lambda i: g.search(qs[i], K, hops=0, exact=True), max(50, Q // 4), exact=True, sg=sg4),
-        compare("fan-out hybrid_search, text + vector", lambda i: sg4.hybrid_search(q_texts[i], qs[i], K),
-                lambda i: g.hybrid_search(q_texts[i], qs[i], K), Q, sg=sg4),
-        compare("fan-out hybrid_search, bm25 channel only",
-                lambda i: sg4.hybrid_search(q_texts[i], None, K, channels=("bm25",)),
-                lambda i: g.hybrid_search(q_texts[i], None, K, channels=("bm25",)), max(50, Q // 4), sg=sg4),
+        compare(
+            "routed: one tenant (1 of 4 shards)",
+            lambda i: sg4.search(qs[i], K, tenants=[q_tenants[i]]),
+            lambda i: g.search(qs[i], K, tenants=[q_tenants[i]]),
+            Q,
+            sg=sg4,
+        ),
+        compare(
+            'routed hybrid_search, statistics="graph"',
+            routed_hybrid("graph"),
+            lambda i: g.hybrid_search(q_texts[i], qs[i], K, tenants=[q_tenants[i]]),
+            Q,
+            sg=sg4,
+        ),
+        compare(
+            'routed hybrid_search, statistics="routed"',
+            routed_hybrid("routed"),
+            lambda i: g.hybrid_search(q_texts[i], qs[i], K, tenants=[q_tenants[i]]),
+            Q,
+            sg=sg4,
+        ),
+        compare(
+            "fan-out search, hops=2", lambda i: sg4.search(qs[i], K), lambda i: g.search(qs[i], K), Q, sg=sg4
+        ),
+        compare(
+            "fan-out search, hops=0",
+            lambda i: sg4.search(qs[i], K, hops=0),
+            lambda i: g.search(qs[i], K, hops=0),
+            Q,
+            sg=sg4,
+        ),
+        compare(
+            "fan-out search, hops=0, exact=True",
+            lambda i: sg4.search(qs[i], K, hops=0, exact=True),
+            lambda i: g.search(qs[i], K, hops=0, exact=True),
+            max(50, Q // 4),
+            exact=True,
+            sg=sg4,
+        ),
+        compare(
+            "fan-out hybrid_search, text + vector",
+            lambda i: sg4.hybrid_search(q_texts[i], qs[i], K),
+            lambda i: g.hybrid_search(q_texts[i], qs[i], K),
+            Q,
+            sg=sg4,
+        ),
+        compare(
+            "fan-out hybrid_search, bm25 channel only",
+            lambda i: sg4.hybrid_search(q_texts[i], None, K, channels=("bm25",)),
+            lambda i: g.hybrid_search(q_texts[i], None, K, channels=("bm25",)),
+            max(50, Q // 4),
+            sg=sg4,
+        ),
     ]
     # recall of both sides against exact=True (same hops), for the approximate fan-outs
     for row, hops in ((rows[3], 2), (rows[4], 0)):
@@ -404,9 +550,12 @@ def measure(n: int, count_queries: int, dim: int, threads: int, memory_nodes: in
         row["in_process_recall_vs_exact"] = overlap(row["results"]["single"], truth)
     out["latency"] = rows
     for row in rows:
-        print(f"  {row['name']:40s} in-process p50 {row['in_process']['p50_us']:8.0f} µs  sharded p50 "
-              f"{row['sharded']['p50_us']:8.0f} µs p99 {row['sharded']['p99_us']:8.0f}  overlap@10 "
-              f"{row['overlap_at_10']:.3f}", flush=True)
+        print(
+            f"  {row['name']:40s} in-process p50 {row['in_process']['p50_us']:8.0f} µs  sharded p50 "
+            f"{row['sharded']['p50_us']:8.0f} µs p99 {row['sharded']['p99_us']:8.0f}  overlap@10 "
+            f"{row['overlap_at_10']:.3f}",
+            flush=True,
+        )
     out["ray_round_trip"] = ray_round_trip(sg4)
     out["merge_4_shards"] = merge_time(sg4, qs)
 
@@ -422,10 +571,12 @@ def measure(n: int, count_queries: int, dim: int, threads: int, memory_nodes: in
     def exact_query(sg):  # a scan of every node: a long call, where a shard's concurrency shows
         return lambda i: sg.search(qs[i], K, hops=0, exact=True)
 
-    single = {"fanout": throughput(fan_query(g), Q, threads, total),
-              "fanout_1_thread": throughput(fan_query(g), Q, 1, total),
-              "routed": throughput(routed_query(g), Q, threads, total),
-              "exact": throughput(exact_query(g), Q, threads, total // 2)}
+    single = {
+        "fanout": throughput(fan_query(g), Q, threads, total),
+        "fanout_1_thread": throughput(fan_query(g), Q, 1, total),
+        "routed": throughput(routed_query(g), Q, threads, total),
+        "exact": throughput(exact_query(g), Q, threads, total // 2),
+    }
     fanout = []
     for shards in (1, 2, 4):
         if shards == 4:
@@ -436,17 +587,28 @@ def measure(n: int, count_queries: int, dim: int, threads: int, memory_nodes: in
         pids = tuple(sg.pids())
         fan = throughput(fan_query(sg), Q, threads, total, pids)
         routed = throughput(routed_query(sg), Q, threads, total, pids)
-        row = {"shards": shards, "build_s": build_s, "fanout": fan, "routed": routed,
-               "qps": fan["qps"], "qps_over_in_process": fan["qps"] / single["fanout"]["qps"],
-               "routed_qps_over_in_process": routed["qps"] / single["routed"]["qps"],
-               "p50_us": lat["sharded"]["p50_us"], "p99_us": lat["sharded"]["p99_us"],
-               "in_process_p50_us": lat["in_process"]["p50_us"],
-               "coordinator_cpu_p50_us": lat["coordinator_cpu"]["p50_us"],
-               "overlap_at_10": lat["overlap_at_10"], "memory": memory_row(memory, dim)}
-        print(f"  {shards} shard(s), {threads} threads: fan-out {fan['qps']:6.0f} q/s "
-              f"({row['qps_over_in_process']:.2f}x in-process), routed {routed['qps']:6.0f} q/s "
-              f"({row['routed_qps_over_in_process']:.2f}x); fan-out p50 {lat['sharded']['p50_us']:.0f} µs, "
-              f"overlap@10 {lat['overlap_at_10']:.3f}", flush=True)
+        row = {
+            "shards": shards,
+            "build_s": build_s,
+            "fanout": fan,
+            "routed": routed,
+            "qps": fan["qps"],
+            "qps_over_in_process": fan["qps"] / single["fanout"]["qps"],
+            "routed_qps_over_in_process": routed["qps"] / single["routed"]["qps"],
+            "p50_us": lat["sharded"]["p50_us"],
+            "p99_us": lat["sharded"]["p99_us"],
+            "in_process_p50_us": lat["in_process"]["p50_us"],
+            "coordinator_cpu_p50_us": lat["coordinator_cpu"]["p50_us"],
+            "overlap_at_10": lat["overlap_at_10"],
+            "memory": memory_row(memory, dim),
+        }
+        print(
+            f"  {shards} shard(s), {threads} threads: fan-out {fan['qps']:6.0f} q/s "
+            f"({row['qps_over_in_process']:.2f}x in-process), routed {routed['qps']:6.0f} q/s "
+            f"({row['routed_qps_over_in_process']:.2f}x); fan-out p50 {lat['sharded']['p50_us']:.0f} µs, "
+            f"overlap@10 {lat['overlap_at_10']:.3f}",
+            flush=True,
+        )
         if shards == 1:
             # The same shard serving one call at a time (concurrency=1) and 4 at once, given
             # explicitly in alternate rounds, its folder reopened for each: two runs of each.
@@ -458,32 +620,47 @@ def measure(n: int, count_queries: int, dim: int, threads: int, memory_nodes: in
                 sg = ShardedGraph.open(os.path.join(work, "sg1"), sync="off", concurrency=concurrency)
                 pids = tuple(sg.pids())
                 sg.search(qs[0], K)
-                run = {"concurrency": concurrency, "fanout": throughput(fan_query(sg), Q, threads, total, pids),
-                       "routed": throughput(routed_query(sg), Q, threads, total, pids),
-                       "exact": throughput(exact_query(sg), Q, threads, total // 2, pids)}
+                run = {
+                    "concurrency": concurrency,
+                    "fanout": throughput(fan_query(sg), Q, threads, total, pids),
+                    "routed": throughput(routed_query(sg), Q, threads, total, pids),
+                    "exact": throughput(exact_query(sg), Q, threads, total // 2, pids),
+                }
                 run["shard_memory_after"] = [proc_status(pid) for pid in pids]
                 runs.append(run)
             row["concurrency_runs"] = runs
             for run in runs:
-                print(f"  1 shard, concurrency={run['concurrency']}: fan-out {run['fanout']['qps']:6.0f} q/s, routed "
-                      f"{run['routed']['qps']:6.0f} q/s, exact=True scan {run['exact']['qps']:6.0f} q/s, shard VmRSS "
-                      f"{run['shard_memory_after'][0]['VmRSS'] / 1e6:.0f} MB", flush=True)
+                print(
+                    f"  1 shard, concurrency={run['concurrency']}: fan-out {run['fanout']['qps']:6.0f} q/s, routed "
+                    f"{run['routed']['qps']:6.0f} q/s, exact=True scan {run['exact']['qps']:6.0f} q/s, shard VmRSS "
+                    f"{run['shard_memory_after'][0]['VmRSS'] / 1e6:.0f} MB",
+                    flush=True,
+                )
         fanout.append(row)
         if shards != 4:
             sg.close()
-    out["throughput"] = {"in_process": single, "in_process_qps": single["fanout"]["qps"],
-                         "in_process_qps_1_thread": single["fanout_1_thread"]["qps"], "fanout": fanout}
+    out["throughput"] = {
+        "in_process": single,
+        "in_process_qps": single["fanout"]["qps"],
+        "in_process_qps_1_thread": single["fanout_1_thread"]["qps"],
+        "fanout": fanout,
+    }
     out["verify_4_shards"] = sg4.verify()
 
     # ---- a shard's search time against its size (in-process graphs of N/4, N/2, N nodes)
     scale = []
     for part in (4, 2, 1):
         size = n // part
-        graph = g if part == 1 else build_single(os.path.join(work, f"single-{part}"), data, size, texts=False)[0]
+        graph = (
+            g if part == 1 else build_single(os.path.join(work, f"single-{part}"), data, size, texts=False)[0]
+        )
         row = {"nodes": size}
         for hops in (2, 0):
-            row[f"hops{hops}"] = pct(common.time_calls(lambda q, graph=graph, hops=hops: graph.search(q, K, hops=hops),
-                                                       list(qs), warmup=50))
+            row[f"hops{hops}"] = pct(
+                common.time_calls(
+                    lambda q, graph=graph, hops=hops: graph.search(q, K, hops=hops), list(qs), warmup=50
+                )
+            )
         scale.append(row)
         if part != 1:
             graph.close()
@@ -525,8 +702,10 @@ def estimate(out: dict) -> list:
     measured: 0.1 and 0.5 ms)."""
     a, b = fit_log(out["shard_size_scaling"], "hops2")
     fan = [row for row in out["throughput"]["fanout"] if row["shards"] >= 2]
-    slope, intercept = (float(x) for x in np.polyfit([row["shards"] for row in fan],
-                                                    [row["coordinator_cpu_p50_us"] for row in fan], 1))
+    slope, intercept = (
+        float(x)
+        for x in np.polyfit([row["shards"] for row in fan], [row["coordinator_cpu_p50_us"] for row in fan], 1)
+    )
     ray_us = out["ray_round_trip"]["one_shard"]["p50_us"]
     mem = out["memory"].get("dim_384", out["memory"]["dim_run"])
     fixed = float(np.median(mem["process_rss_before_bytes"])) + max(0.0, mem["rss_anon_fixed_bytes"])
@@ -535,77 +714,120 @@ def estimate(out: dict) -> list:
         per_shard = 100_000_000 // machines
         shard_us = a + b * math.log(per_shard)
         coordinator_us = intercept + slope * machines
-        rows.append({"machines": machines, "nodes_per_shard": per_shard,
-                     "memory_per_shard_gb": (fixed + per_shard * mem["rss_anon_marginal_per_node"]) / 1e9,
-                     "memory_dim": mem["dim"], "shard_search_us": shard_us, "coordinator_us": coordinator_us,
-                     "ray_calls_us": 2 * ray_us, "rtt_ms_assumed": [0.1, 0.5], "rounds": 2,
-                     "latency_ms": [(2 * ray_us + shard_us + coordinator_us) / 1e3 + 2 * rtt for rtt in (0.1, 0.5)]})
+        rows.append(
+            {
+                "machines": machines,
+                "nodes_per_shard": per_shard,
+                "memory_per_shard_gb": (fixed + per_shard * mem["rss_anon_marginal_per_node"]) / 1e9,
+                "memory_dim": mem["dim"],
+                "shard_search_us": shard_us,
+                "coordinator_us": coordinator_us,
+                "ray_calls_us": 2 * ray_us,
+                "rtt_ms_assumed": [0.1, 0.5],
+                "rounds": 2,
+                "latency_ms": [
+                    (2 * ray_us + shard_us + coordinator_us) / 1e3 + 2 * rtt for rtt in (0.1, 0.5)
+                ],
+            }
+        )
     return rows
 
 
 def print_tables(out: dict) -> None:
-    print("\nlatency (µs, one client thread) | in-process p50 / p99 | sharded p50 / p99 | coordinator CPU p50 "
-          "| overlap@10")
+    print(
+        "\nlatency (µs, one client thread) | in-process p50 / p99 | sharded p50 / p99 | coordinator CPU p50 "
+        "| overlap@10"
+    )
     for row in out["latency"]:
         extra = ""
         if "same_keys_queries" in row:
-            extra = f"  same keys {row['same_keys_queries']}/{row['queries']}, max |score diff| " \
-                    f"{row['max_score_difference']:.2g}"
+            extra = (
+                f"  same keys {row['same_keys_queries']}/{row['queries']}, max |score diff| "
+                f"{row['max_score_difference']:.2g}"
+            )
         if "sharded_recall_vs_exact" in row:
-            extra = f"  recall vs exact: sharded {row['sharded_recall_vs_exact']:.3f}, in-process " \
-                    f"{row['in_process_recall_vs_exact']:.3f}"
+            extra = (
+                f"  recall vs exact: sharded {row['sharded_recall_vs_exact']:.3f}, in-process "
+                f"{row['in_process_recall_vs_exact']:.3f}"
+            )
         extra += f"  same top 10 {row['same_top10_queries']}/{row['queries']}"
         if "shard_calls_per_query" in row:
-            extra += "  calls/query " + ", ".join(f"{kind} {v:.2f}" for kind, v in row["shard_calls_per_query"].items()
-                                                   if v)
-        print(f"  {row['name']:40s} {row['in_process']['p50_us']:7.0f} / {row['in_process']['p99_us']:7.0f} | "
-              f"{row['sharded']['p50_us']:7.0f} / {row['sharded']['p99_us']:7.0f} | "
-              f"{row['coordinator_cpu']['p50_us']:6.0f} | {row['overlap_at_10']:.3f}{extra}")
+            extra += "  calls/query " + ", ".join(
+                f"{kind} {v:.2f}" for kind, v in row["shard_calls_per_query"].items() if v
+            )
+        print(
+            f"  {row['name']:40s} {row['in_process']['p50_us']:7.0f} / {row['in_process']['p99_us']:7.0f} | "
+            f"{row['sharded']['p50_us']:7.0f} / {row['sharded']['p99_us']:7.0f} | "
+            f"{row['coordinator_cpu']['p50_us']:6.0f} | {row['overlap_at_10']:.3f}{extra}"
+        )
     rt = out["ray_round_trip"]
-    print(f"Ray call doing nothing: one shard p50 {rt['one_shard']['p50_us']:.0f} µs, 4 shards "
-          f"{rt['all_shards']['p50_us']:.0f} µs; merge of 4 x top 10: p50 {out['merge_4_shards']['p50_us']:.1f} µs")
+    print(
+        f"Ray call doing nothing: one shard p50 {rt['one_shard']['p50_us']:.0f} µs, 4 shards "
+        f"{rt['all_shards']['p50_us']:.0f} µs; merge of 4 x top 10: p50 {out['merge_4_shards']['p50_us']:.1f} µs"
+    )
     t = out["throughput"]
     ip = t["in_process"]
 
     def cores(run: dict) -> str:
-        return (f"client {run['client_cores']:.2f} + shards {sum(run['shard_cores']):.2f} cores, machine "
-                f"{run['machine_cores']:.2f}")
+        return (
+            f"client {run['client_cores']:.2f} + shards {sum(run['shard_cores']):.2f} cores, machine "
+            f"{run['machine_cores']:.2f}"
+        )
 
-    print(f"\nthroughput, {out['client_threads']} client threads, hops=2 (in-process: fan-out query "
-          f"{ip['fanout']['qps']:.0f} q/s, {cores(ip['fanout'])}; 1 thread {ip['fanout_1_thread']['qps']:.0f}; "
-          f"routed query {ip['routed']['qps']:.0f} q/s; exact=True scan {ip['exact']['qps']:.0f} q/s)")
+    print(
+        f"\nthroughput, {out['client_threads']} client threads, hops=2 (in-process: fan-out query "
+        f"{ip['fanout']['qps']:.0f} q/s, {cores(ip['fanout'])}; 1 thread {ip['fanout_1_thread']['qps']:.0f}; "
+        f"routed query {ip['routed']['qps']:.0f} q/s; exact=True scan {ip['exact']['qps']:.0f} q/s)"
+    )
     for row in t["fanout"]:
-        print(f"  {row['shards']} shard(s): fan-out {row['qps']:7.0f} q/s ({row['qps_over_in_process']:.2f}x; "
-              f"{cores(row['fanout'])}), routed {row['routed']['qps']:7.0f} q/s "
-              f"({row['routed_qps_over_in_process']:.2f}x; {cores(row['routed'])}), fan-out p50 "
-              f"{row['p50_us']:.0f} / p99 {row['p99_us']:.0f} µs, coordinator CPU p50 "
-              f"{row['coordinator_cpu_p50_us']:.0f} µs, build {row['build_s']:.1f} s")
+        print(
+            f"  {row['shards']} shard(s): fan-out {row['qps']:7.0f} q/s ({row['qps_over_in_process']:.2f}x; "
+            f"{cores(row['fanout'])}), routed {row['routed']['qps']:7.0f} q/s "
+            f"({row['routed_qps_over_in_process']:.2f}x; {cores(row['routed'])}), fan-out p50 "
+            f"{row['p50_us']:.0f} / p99 {row['p99_us']:.0f} µs, coordinator CPU p50 "
+            f"{row['coordinator_cpu_p50_us']:.0f} µs, build {row['build_s']:.1f} s"
+        )
         for run in row.get("concurrency_runs", []):
             for name in ("fanout", "routed", "exact"):
-                print(f"    concurrency={run['concurrency']}, {name}: {run[name]['qps']:7.0f} q/s ({cores(run[name])})")
+                print(
+                    f"    concurrency={run['concurrency']}, {name}: {run[name]['qps']:7.0f} q/s ({cores(run[name])})"
+                )
             mem = run["shard_memory_after"][0]
-            print(f"    concurrency={run['concurrency']}, shard process after the round: VmRSS {mem['VmRSS'] / 1e6:.0f} MB, "
-                  f"RssAnon {mem['RssAnon'] / 1e6:.0f} MB")
+            print(
+                f"    concurrency={run['concurrency']}, shard process after the round: VmRSS {mem['VmRSS'] / 1e6:.0f} MB, "
+                f"RssAnon {mem['RssAnon'] / 1e6:.0f} MB"
+            )
     print(f"verify() on the 4 shards: {len(out['verify_4_shards'])} problems")
-    print("\nshard size -> in-process p50 (hops=2 / hops=0):  " + ", ".join(
-        f"{r['nodes']:,}: {r['hops2']['p50_us']:.0f} / {r['hops0']['p50_us']:.0f} µs" for r in out["shard_size_scaling"]))
+    print(
+        "\nshard size -> in-process p50 (hops=2 / hops=0):  "
+        + ", ".join(
+            f"{r['nodes']:,}: {r['hops2']['p50_us']:.0f} / {r['hops0']['p50_us']:.0f} µs"
+            for r in out["shard_size_scaling"]
+        )
+    )
     print("\nmemory per node (shard process growth):")
     for m in out["memory"].values():
-        print(f"  dim {m['dim']}, {m['nodes']:,} nodes: RssAnon {m['rss_anon_per_node']:.0f} B (marginal "
-              f"{m['rss_anon_marginal_per_node']:.0f} B = second half of the nodes {m['rss_anon_second_half_per_node']:.0f}"
-              f" + edges {m['rss_anon_edges_per_node']:.0f}; fixed {m['rss_anon_fixed_bytes'] / 1e6:.0f} MB), "
-              f"VmRSS {m['vm_rss_per_node']:.0f} B, "
-              f"stats() {m['stats_total_per_node']:.0f} B ({', '.join(f'{k} {v:.0f}' for k, v in m['stats_per_node'].items())}); "
-              f"a shard process before loading: {np.median(m['process_rss_before_bytes']) / 1e6:.0f} MB")
+        print(
+            f"  dim {m['dim']}, {m['nodes']:,} nodes: RssAnon {m['rss_anon_per_node']:.0f} B (marginal "
+            f"{m['rss_anon_marginal_per_node']:.0f} B = second half of the nodes {m['rss_anon_second_half_per_node']:.0f}"
+            f" + edges {m['rss_anon_edges_per_node']:.0f}; fixed {m['rss_anon_fixed_bytes'] / 1e6:.0f} MB), "
+            f"VmRSS {m['vm_rss_per_node']:.0f} B, "
+            f"stats() {m['stats_total_per_node']:.0f} B ({', '.join(f'{k} {v:.0f}' for k, v in m['stats_per_node'].items())}); "
+            f"a shard process before loading: {np.median(m['process_rss_before_bytes']) / 1e6:.0f} MB"
+        )
     print("\nestimate, 100M nodes, one shard a machine:")
     for row in out["estimate_100M"]:
-        print(f"  {row['machines']:2d} machines: {row['nodes_per_shard']:,} nodes/shard, "
-              f"{row['memory_per_shard_gb']:.1f} GB/shard (dim {row['memory_dim']}), shard search "
-              f"{row['shard_search_us']:.0f} µs + coordinator {row['coordinator_us']:.0f} µs + 2 Ray calls "
-              f"{row['ray_calls_us']:.0f} µs + 2 RTT "
-              f"-> {row['latency_ms'][0]:.2f}-{row['latency_ms'][1]:.2f} ms")
-    print(f"\nload average (1 min): start {out['load_average_start']:.2f}, end {out['load_average_end']:.2f}; "
-          f"total {out['total_s']:.0f} s")
+        print(
+            f"  {row['machines']:2d} machines: {row['nodes_per_shard']:,} nodes/shard, "
+            f"{row['memory_per_shard_gb']:.1f} GB/shard (dim {row['memory_dim']}), shard search "
+            f"{row['shard_search_us']:.0f} µs + coordinator {row['coordinator_us']:.0f} µs + 2 Ray calls "
+            f"{row['ray_calls_us']:.0f} µs + 2 RTT "
+            f"-> {row['latency_ms'][0]:.2f}-{row['latency_ms'][1]:.2f} ms"
+        )
+    print(
+        f"\nload average (1 min): start {out['load_average_start']:.2f}, end {out['load_average_end']:.2f}; "
+        f"total {out['total_s']:.0f} s"
+    )
 
 
 def main(argv=None) -> int:
@@ -614,14 +836,24 @@ def main(argv=None) -> int:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--threads", type=int, default=4, help="client threads of the throughput runs")
-    parser.add_argument("--memory-nodes", type=int, default=None,
-                        help="nodes of the 384-d memory run (default: --nodes; 0 skips it)")
+    parser.add_argument(
+        "--memory-nodes",
+        type=int,
+        default=None,
+        help="nodes of the 384-d memory run (default: --nodes; 0 skips it)",
+    )
     parser.add_argument("--out", default=DEFAULT_OUT, help="write the figures here (JSON)")
     args = parser.parse_args(argv)
     work = tempfile.mkdtemp(prefix="vg-bench-distributed-")
     try:
-        out = measure(args.nodes, args.queries, args.dim, args.threads,
-                      args.nodes if args.memory_nodes is None else args.memory_nodes, work)
+        out = measure(
+            args.nodes,
+            args.queries,
+            args.dim,
+            args.threads,
+            args.nodes if args.memory_nodes is None else args.memory_nodes,
+            work,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for row in out["latency"]:

@@ -68,8 +68,14 @@ def sharded(request, tmp_path_factory):
         kept = [(a, b) for a, b in zip(src, dst) if stable_hash(a) % 4 == stable_hash(b) % 4]
         src, dst = [a for a, _ in kept], [b for _, b in kept]
     placement = {label: i for i, label in enumerate(LABELS)} if request.param == "label" else None
-    sg = ShardedGraph.create(tmp_path_factory.mktemp(f"sg-{request.param}"), shards=4, dim=DIM, metric="cos",
-                             shard_by=mode, placement=placement)
+    sg = ShardedGraph.create(
+        tmp_path_factory.mktemp(f"sg-{request.param}"),
+        shards=4,
+        dim=DIM,
+        metric="cos",
+        shard_by=mode,
+        placement=placement,
+    )
     sg.add_nodes(keys[:250], vectors[:250], tenants=tenants[:250], labels=labels[:250], texts=texts[:250])
     sg.add_nodes(keys[250:], vectors[250:], tenants=tenants[250:], labels=labels[250:], texts=texts[250:])
     sg.add_edges(src, dst, rels="next")
@@ -91,7 +97,12 @@ def test_stable_hash_values():
     # Recorded values (BLAKE2b-64 of "i:0", "i:1", "s:a", ...): a change of the hash would route
     # keys to other shards than the ones that hold them.
     assert [stable_hash(v) for v in (0, 1, "a", "user-42", "鍵")] == [
-        6582890487072712790, 8727818820637439042, 12879428041476107001, 3178281232189284941, 4006078895292045730]
+        6582890487072712790,
+        8727818820637439042,
+        12879428041476107001,
+        3178281232189284941,
+        4006078895292045730,
+    ]
     assert stable_hash(1) != stable_hash("1")
     with pytest.raises(TypeError, match="str or an int"):
         stable_hash(True)
@@ -192,12 +203,16 @@ def test_bm25_statistics_are_the_graphs():
     terms = list(dict.fromkeys(tokenize("alpha delta")))
     counts = [part.document_frequencies(terms) for part in parts]
     statistics = (sum(c[0] for c in counts), {t: sum(c[1][j] for c in counts) for j, t in enumerate(terms)})
-    merged = sorted((row for part in parts for row in part.search("alpha delta", 70, statistics=statistics)),
-                    key=lambda row: (-row[1], row[0]))
+    merged = sorted(
+        (row for part in parts for row in part.search("alpha delta", 70, statistics=statistics)),
+        key=lambda row: (-row[1], row[0]),
+    )
     want = whole.search("alpha delta", 70)
     assert [key for key, _ in merged] == [key for key, _ in want]
     np.testing.assert_allclose([s for _, s in merged], [s for _, s in want], rtol=1e-6)
-    local = sorted((row for part in parts for row in part.search("alpha delta", 70)), key=lambda r: (-r[1], r[0]))
+    local = sorted(
+        (row for part in parts for row in part.search("alpha delta", 70)), key=lambda r: (-r[1], r[0])
+    )
     assert [s for _, s in local] != pytest.approx([s for _, s in want])  # without them it differs
 
 
@@ -208,7 +223,9 @@ def test_cross_shard_edge_refused_and_nothing_written(tmp_path):
         assert len({stable_hash(t) % 4 for t in ("a", "b")}) == 2
         sg.add_nodes([1, 2, 3, 4], vectors, tenants=tenants)
         before = [s["last_lsn"] for s in sg.stats()["shards"]]
-        with pytest.raises(vg.InvalidArgumentError, match=r"edge 1: 1 is on shard \d and 3 on shard \d; an edge joins"):
+        with pytest.raises(
+            vg.InvalidArgumentError, match=r"edge 1: 1 is on shard \d and 3 on shard \d; an edge joins"
+        ):
             sg.add_edges([1, 1], [2, 3])
         with pytest.raises(vg.NotFoundError, match="dst 99"):
             sg.add_edges([1], [99])
@@ -227,7 +244,9 @@ def test_rejected_batch_leaves_no_trace_on_any_shard(tmp_path):
         with pytest.raises(vg.DuplicateKeyError, match="'x' is already in the graph"):
             sg.add_nodes(["p", "q", "x", "r"], rows, tenants=["b", "c", "d", "e"])
         with pytest.raises(vg.InvalidArgumentError):  # NaN, checked on its shard before any shard writes
-            sg.add_nodes(["p", "q"], np.array([[1, 0, 0, 0], [np.nan, 0, 0, 0]], np.float32), tenants=["b", "e"])
+            sg.add_nodes(
+                ["p", "q"], np.array([[1, 0, 0, 0], [np.nan, 0, 0, 0]], np.float32), tenants=["b", "e"]
+            )
         with pytest.raises(vg.DimensionMismatchError, match=r"shape \(2, 4\)"):
             sg.add_nodes(["p", "q"], np.ones((2, 3), np.float32))
         with pytest.raises(vg.DuplicateKeyError, match="rows 0 and 1"):
@@ -241,7 +260,7 @@ def test_rejected_batch_leaves_no_trace_on_any_shard(tmp_path):
             sg.search(np.ones(4), k=0)
         with pytest.raises(vg.DimensionMismatchError):
             sg.search(np.ones(5))
-        with pytest.raises(vg.InvalidArgumentError, match="routes by \"tenant\""):
+        with pytest.raises(vg.InvalidArgumentError, match='routes by "tenant"'):
             sg.search(np.ones(4), domains=["x"])
 
 
@@ -279,7 +298,9 @@ def test_reopen_keeps_routing_and_answers(tmp_path):
 def test_a_prefix_open_elsewhere_is_refused_by_name(tmp_path):
     with ShardedGraph.create(tmp_path / "sg", shards=2, dim=4, timeout_s=20) as sg:
         sg.add_nodes([1], np.ones((1, 4), np.float32))
-        with pytest.raises(ShardUnavailableError, match=r"could not start: .*StorageError: .*shard-000\d is already open"):
+        with pytest.raises(
+            ShardUnavailableError, match=r"could not start: .*StorageError: .*shard-000\d is already open"
+        ):
             ShardedGraph.open(tmp_path / "sg", timeout_s=20)
         assert len(sg) == 1  # the graph that holds the folders goes on
     with ShardedGraph.open(tmp_path / "sg") as again:  # the failed open left no actor holding a folder
@@ -295,7 +316,9 @@ def test_placement_and_bad_arguments(tmp_path):
         ShardedGraph.create(tmp_path / "c", shards=2, dim=4, placement={"x": 0})
     with pytest.raises(vg.InvalidArgumentError, match=r"placement\['x'\] must be a shard in \[0, 2\)"):
         ShardedGraph.create(tmp_path / "d", shards=2, dim=4, shard_by="label", placement={"x": 2})
-    with ShardedGraph.create(tmp_path / "e", shards=2, dim=4, shard_by="label", placement={"x": 1, "y": 1}) as sg:
+    with ShardedGraph.create(
+        tmp_path / "e", shards=2, dim=4, shard_by="label", placement={"x": 1, "y": 1}
+    ) as sg:
         sg.add_nodes([1, 2, 3], np.eye(3, 4, dtype=np.float32), labels=["x", "y", "x"])
         assert [s["nodes"] for s in sg.stats()["shards"]] == [0, 3]
         assert sg.search(np.ones(4), labels=["nowhere"]).keys == []
@@ -306,8 +329,13 @@ def test_cli_opens_one_shard_folder(tmp_path):
     with ShardedGraph.create(prefix, shards=2, dim=4, shard_by="key") as sg:
         sg.add_nodes(list(range(10)), np.random.default_rng(0).standard_normal((10, 4)))
         per = [s["nodes"] for s in sg.stats()["shards"]]
-    out = subprocess.run([sys.executable, "-m", "vecgraph", "stats", str(prefix / "shard-0001"), "--json"],
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "vecgraph", "stats", str(prefix / "shard-0001"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     assert json.loads(out)["nodes"] == per[1]
 
 
@@ -375,7 +403,9 @@ def test_query_waits_for_a_restart(tmp_path):
 
 
 def test_dead_shard_fails_by_name_or_returns_partial(tmp_path):
-    with ShardedGraph.create(tmp_path / "sg", shards=2, dim=8, shard_by="key", timeout_s=10, max_restarts=0) as sg:
+    with ShardedGraph.create(
+        tmp_path / "sg", shards=2, dim=8, shard_by="key", timeout_s=10, max_restarts=0
+    ) as sg:
         vectors = np.random.default_rng(0).standard_normal((50, 8)).astype(np.float32)
         sg.add_nodes(list(range(50)), vectors)
         alive = [k for k in range(50) if stable_hash(k) % 2 == 0]
@@ -398,7 +428,11 @@ def test_text_queries_with_the_recorded_embedder(tmp_path):
     from vecgraph import embedders
 
     emb = FakeEmbedder()
-    texts = [f"{w} notes about {v}" for w in ("billing", "search", "storage") for v in ("outages", "costs", "plans")]
+    texts = [
+        f"{w} notes about {v}"
+        for w in ("billing", "search", "storage")
+        for v in ("outages", "costs", "plans")
+    ]
     vectors = emb(texts)
     prefix = tmp_path / "sg"
     with ShardedGraph.create(prefix, shards=2, dim=emb.dim, shard_by="key") as sg:
@@ -412,7 +446,9 @@ def test_text_queries_with_the_recorded_embedder(tmp_path):
         _same(got, sg.search(emb(["billing costs"])[0], k=3, hops=0, exact=True))
         assert got.keys[0] == 1
         with pytest.raises(vg.DimensionMismatchError, match="64"):
-            sg.use_embedder(type("Short", (), {"name": "short", "dim": 8, "__call__": lambda self, t: None})())
+            sg.use_embedder(
+                type("Short", (), {"name": "short", "dim": 8, "__call__": lambda self, t: None})()
+            )
         single = vg.Graph(emb.dim, "cos")
         single.add_nodes(list(range(len(texts))), vectors, texts=texts)
         single.use_embedder(emb)
@@ -422,7 +458,8 @@ def test_text_queries_with_the_recorded_embedder(tmp_path):
         # The toy embedder ties many scores: one graph orders ties by insertion, shards by shard first.
         for channel in want.lists:
             assert dict(zip(fused.lists[channel], np.round(fused.channel_scores[channel], 5))) == dict(
-                zip(want.lists[channel], np.round(want.channel_scores[channel], 5)))
+                zip(want.lists[channel], np.round(want.channel_scores[channel], 5))
+            )
         assert fused.keys[0] == want.keys[0] == 8
     # Reopened: the shards record the embedder by name; loading it by name needs it registered.
     before = dict(embedders._REGISTERED)
@@ -454,16 +491,26 @@ def test_a_batch_over_shards_with_one_bad_row_writes_nothing(tmp_path):
     with ShardedGraph.create(tmp_path / "sg", shards=2, dim=4) as sg:
         sg.add_nodes(["a1", "a2", "b1", "b2"], np.eye(4, dtype=np.float32) + 0.1, tenants=[a, a, b, b])
         before = _trace(sg)
-        bad_edges = [dict(weights=[1.0, float("nan")]), dict(rels=["r", None]), dict(weights=[1, "x"]),
-                     dict(props=[{}, 5]), dict(ts=[1, "x"]), dict(texts="one text"),
-                     dict(vectors=np.array([[1, 0, 0, 0], [np.nan, 0, 0, 0]], np.float32))]
+        bad_edges = [
+            dict(weights=[1.0, float("nan")]),
+            dict(rels=["r", None]),
+            dict(weights=[1, "x"]),
+            dict(props=[{}, 5]),
+            dict(ts=[1, "x"]),
+            dict(texts="one text"),
+            dict(vectors=np.array([[1, 0, 0, 0], [np.nan, 0, 0, 0]], np.float32)),
+        ]
         for columns in bad_edges:
             with pytest.raises((vg.InvalidArgumentError, TypeError, ValueError)):
                 sg.add_edges(["a1", "b1"], ["a2", "b2"], **columns)
             assert _trace(sg) == before, columns
-        bad_nodes = [(["x", 2**70], {}, "outside int64|must fit int64"), (["x", "\ud800"], {}, "surrogate"),
-                     (["x", "y"], {"texts": ["ok", "\udc00"]}, "surrogate"),
-                     (["x", "y"], {"props": [{}, {}, {}]}, "3"), (["x", "y"], {"props": [{}]}, "1")]
+        bad_nodes = [
+            (["x", 2**70], {}, "outside int64|must fit int64"),
+            (["x", "\ud800"], {}, "surrogate"),
+            (["x", "y"], {"texts": ["ok", "\udc00"]}, "surrogate"),
+            (["x", "y"], {"props": [{}, {}, {}]}, "3"),
+            (["x", "y"], {"props": [{}]}, "1"),
+        ]
         for keys, columns, message in bad_nodes:
             with pytest.raises((vg.InvalidArgumentError, ValueError, TypeError), match=message):
                 sg.add_nodes(keys, np.ones((2, 4), np.float32), tenants=[a, b], **columns)
@@ -508,8 +555,12 @@ def test_label_routing_is_not_poisoned_by_a_rejected_batch(tmp_path):
 def test_routed_hybrid_search_uses_the_whole_graphs_statistics(sharded):
     mode, sg, single = sharded
     _, vectors, *_ = _data()
-    filters = {"tenant": {"tenants": ["user-3"]}, "label": {"labels": ["auth"]}, "domain": {"domains": ["a"]},
-               "key": {"tenants": ["user-3"]}}[mode]
+    filters = {
+        "tenant": {"tenants": ["user-3"]},
+        "label": {"labels": ["auth"]},
+        "domain": {"domains": ["a"]},
+        "key": {"tenants": ["user-3"]},
+    }[mode]
     reference = {"labels": ["auth"]} if mode == "domain" else filters
     for i in range(6):
         text = f"w{i % 7} t{i % 13} n{i * 11}"

@@ -34,5 +34,9 @@ def test_the_sharded_example_runs(tmp_path):
     assert printed.startswith("['m0', ") and printed.endswith(" 1000")
     hits_shards = printed[printed.index("] [") + 3 : printed.index("]", printed.index("] [") + 3)]
     assert len(set(hits_shards.split(", "))) == 1  # routed: one shard
-    assert printed.endswith(" m0 m3 1000")  # the fan-out's best: the query's node; the fused: topic 3's and vectors[3]'s
-    assert (tmp_path / "users.vgs" / "routing.json").exists() and (tmp_path / "users.vgs" / "shard-0003").is_dir()
+    assert printed.endswith(
+        " m0 m3 1000"
+    )  # the fan-out's best: the query's node; the fused: topic 3's and vectors[3]'s
+    assert (tmp_path / "users.vgs" / "routing.json").exists() and (
+        tmp_path / "users.vgs" / "shard-0003"
+    ).is_dir()

@@ -243,7 +243,13 @@ def _entity_channel(graph: Any, text: str, query: Optional[np.ndarray], args: tu
         flags = graph._engine.admits(candidates, args[7], args[8], args[9], args[10], conditions)
         excluded = {(type(key), key) for key in exclude} if exclude else set()
         admitted = {(type(key), key) for key, ok in zip(candidates, flags) if ok and (type(key), key) not in excluded}
-    scored = entity_scores(mentions, specificity, fire, admitted=admitted)
+    return ranked_entities(entity_scores(mentions, specificity, fire, admitted=admitted), similarity, depth)
+
+
+def ranked_entities(scored: dict, similarity: dict, depth: int) -> tuple:
+    """(keys, scores) of the entity channel's best ``depth``: ``scored`` (from
+    :func:`vecgraph.entities.entity_scores`) by score, then by ``similarity`` to the query
+    ({(type, key): score}), then by the first mention, then by key."""
 
     def order(marker: tuple) -> tuple:
         entry = scored[marker]

@@ -16,5 +16,11 @@ from .hybrid import ShardedHybridResult
 from .routing import Routing, stable_hash
 from .sharded import ShardedGraph, ShardedSearchResult
 
-__all__ = ["ShardedGraph", "ShardedSearchResult", "ShardedHybridResult", "ShardUnavailableError", "Routing",
-           "stable_hash"]
+__all__ = [
+    "ShardedGraph",
+    "ShardedSearchResult",
+    "ShardedHybridResult",
+    "ShardUnavailableError",
+    "Routing",
+    "stable_hash",
+]

@@ -16,7 +16,9 @@ def ray_module() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise ImportError('vecgraph.distributed runs shards as Ray actors: pip install "vecgraph[ray]"') from exc
+        raise ImportError(
+            'vecgraph.distributed runs shards as Ray actors: pip install "vecgraph[ray]"'
+        ) from exc
     return ray
 
 
@@ -26,8 +28,17 @@ def _unwrap(exc: BaseException) -> BaseException:
     return cause if isinstance(cause, BaseException) else exc
 
 
-def call_all(actors: list, shards: list, method: Union[str, dict], args: dict, *, timeout_s: float, read: bool,
-             allow_partial: bool = False, restarts: bool = True) -> tuple[dict, list]:
+def call_all(
+    actors: list,
+    shards: list,
+    method: Union[str, dict],
+    args: dict,
+    *,
+    timeout_s: float,
+    read: bool,
+    allow_partial: bool = False,
+    restarts: bool = True,
+) -> tuple[dict, list]:
     """Call ``method`` on the actors of ``shards`` (indexes) in parallel, with ``args[shard]``
     (a tuple) for each (``method`` may be a dict {shard: method}): ``({shard: value}, [shards that
     did not answer])``.
@@ -55,14 +66,19 @@ def call_all(actors: list, shards: list, method: Union[str, dict], args: dict, *
     failure: Optional[tuple] = None
     while pending:
         by_ref = {ref: shard for shard, ref in pending.items()}
-        ready, _ = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=max(0.0, deadline - time.monotonic()))
+        ready, _ = ray.wait(
+            list(by_ref), num_returns=len(by_ref), timeout=max(0.0, deadline - time.monotonic())
+        )
         if not ready:  # the deadline passed: every shard still pending is late
             late = sorted(pending)
             if allow_partial and read:
                 missing.extend(late)
                 break
-            raise ShardUnavailableError(f"shard {late[0]} did not answer {method} within {timeout_s:g} s"
-                                        + (f" (nor did shards {late[1:]})" if len(late) > 1 else ""), late[0])
+            raise ShardUnavailableError(
+                f"shard {late[0]} did not answer {method} within {timeout_s:g} s"
+                + (f" (nor did shards {late[1:]})" if len(late) > 1 else ""),
+                late[0],
+            )
         for ref in ready:
             shard = by_ref[ref]
             try:
@@ -76,8 +92,9 @@ def call_all(actors: list, shards: list, method: Union[str, dict], args: dict, *
             except (RayActorError, ActorUnavailableError) as exc:
                 if getattr(exc, "actor_init_failed", False):  # it could not open its folder: no retry helps
                     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-                    raise ShardUnavailableError(f"shard {shard} could not start: {lines[-1] if lines else exc}",
-                                                shard) from exc
+                    raise ShardUnavailableError(
+                        f"shard {shard} could not start: {lines[-1] if lines else exc}", shard
+                    ) from exc
                 if read and restarts and time.monotonic() < deadline:
                     time.sleep(RETRY_PAUSE_S)
                     pending[shard] = getattr(actors[shard], names[shard]).remote(*args[shard])
@@ -87,14 +104,19 @@ def call_all(actors: list, shards: list, method: Union[str, dict], args: dict, *
                     raise ShardUnavailableError(
                         f"shard {shard} died during {method}: the write may or may not have been applied there "
                         f"(a write it acknowledged with sync='always' is kept); {type(exc).__name__}: {exc}",
-                        shard) from exc
+                        shard,
+                    ) from exc
                 if allow_partial:
                     missing.append(shard)
                     continue
-                why = ("its process died and was not back in time" if restarts else
-                       "its process died, and max_restarts=0 lets Ray not restart it")
-                raise ShardUnavailableError(f"shard {shard} did not answer {method} ({why}): {type(exc).__name__}",
-                                            shard) from exc
+                why = (
+                    "its process died and was not back in time"
+                    if restarts
+                    else "its process died, and max_restarts=0 lets Ray not restart it"
+                )
+                raise ShardUnavailableError(
+                    f"shard {shard} did not answer {method} ({why}): {type(exc).__name__}", shard
+                ) from exc
     if failure is not None:
         shard, cause = failure
         if isinstance(cause, Exception) and not isinstance(cause, (RayActorError, ActorUnavailableError)):

@@ -35,8 +35,17 @@ import numpy as np
 
 from ..entities import Mention, entity_scores, firing_names, name_specificity
 from ..fusion import convex_unchecked, fuse
-from ..hybrid import (CHANNELS, DEFAULT_FUSION, _normalized, check_channels, check_entity_keys, check_fusion,
-                      check_graph_scoring, seed_strengths)
+from ..hybrid import (
+    CHANNELS,
+    DEFAULT_FUSION,
+    _normalized,
+    check_channels,
+    check_entity_keys,
+    check_fusion,
+    check_graph_scoring,
+    ranked_entities,
+    seed_strengths,
+)
 from ..results import HybridHit, HybridResult
 from ..text_pages import _key_order
 from ..tokenizer import tokenize
@@ -56,8 +65,11 @@ class ShardedHybridResult(HybridResult):
 def _merge(lists: dict, depth: int, by_key: bool = False) -> tuple:
     """{shard: (keys, scores)} -> (keys, scores, owners) of the best ``depth`` by score (ties:
     by key as BM25 orders them when ``by_key``, else by shard, then the shard's order)."""
-    rows = sorted((-float(score), _key_order(key) if by_key else (), shard, i, key)
-                  for shard, (keys, scores) in lists.items() for i, (key, score) in enumerate(zip(keys, scores)))
+    rows = sorted(
+        (-float(score), _key_order(key) if by_key else (), shard, i, key)
+        for shard, (keys, scores) in lists.items()
+        for i, (key, score) in enumerate(zip(keys, scores))
+    )
     if by_key:
         rows = _ties_by_key(rows)
     rows = rows[:depth]
@@ -86,17 +98,40 @@ def _ties_by_key(rows: list) -> list:
     return out
 
 
-def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: int = 10, *,
-                  channels: Sequence[str] = CHANNELS, weights: Optional[dict] = None, fusion: str = DEFAULT_FUSION,
-                  embedder: Any = None, tenants: Optional[Sequence[str]] = None,
-                  labels: Optional[Sequence[str]] = None, where: Optional[dict] = None, since: Any = None,
-                  until: Any = None, seeds: int = 8, hops: int = 2, rels: Optional[Sequence[str]] = None,
-                  direction: str = "both", max_visited: int = 2000, max_fanout: int = 256,
-                  depth: Optional[int] = None, rrf_k: float = 60.0, ef: Optional[int] = None,
-                  exact: bool = False, exclude_keys: Optional[Sequence[Key]] = None,
-                  entity_keys: Union[bool, Sequence[str]] = True, graph_seeds: bool = False,
-                  graph_scoring: str = "seed", domains: Optional[Sequence[str]] = None, allow_partial: bool = False,
-                  timeout_s: Optional[float] = None, statistics: str = "graph") -> ShardedHybridResult:
+def hybrid_search(
+    self: Any,
+    text: Optional[str] = None,
+    vector: Any = None,
+    k: int = 10,
+    *,
+    channels: Sequence[str] = CHANNELS,
+    weights: Optional[dict] = None,
+    fusion: str = DEFAULT_FUSION,
+    embedder: Any = None,
+    tenants: Optional[Sequence[str]] = None,
+    labels: Optional[Sequence[str]] = None,
+    where: Optional[dict] = None,
+    since: Any = None,
+    until: Any = None,
+    seeds: int = 8,
+    hops: int = 2,
+    rels: Optional[Sequence[str]] = None,
+    direction: str = "both",
+    max_visited: int = 2000,
+    max_fanout: int = 256,
+    depth: Optional[int] = None,
+    rrf_k: float = 60.0,
+    ef: Optional[int] = None,
+    exact: bool = False,
+    exclude_keys: Optional[Sequence[Key]] = None,
+    entity_keys: Union[bool, Sequence[str]] = True,
+    graph_seeds: bool = False,
+    graph_scoring: str = "seed",
+    domains: Optional[Sequence[str]] = None,
+    allow_partial: bool = False,
+    timeout_s: Optional[float] = None,
+    statistics: str = "graph",
+) -> ShardedHybridResult:
     """:meth:`vecgraph.Graph.hybrid_search` over the shards (see :mod:`vecgraph.distributed.hybrid`
     for how, and where it equals one graph's).
 
@@ -134,22 +169,50 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
     depth = min(max(3 * k, 30), 100_000) if depth is None else _count(depth, "depth")
     if not 1 <= depth <= 100_000:
         raise InvalidArgumentError(f"depth must be in [1, 100,000], got {depth}")
-    for name, value, least in (("seeds", seeds, 1), ("hops", hops, 0), ("max_visited", max_visited, 1),
-                               ("max_fanout", max_fanout, 1)):
+    for name, value, least in (
+        ("seeds", seeds, 1),
+        ("hops", hops, 0),
+        ("max_visited", max_visited, 1),
+        ("max_fanout", max_fanout, 1),
+    ):
         _count_at_least(value, name, least)
-    _search_args(depth, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants, None, None, 1.0,
-                 exact, ef, since, until)  # checked here, once, before any shard is called
+    _search_args(
+        depth,
+        seeds,
+        hops,
+        max_visited,
+        max_fanout,
+        direction,
+        rels,
+        labels,
+        tenants,
+        None,
+        None,
+        1.0,
+        exact,
+        ef,
+        since,
+        until,
+    )  # checked here, once, before any shard is called
     exclude_keys = _exclude_keys(exclude_keys)
     query = None
-    if vector is None and text is not None and any(c in ("dense", "graph") and channel_weights[c] > 0 for c in chosen):
+    if (
+        vector is None
+        and text is not None
+        and any(c in ("dense", "graph") and channel_weights[c] > 0 for c in chosen)
+    ):
         if embedder is None and self.embedder is not None:
             from ..errors import DimensionMismatchError, EmbedderUnavailableError
 
             try:
                 embedder = self.query_embedder()
             except (InvalidArgumentError, EmbedderUnavailableError, DimensionMismatchError) as exc:
-                warnings.warn(f"hybrid_search got text without a vector, and the graph's embedder did not load, so "
-                              f"the dense and graph channels did not run: {exc}", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"hybrid_search got text without a vector, and the graph's embedder did not load, so "
+                    f"the dense and graph channels did not run: {exc}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         if embedder is not None:
             vector = self._text_vector(text, embedder)
     if vector is not None:
@@ -160,21 +223,47 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
             raise DimensionMismatchError(f"vector must have shape ({self.dim},), got {query.shape}")
     if query is None and text is None:
         raise InvalidArgumentError("hybrid_search needs text, a vector, or both")
-    runnable = tuple(c for c in chosen if channel_weights[c] > 0 and (
-        (c in ("dense", "graph") and query is not None) or (c in ("bm25", "entity") and text is not None)))
+    runnable = tuple(
+        c
+        for c in chosen
+        if channel_weights[c] > 0
+        and (
+            (c in ("dense", "graph") and query is not None) or (c in ("bm25", "entity") and text is not None)
+        )
+    )
     if not runnable:
-        raise InvalidArgumentError(f"none of the channels {list(chosen)} can run with a weight > 0: dense and graph "
-                                   "need a vector (or text with an embedder), bm25 and entity need text")
-    p = {"depth": depth, "seeds": seeds, "hops": hops, "max_visited": max_visited, "max_fanout": max_fanout,
-         "direction": direction, "rels": rels, "labels": labels, "tenants": tenants, "where": where, "since": since,
-         "until": until, "ef": ef, "exact": exact, "exclude_keys": exclude_keys,
-         "entity_keys": entity_keys, "runnable": runnable, "graph_seeds": bool(graph_seeds),
-         "graph_scoring": graph_scoring}
+        raise InvalidArgumentError(
+            f"none of the channels {list(chosen)} can run with a weight > 0: dense and graph "
+            "need a vector (or text with an embedder), bm25 and entity need text"
+        )
+    p = {
+        "depth": depth,
+        "seeds": seeds,
+        "hops": hops,
+        "max_visited": max_visited,
+        "max_fanout": max_fanout,
+        "direction": direction,
+        "rels": rels,
+        "labels": labels,
+        "tenants": tenants,
+        "where": where,
+        "since": since,
+        "until": until,
+        "ef": ef,
+        "exact": exact,
+        "exclude_keys": exclude_keys,
+        "entity_keys": entity_keys,
+        "runnable": runnable,
+        "graph_seeds": bool(graph_seeds),
+        "graph_scoring": graph_scoring,
+    }
     if statistics not in ("graph", "routed"):
         raise InvalidArgumentError(f'statistics must be "graph" or "routed", got {statistics!r}')
     targets = self._targets(tenants, labels, domains)
     opts = {"allow_partial": allow_partial, "timeout_s": timeout_s}
-    others = [s for s in self._all() if s not in targets] if statistics == "graph" and text is not None else []
+    others = (
+        [s for s in self._all() if s not in targets] if statistics == "graph" and text is not None else []
+    )
     terms = list(dict.fromkeys(tokenize(text))) if text is not None else []
     methods = {s: "hybrid_first" for s in targets}
     methods.update({s: "text_statistics" for s in others})
@@ -203,13 +292,18 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
     for source in sources.values():
         for term, n in source[1].items():
             frequencies[term] = frequencies.get(term, 0) + n
-    named, named_scores = _entity_lists(self, first, targets, sources, documents, frequencies, depth, owner, opts)
+    named, named_scores = _entity_lists(
+        self, first, targets, sources, documents, frequencies, depth, owner, opts
+    )
     if "entity" in runnable:
         lists["entity"], scores["entity"] = named, named_scores
     normal: dict = {}
     starts: dict = {}
     if "graph" in runnable:
-        normal["dense"], normal["entity"] = _normalized("dense", dense_scores), _normalized("entity", named_scores)
+        normal["dense"], normal["entity"] = (
+            _normalized("dense", dense_scores),
+            _normalized("entity", named_scores),
+        )
         strength = seed_strengths(dense_keys, normal["dense"], named, normal["entity"])
         known: set = set()
         for key in list(named) + list(dense_keys[:seeds]):
@@ -223,8 +317,12 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
     if "bm25" in runnable or starts:
         corpus = (documents, {t: frequencies.get(t, 0) for t in terms}) if text is not None else None
         round_two = sorted(set(targets) if "bm25" in runnable else set(starts))
-        second, more = self._call(round_two, "hybrid_second",
-                                  {s: (text, query, p, corpus, *starts.get(s, ([], []))) for s in round_two}, **opts)
+        second, more = self._call(
+            round_two,
+            "hybrid_second",
+            {s: (text, query, p, corpus, *starts.get(s, ([], []))) for s in round_two},
+            **opts,
+        )
         missing = sorted(set(missing) | set(more))
     paths: dict = {}
     for shard, out in second.items():
@@ -240,22 +338,45 @@ def hybrid_search(self: Any, text: Optional[str] = None, vector: Any = None, k: 
     ordered = {c: lists[c] for c in runnable}
     ordered_scores = {c: scores[c] for c in runnable}
     if fusion == "convex":
-        fused = convex_unchecked(list(runnable), [ordered[c] for c in runnable],
-                                 [normal[c] if c in normal else _normalized(c, ordered_scores[c]) for c in runnable],
-                                 [channel_weights[c] for c in runnable], k)
+        fused = convex_unchecked(
+            list(runnable),
+            [ordered[c] for c in runnable],
+            [normal[c] if c in normal else _normalized(c, ordered_scores[c]) for c in runnable],
+            [channel_weights[c] for c in runnable],
+            k,
+        )
     else:
-        fused = fuse(ordered, ordered_scores, method=fusion, weights={c: channel_weights[c] for c in runnable},
-                     rrf_k=rrf_k, top_n=k)
-    hits = [HybridHit(f.key, float(f.score), {c: f.ranks.get(c) for c in runnable},
-                      paths.get((type(f.key), f.key), [])) for f in fused]
+        fused = fuse(
+            ordered,
+            ordered_scores,
+            method=fusion,
+            weights={c: channel_weights[c] for c in runnable},
+            rrf_k=rrf_k,
+            top_n=k,
+        )
+    hits = [
+        HybridHit(
+            f.key, float(f.score), {c: f.ranks.get(c) for c in runnable}, paths.get((type(f.key), f.key), [])
+        )
+        for f in fused
+    ]
     frozen = ({(type(h.key), h.key): nodes.get((type(h.key), h.key)) for h in hits}, [])
     result = ShardedHybridResult(hits, [], runnable, ordered, None, frozen, ordered_scores)
     result.partial, result.missing_shards = bool(missing), list(missing)
     return result
 
 
-def _entity_lists(self: Any, first: dict, targets: list, sources: dict, documents: int, frequencies: dict,
-                  depth: int, owner: dict, opts: dict) -> tuple:
+def _entity_lists(
+    self: Any,
+    first: dict,
+    targets: list,
+    sources: dict,
+    documents: int,
+    frequencies: dict,
+    depth: int,
+    owner: dict,
+    opts: dict,
+) -> tuple:
     """(keys, scores) of the entity channel from the shards' mentions, scored with the whole
     graph's statistics (one more round only for name terms a shard was not asked about)."""
     merged: dict = {}
@@ -266,8 +387,13 @@ def _entity_lists(self: Any, first: dict, targets: list, sources: dict, document
                 entry[(type(key), key)] = (key, via_alias)
     if not merged:
         return [], []
-    mentions = sorted((Mention(name, start, tuple(sorted(h.values(), key=lambda h: (type(h[0]).__name__, repr(h[0])))))
-                       for (name, start), h in merged.items()), key=lambda m: (-len(m.name), m.start, m.name))
+    mentions = sorted(
+        (
+            Mention(name, start, tuple(sorted(h.values(), key=lambda h: (type(h[0]).__name__, repr(h[0])))))
+            for (name, start), h in merged.items()
+        ),
+        key=lambda m: (-len(m.name), m.start, m.name),
+    )
     names = sorted({m.name for m in mentions if m.holders})
     admitted: set = set()
     similarity: dict = {}
@@ -282,7 +408,9 @@ def _entity_lists(self: Any, first: dict, targets: list, sources: dict, document
         unasked = {s: [t for t in terms if t not in source[1]] for s, source in sources.items()}
         unasked = {s: ts for s, ts in unasked.items() if ts}
         if unasked:
-            more, _ = self._call(sorted(unasked), "text_statistics", {s: (ts,) for s, ts in unasked.items()}, **opts)
+            more, _ = self._call(
+                sorted(unasked), "text_statistics", {s: (ts,) for s, ts in unasked.items()}, **opts
+            )
             for s, (_, found) in more.items():
                 sources[s][1].update(found)
                 for term, n in found.items():
@@ -292,11 +420,4 @@ def _entity_lists(self: Any, first: dict, targets: list, sources: dict, document
 
     specificity = name_specificity(names, document_frequencies)
     fire = firing_names(specificity, counted[0] if counted else 0)
-    scored = entity_scores(mentions, specificity, fire, admitted=admitted)
-
-    def order(marker: tuple) -> tuple:
-        entry = scored[marker]
-        return (-entry[1], -similarity.get(marker, 0.0), entry[2], repr(entry[0]))
-
-    ranked = sorted(scored, key=order)[:depth]
-    return [scored[m][0] for m in ranked], [scored[m][1] for m in ranked]
+    return ranked_entities(entity_scores(mentions, specificity, fire, admitted=admitted), similarity, depth)

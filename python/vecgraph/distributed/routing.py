@@ -32,7 +32,11 @@ def stable_hash(value: Union[str, int]) -> int:
     (Python's own ``hash`` of a str changes with each process)."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise TypeError(f"a routing value must be a str or an int, got {type(value).__name__}")
-    tagged = (b"i:" + str(value).encode()) if isinstance(value, int) else (b"s:" + value.encode("utf-8", "surrogatepass"))
+    tagged = (
+        (b"i:" + str(value).encode())
+        if isinstance(value, int)
+        else (b"s:" + value.encode("utf-8", "surrogatepass"))
+    )
     return int.from_bytes(hashlib.blake2b(tagged, digest_size=8).digest(), "little")
 
 
@@ -51,7 +55,8 @@ def _check_function(fn: Callable) -> Callable:
     if not isinstance(qualname, str) or "<lambda>" in qualname or "<locals>" in qualname:
         raise InvalidArgumentError(
             f"shard_by must be a module-level function (def domain(key, label, tenant) -> str), got {fn!r}: the "
-            "routing table records its name, and a lambda's or a nested function's name does not tell it from others")
+            "routing table records its name, and a lambda's or a nested function's name does not tell it from others"
+        )
     return fn
 
 
@@ -83,24 +88,35 @@ class Routing:
             mode = shard_by
         else:
             raise InvalidArgumentError(
-                f'shard_by must be "tenant", "key", "label" or a function (key, label, tenant) -> domain, got {shard_by!r}')
+                f'shard_by must be "tenant", "key", "label" or a function (key, label, tenant) -> domain, got {shard_by!r}'
+            )
         domains: dict = {}
         if placement is not None:
             if mode not in ("label", "domain"):
-                raise InvalidArgumentError(f'placement names the shard of a domain: it needs shard_by="label" or a '
-                                           f'domain function, not shard_by="{mode}"')
+                raise InvalidArgumentError(
+                    f'placement names the shard of a domain: it needs shard_by="label" or a '
+                    f'domain function, not shard_by="{mode}"'
+                )
             if not isinstance(placement, dict):
                 raise TypeError(f"placement must be a dict {{domain: shard}}, got {type(placement).__name__}")
             for domain, shard in placement.items():
                 if not isinstance(domain, str):
                     raise TypeError(f"placement's domains must be str, got {type(domain).__name__}")
                 if isinstance(shard, bool) or not isinstance(shard, int) or not 0 <= shard < shards:
-                    raise InvalidArgumentError(f"placement[{domain!r}] must be a shard in [0, {shards}), got {shard!r}")
+                    raise InvalidArgumentError(
+                        f"placement[{domain!r}] must be a shard in [0, {shards}), got {shard!r}"
+                    )
                 domains[domain] = shard
-        table = {"format": FORMAT, "shards": shards, "mode": mode,
-                 "folders": [f"shard-{i:04d}" for i in range(shards)], "hash": "blake2b-64",
-                 "probe_digest": _probe_digest(shards), "domains": domains,
-                 "domain_function": function_name(function) if function is not None else None}
+        table = {
+            "format": FORMAT,
+            "shards": shards,
+            "mode": mode,
+            "folders": [f"shard-{i:04d}" for i in range(shards)],
+            "hash": "blake2b-64",
+            "probe_digest": _probe_digest(shards),
+            "domains": domains,
+            "domain_function": function_name(function) if function is not None else None,
+        }
         return cls(prefix, table, function)  # written by :meth:`_write` once every shard has opened
 
     @classmethod
@@ -110,34 +126,48 @@ class Routing:
             with open(path, encoding="utf-8") as f:
                 table = json.load(f)
         except FileNotFoundError:
-            raise FileNotFoundError(f"{prefix} holds no sharded graph: {FILE} is missing "
-                                    "(create one with ShardedGraph.create)") from None
+            raise FileNotFoundError(
+                f"{prefix} holds no sharded graph: {FILE} is missing (create one with ShardedGraph.create)"
+            ) from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise CorruptionError(f"{path} is not a routing table: {exc}") from exc
         if not isinstance(table, dict) or table.get("format") != FORMAT:
-            raise CorruptionError(f"{path}: unknown routing table format {table.get('format') if isinstance(table, dict) else table!r}")
+            raise CorruptionError(
+                f"{path}: unknown routing table format {table.get('format') if isinstance(table, dict) else table!r}"
+            )
         shards = table.get("shards")
         if not isinstance(shards, int) or shards < 1 or table.get("mode") not in MODES:
             raise CorruptionError(f"{path}: bad shard count or mode ({shards!r}, {table.get('mode')!r})")
         if table.get("probe_digest") != _probe_digest(shards):
-            raise CorruptionError(f"{path}: the key hash of this vecgraph places keys on other shards than the one "
-                                  "that wrote the table; opening would route nodes to the wrong shards")
+            raise CorruptionError(
+                f"{path}: the key hash of this vecgraph places keys on other shards than the one "
+                "that wrote the table; opening would route nodes to the wrong shards"
+            )
         expected = [f"shard-{i:04d}" for i in range(shards)]
         domains = table.get("domains")
-        if table.get("folders") != expected or not isinstance(domains, dict) or any(
-                isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < shards for v in domains.values()):
-            raise CorruptionError(f"{path}: the shard folders or the domains' shards do not match {shards} shards")
+        if (
+            table.get("folders") != expected
+            or not isinstance(domains, dict)
+            or any(
+                isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < shards for v in domains.values()
+            )
+        ):
+            raise CorruptionError(
+                f"{path}: the shard folders or the domains' shards do not match {shards} shards"
+            )
         if table["mode"] != "domain" and table.get("domain_function") is not None:
             raise CorruptionError(f"{path}: mode {table['mode']!r} with a domain function")
         if table["mode"] == "domain":
             if domain_function is None:
                 raise InvalidArgumentError(
-                    f"{prefix} routes by the domain function {table['domain_function']}: pass it as shard_by= to open")
+                    f"{prefix} routes by the domain function {table['domain_function']}: pass it as shard_by= to open"
+                )
             _check_function(domain_function)
             if function_name(domain_function) != table["domain_function"]:
                 raise InvalidArgumentError(
                     f"{prefix} routes by the domain function {table['domain_function']}, got "
-                    f"{function_name(domain_function)}: a different function would place nodes differently")
+                    f"{function_name(domain_function)}: a different function would place nodes differently"
+                )
         elif domain_function is not None:
             raise InvalidArgumentError(f'{prefix} routes by "{table["mode"]}", not by a domain function')
         for folder in table["folders"]:
@@ -181,8 +211,10 @@ class Routing:
             return label
         domain = self.domain_function(key, label, tenant)  # type: ignore[misc]
         if not isinstance(domain, str):
-            raise TypeError(f"the domain function {self.table['domain_function']} returned "
-                            f"{type(domain).__name__} for key {key!r}, expected a str")
+            raise TypeError(
+                f"the domain function {self.table['domain_function']} returned "
+                f"{type(domain).__name__} for key {key!r}, expected a str"
+            )
         return domain
 
     def assign(self, keys: list, labels: list, tenants: list) -> tuple[list, dict]:
@@ -205,7 +237,9 @@ class Routing:
                 try:
                     domain.encode("utf-8")
                 except UnicodeEncodeError:
-                    raise InvalidArgumentError(f"domain {domain!r} is not valid Unicode text (a lone surrogate)") from None
+                    raise InvalidArgumentError(
+                        f"domain {domain!r} is not valid Unicode text (a lone surrogate)"
+                    ) from None
                 new[domain] = stable_hash(domain) % self.shards
         return [known[d] if d in known else new[d] for d in domains], new
 
@@ -223,7 +257,9 @@ class Routing:
         """The shards a query with these filters can find nodes in (sorted), or None: all."""
         if domains is not None:
             if self.mode not in ("label", "domain"):
-                raise InvalidArgumentError(f'domains= routes a query by domain: this graph routes by "{self.mode}"')
+                raise InvalidArgumentError(
+                    f'domains= routes a query by domain: this graph routes by "{self.mode}"'
+                )
             names = [domains] if isinstance(domains, str) else list(domains)
             return sorted({self.domains[d] for d in names if d in self.domains})
         if self.mode == "tenant" and tenants is not None:

@@ -24,9 +24,24 @@ from ..tokenizer import tokenize
 
 
 def _search_args(graph: Graph, p: dict, k: int, seeds: int) -> tuple:
-    return graph._search_args(k, seeds, p["hops"], p["max_visited"], p["max_fanout"], p["direction"], p["rels"],
-                              p["labels"], p["tenants"], p.get("ts_min"), p.get("ts_max"), p.get("hop_decay", 1.0),
-                              p["exact"], p["ef"], p["since"], p["until"])
+    return graph._search_args(
+        k,
+        seeds,
+        p["hops"],
+        p["max_visited"],
+        p["max_fanout"],
+        p["direction"],
+        p["rels"],
+        p["labels"],
+        p["tenants"],
+        p.get("ts_min"),
+        p.get("ts_max"),
+        p.get("hop_decay", 1.0),
+        p["exact"],
+        p["ef"],
+        p["since"],
+        p["until"],
+    )
 
 
 class _RecordedEmbedder:
@@ -58,9 +73,15 @@ class Shard:
 
     def ping(self) -> dict:
         """The shard's index, process id, live node count, dim and metric."""
-        return {"shard": self.index, "pid": os.getpid(), "nodes": len(self.graph), "dim": self.graph.dim,
-                "metric": self.graph.metric, "embedder": self.graph.embedder,
-                "filterable": dict(self.graph._filterable)}
+        return {
+            "shard": self.index,
+            "pid": os.getpid(),
+            "nodes": len(self.graph),
+            "dim": self.graph.dim,
+            "metric": self.graph.metric,
+            "embedder": self.graph.embedder,
+            "filterable": dict(self.graph._filterable),
+        }
 
     def record_embedder(self, name: str, dim: int, spec: Optional[str]) -> None:
         """Record the embedder ``name`` (``dim``, loaded by ``spec``) as :meth:`vecgraph.Graph.use_embedder`
@@ -78,8 +99,14 @@ class Shard:
 
     def stats(self) -> dict:
         out = dict(self.graph.stats())
-        out.update(shard=self.index, path=self.path, pid=os.getpid(), nodes=len(self.graph),
-                   edges=self.graph.count_edges, calls=self.counters())
+        out.update(
+            shard=self.index,
+            path=self.path,
+            pid=os.getpid(),
+            nodes=len(self.graph),
+            edges=self.graph.count_edges,
+            calls=self.counters(),
+        )
         return out
 
     def checkpoint(self) -> dict:
@@ -113,14 +140,24 @@ class Shard:
 
         graph = self.graph
         graph._check_writable()
-        columns_checked = node_columns(keys, vectors, columns.get("labels"), columns.get("texts"),
-                                       columns.get("tenants"), columns.get("ts"), columns.get("props"),
-                                       graph._filterable, True)
+        columns_checked = node_columns(
+            keys,
+            vectors,
+            columns.get("labels"),
+            columns.get("texts"),
+            columns.get("tenants"),
+            columns.get("ts"),
+            columns.get("props"),
+            graph._filterable,
+            True,
+        )
         matrix = columns_checked[1]
         if matrix.shape[1] != graph.dim:
             from ..errors import DimensionMismatchError
 
-            raise DimensionMismatchError(f"vectors have {matrix.shape[1]} columns, the graph's dim is {graph.dim}")
+            raise DimensionMismatchError(
+                f"vectors have {matrix.shape[1]} columns, the graph's dim is {graph.dim}"
+            )
         if len(matrix):
             quantize(matrix, graph.metric)  # the core's checks of values: NaN, inf, a zero row under cos
         for i, key in enumerate(keys):
@@ -157,12 +194,27 @@ class Shard:
         """:meth:`vecgraph.Graph.search` with the arguments ``p``; the result carries its paths
         and nodes (it is pickled to the coordinator)."""
         self._count("search")
-        result = self.graph.search(query, p["k"], seeds=p["seeds"], hops=p["hops"], max_visited=p["max_visited"],
-                                   rels=p["rels"], direction=p["direction"], labels=p["labels"],
-                                   tenants=p["tenants"], ts_min=p["ts_min"], ts_max=p["ts_max"],
-                                   max_fanout=p["max_fanout"], hop_decay=p["hop_decay"], exact=p["exact"],
-                                   ef=p["ef"], where=p["where"], since=p["since"], until=p["until"],
-                                   exclude_keys=p["exclude_keys"])
+        result = self.graph.search(
+            query,
+            p["k"],
+            seeds=p["seeds"],
+            hops=p["hops"],
+            max_visited=p["max_visited"],
+            rels=p["rels"],
+            direction=p["direction"],
+            labels=p["labels"],
+            tenants=p["tenants"],
+            ts_min=p["ts_min"],
+            ts_max=p["ts_max"],
+            max_fanout=p["max_fanout"],
+            hop_decay=p["hop_decay"],
+            exact=p["exact"],
+            ef=p["ef"],
+            where=p["where"],
+            since=p["since"],
+            until=p["until"],
+            exclude_keys=p["exclude_keys"],
+        )
         result._node_fields()
         return result
 
@@ -173,8 +225,13 @@ class Shard:
         graph = self.graph
         args = _search_args(graph, p, p["seeds"], p["seeds"])
         args = args[:2] + (0,) + args[3:]
-        raw = graph._engine.search(_float_array(query, "query", 1), *args, _where(p["where"], graph._filterable),
-                                   None, _exclude_keys(p["exclude_keys"]))
+        raw = graph._engine.search(
+            _float_array(query, "query", 1),
+            *args,
+            _where(p["where"], graph._filterable),
+            None,
+            _exclude_keys(p["exclude_keys"]),
+        )
         return list(raw[0]), np.asarray(raw[1], np.float32)
 
     def expand(self, query: np.ndarray, p: dict, starts: list) -> SearchResult:
@@ -184,8 +241,13 @@ class Shard:
         graph = self.graph
         args = _search_args(graph, p, p["k"], p["seeds"])
         args = (args[0], 0) + args[2:]
-        raw = graph._engine.search(_float_array(query, "query", 1), *args, _where(p["where"], graph._filterable),
-                                   list(starts), _exclude_keys(p["exclude_keys"]))
+        raw = graph._engine.search(
+            _float_array(query, "query", 1),
+            *args,
+            _where(p["where"], graph._filterable),
+            list(starts),
+            _exclude_keys(p["exclude_keys"]),
+        )
         result = SearchResult(raw, graph._engine)
         result._node_fields()
         _ = result.paths  # read now: the result is pickled
@@ -204,8 +266,15 @@ class Shard:
         args = _search_args(graph, p, depth, p["seeds"])
         conditions = _where(p["where"], graph._filterable)
         exclude = _exclude_keys(p["exclude_keys"])
-        out: dict = {"dense": ([], []), "documents": 0, "frequencies": {}, "mentions": [], "similarity": {},
-                     "admitted": [], "nodes": {}}
+        out: dict = {
+            "dense": ([], []),
+            "documents": 0,
+            "frequencies": {},
+            "mentions": [],
+            "similarity": {},
+            "admitted": [],
+            "nodes": {},
+        }
         runnable = p["runnable"]
         if query is not None and ("dense" in runnable or "graph" in runnable):
             dense_ef = p["ef"] or max(HYBRID_MIN_EF, depth, graph._hnsw["expansion_search"])
@@ -224,8 +293,12 @@ class Shard:
                     if entity_keys and key_only:
                         flags = engine.admits(key_only, entity_keys, None, -(2**63), 2**63 - 1, None)
                         allowed = {(type(key), key) for key, ok in zip(key_only, flags) if ok}
-                    mentions = [m._replace(holders=tuple(h for h in m.holders if h[1] or (type(h[0]), h[0]) in allowed))
-                                for m in mentions]
+                    mentions = [
+                        m._replace(
+                            holders=tuple(h for h in m.holders if h[1] or (type(h[0]), h[0]) in allowed)
+                        )
+                        for m in mentions
+                    ]
                     mentions = [m for m in mentions if m.holders]
                 for m in mentions:
                     terms.extend(t for t in name_terms(m.name) if t not in terms)
@@ -247,7 +320,9 @@ class Shard:
                 else:
                     flags = engine.admits(holders, args[7], args[8], args[9], args[10], conditions)
                     excluded = {(type(key), key) for key in exclude} if exclude else set()
-                    out["admitted"] = [key for key, ok in zip(holders, flags) if ok and (type(key), key) not in excluded]
+                    out["admitted"] = [
+                        key for key, ok in zip(holders, flags) if ok and (type(key), key) not in excluded
+                    ]
             out["mentions"] = [(m.name, m.start, m.holders) for m in mentions]
         wanted = list(out["dense"][0]) + list(out["admitted"])
         out["nodes"] = self._nodes(wanted)
@@ -256,12 +331,22 @@ class Shard:
     def text_statistics(self, terms: list) -> tuple:
         """``(N, {term: n})``: this shard's texts, and how many hold each term."""
         self._count("statistics")
-        documents, found = self.graph._text_index().document_frequencies(terms) if terms else (
-            self.graph._text_index().document_frequencies([])[0], [])
+        documents, found = (
+            self.graph._text_index().document_frequencies(terms)
+            if terms
+            else (self.graph._text_index().document_frequencies([])[0], [])
+        )
         return documents, dict(zip(terms, found))
 
-    def hybrid_second(self, text: Optional[str], query: Optional[np.ndarray], p: dict, statistics: Optional[tuple],
-                      starts: list, strengths: list) -> dict:
+    def hybrid_second(
+        self,
+        text: Optional[str],
+        query: Optional[np.ndarray],
+        p: dict,
+        statistics: Optional[tuple],
+        starts: list,
+        strengths: list,
+    ) -> dict:
         """The second round: this shard's BM25 list scored with the whole graph's ``statistics``
         (``(N, {term: n})``), and the graph channel's walk from ``starts`` (this shard's share of
         the global seeds, best first) with their ``strengths``."""
@@ -279,11 +364,13 @@ class Shard:
             min_hop = 0 if p["graph_seeds"] else 1
             if p["graph_scoring"] == "seed":
                 walk_args = (depth, 0) + args[2:11] + (GRAPH_HOP_DECAY,) + args[12:]
-                raw = graph._engine.search(query, *walk_args, conditions, list(starts), exclude, list(strengths),
-                                           min_hop)
+                raw = graph._engine.search(
+                    query, *walk_args, conditions, list(starts), exclude, list(strengths), min_hop
+                )
             else:
-                raw = graph._engine.search(query, depth, 0, *args[2:], conditions, list(starts), exclude, None,
-                                           min_hop)
+                raw = graph._engine.search(
+                    query, depth, 0, *args[2:], conditions, list(starts), exclude, None, min_hop
+                )
             result = SearchResult(raw, graph._engine)
             out["graph"] = (list(result.keys), [float(x) for x in result.scores], result.paths)
         out["nodes"] = self._nodes(list(out["bm25"][0]) + list(out["graph"][0]))
@@ -294,7 +381,9 @@ class Shard:
         if not keys:
             return {}
         fields = _node_columns(self.graph._engine, keys)
-        return {(type(key), key): {"label": f[0], "tenant": f[1], "text": f[2]} for key, f in zip(keys, fields)}
+        return {
+            (type(key), key): {"label": f[0], "tenant": f[1], "text": f[2]} for key, f in zip(keys, fields)
+        }
 
 
 __all__ = ["Shard", "Edge"]

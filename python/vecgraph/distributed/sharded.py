@@ -35,19 +35,45 @@ class ShardedSearchResult(SearchResult):
     missing_shards: list
 
     def __reduce__(self) -> tuple:
-        return (_sharded_result_from_state,
-                (self.keys, self.scores, self.hops, self.count_seeds, self.count_visited, self.paths,
-                 self._node_fields(), self.shards, self.missing_shards))
+        return (
+            _sharded_result_from_state,
+            (
+                self.keys,
+                self.scores,
+                self.hops,
+                self.count_seeds,
+                self.count_visited,
+                self.paths,
+                self._node_fields(),
+                self.shards,
+                self.missing_shards,
+            ),
+        )
 
     def __repr__(self) -> str:
         base = super().__repr__()
         return base[:-1] + (f", partial, missing shards {self.missing_shards})" if self.partial else ")")
 
 
-def _sharded_result_from_state(keys: list, scores: Any, hops: Any, count_seeds: int, count_visited: int, paths: list,
-                               nodes: list, shards: list, missing: list) -> ShardedSearchResult:
+def _sharded_result_from_state(
+    keys: list,
+    scores: Any,
+    hops: Any,
+    count_seeds: int,
+    count_visited: int,
+    paths: list,
+    nodes: list,
+    shards: list,
+    missing: list,
+) -> ShardedSearchResult:
     out = ShardedSearchResult.__new__(ShardedSearchResult)
-    out.keys, out.scores, out.hops, out.count_seeds, out.count_visited = keys, scores, hops, count_seeds, count_visited
+    out.keys, out.scores, out.hops, out.count_seeds, out.count_visited = (
+        keys,
+        scores,
+        hops,
+        count_seeds,
+        count_visited,
+    )
     out._offsets = out._edges = out._engine = None
     out._paths, out._nodes = paths, nodes
     out.shards, out.missing_shards, out.partial = shards, missing, bool(missing)
@@ -117,8 +143,10 @@ def _check_text(values: list, name: str) -> None:
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError as exc:
-                raise InvalidArgumentError(f"{name}[{i}] is not valid Unicode text: a lone surrogate "
-                                           f"{value[exc.start]!r} at {exc.start}") from None
+                raise InvalidArgumentError(
+                    f"{name}[{i}] is not valid Unicode text: a lone surrogate "
+                    f"{value[exc.start]!r} at {exc.start}"
+                ) from None
         elif isinstance(value, int) and not -(2**63) <= value < 2**63:
             raise InvalidArgumentError(f"{name}[{i}] must fit int64, got {value}")
 
@@ -131,6 +159,18 @@ def _per_row(value: Any, n: int, name: str) -> Any:
     if len(values) != n:
         raise ValueError(f"{name} has {len(values)} items for {n} rows")
     return values
+
+
+def _split(placed: list, columns: dict, make: Callable[[list, dict], tuple]) -> dict:
+    """{shard: (its rows, make(its rows, its part of each column))} of a batch whose row i goes
+    to shard ``placed[i]``."""
+    rows_of: dict = {}
+    for row, shard in enumerate(placed):
+        rows_of.setdefault(shard, []).append(row)
+    return {
+        shard: (rows, make(rows, {name: _part(value, rows) for name, value in columns.items()}))
+        for shard, rows in rows_of.items()
+    }
 
 
 def _part(value: Any, rows: list) -> Any:
@@ -186,7 +226,9 @@ class ShardedGraph:
     append to and fsync, and are not supported.
     """
 
-    def __init__(self, routing: Routing, actors: list, timeout_s: float, options: dict, max_restarts: int = -1) -> None:
+    def __init__(
+        self, routing: Routing, actors: list, timeout_s: float, options: dict, max_restarts: int = -1
+    ) -> None:
         self._routing = routing
         self._restarts = max_restarts != 0
         self._actors = actors
@@ -210,10 +252,22 @@ class ShardedGraph:
     # ------------------------------------------------------------------ create / open / close
 
     @classmethod
-    def create(cls, prefix: Union[str, os.PathLike], shards: int, dim: int, metric: str = "cos", *,
-               shard_by: Union[str, Callable[[Key, str, str], str]] = "tenant", placement: Optional[dict] = None,
-               sync: str = "always", timeout_s: float = DEFAULT_TIMEOUT_S, max_restarts: int = -1,
-               num_cpus: float = 0.0, concurrency: int = DEFAULT_CONCURRENCY, **graph_options: Any) -> "ShardedGraph":
+    def create(
+        cls,
+        prefix: Union[str, os.PathLike],
+        shards: int,
+        dim: int,
+        metric: str = "cos",
+        *,
+        shard_by: Union[str, Callable[[Key, str, str], str]] = "tenant",
+        placement: Optional[dict] = None,
+        sync: str = "always",
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_restarts: int = -1,
+        num_cpus: float = 0.0,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        **graph_options: Any,
+    ) -> "ShardedGraph":
         """Create ``shards`` graph folders under ``prefix`` (which must not hold a sharded graph
         yet), the routing table beside them, and one Ray actor per shard. Without a Ray
         connection (``ray.init``) first, Ray starts a local one with its defaults (every CPU).
@@ -254,8 +308,10 @@ class ShardedGraph:
             raise FileExistsError(f"{prefix} already holds a sharded graph: open it with ShardedGraph.open")
         existed = os.path.isdir(prefix)
         if existed and any(name.startswith("shard-") for name in os.listdir(prefix)):
-            raise FileExistsError(f"{prefix} holds shard folders but no routing table: it is not a sharded graph "
-                                  "this call may create (choose an empty folder)")
+            raise FileExistsError(
+                f"{prefix} holds shard folders but no routing table: it is not a sharded graph "
+                "this call may create (choose an empty folder)"
+            )
         options = dict(graph_options, dim=dim, metric=metric, sync=sync)
         routing = Routing.create(prefix, shards, shard_by, placement)
         try:
@@ -274,9 +330,18 @@ class ShardedGraph:
         return graph
 
     @classmethod
-    def open(cls, prefix: Union[str, os.PathLike], *, shard_by: Optional[Callable] = None, sync: str = "always",
-             timeout_s: float = DEFAULT_TIMEOUT_S, max_restarts: int = -1, num_cpus: float = 0.0,
-             concurrency: int = DEFAULT_CONCURRENCY, **graph_options: Any) -> "ShardedGraph":
+    def open(
+        cls,
+        prefix: Union[str, os.PathLike],
+        *,
+        shard_by: Optional[Callable] = None,
+        sync: str = "always",
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_restarts: int = -1,
+        num_cpus: float = 0.0,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        **graph_options: Any,
+    ) -> "ShardedGraph":
         """Reattach to the shard folders under ``prefix``: one new actor per shard, each
         reopening its folder (WAL recovery). ``shard_by``: the domain function the graph was
         created with (only for a graph routed by one). Other arguments as :meth:`create`.
@@ -289,11 +354,20 @@ class ShardedGraph:
         ray_module()
         prefix = os.fspath(prefix)
         routing = Routing.open(prefix, shard_by)
-        return cls._start(routing, dict(graph_options, sync=sync), timeout_s, max_restarts, num_cpus, concurrency)
+        return cls._start(
+            routing, dict(graph_options, sync=sync), timeout_s, max_restarts, num_cpus, concurrency
+        )
 
     @classmethod
-    def _start(cls, routing: Routing, options: dict, timeout_s: Any, max_restarts: Any, num_cpus: Any,
-               concurrency: Any) -> "ShardedGraph":
+    def _start(
+        cls,
+        routing: Routing,
+        options: dict,
+        timeout_s: Any,
+        max_restarts: Any,
+        num_cpus: Any,
+        concurrency: Any,
+    ) -> "ShardedGraph":
         from ..arguments import _count, _real
 
         timeout_s = _check_timeout(timeout_s)
@@ -306,8 +380,9 @@ class ShardedGraph:
         ray = ray_module()
         if not ray.is_initialized():
             ray.init()
-        actor_class = ray.remote(Shard).options(max_restarts=max_restarts, max_task_retries=0, num_cpus=num_cpus,
-                                                max_concurrency=concurrency)
+        actor_class = ray.remote(Shard).options(
+            max_restarts=max_restarts, max_task_retries=0, num_cpus=num_cpus, max_concurrency=concurrency
+        )
         actors = [actor_class.remote(i, folder, options) for i, folder in enumerate(routing.folders())]
         return cls(routing, actors, timeout_s, options, max_restarts)
 
@@ -344,16 +419,32 @@ class ShardedGraph:
     def shard_by(self) -> str:
         return self._routing.mode
 
-    def _call(self, shards: list, method: Union[str, dict], args: dict, *, read: bool = True, allow_partial: bool = False,
-              timeout_s: Optional[float] = None) -> tuple[dict, list]:
+    def _call(
+        self,
+        shards: list,
+        method: Union[str, dict],
+        args: dict,
+        *,
+        read: bool = True,
+        allow_partial: bool = False,
+        timeout_s: Optional[float] = None,
+    ) -> tuple[dict, list]:
         if self._closed and method != "close":
             from ..errors import ReadOnlyError
 
             raise ReadOnlyError("the sharded graph is closed")
         if timeout_s is not None:
             timeout_s = _check_timeout(timeout_s)
-        return call_all(self._actors, shards, method, args, timeout_s=self._timeout_s if timeout_s is None else timeout_s,
-                        read=read, allow_partial=allow_partial, restarts=self._restarts)
+        return call_all(
+            self._actors,
+            shards,
+            method,
+            args,
+            timeout_s=self._timeout_s if timeout_s is None else timeout_s,
+            read=read,
+            allow_partial=allow_partial,
+            restarts=self._restarts,
+        )
 
     # ------------------------------------------------------------------ embedders
 
@@ -374,13 +465,21 @@ class ShardedGraph:
         embedder = check_embedder(embedder)
         name, dim = embedder.name, int(embedder.dim)
         if dim != self.dim:
-            raise DimensionMismatchError(f"embedder {name!r} makes {dim}-d vectors, the graph's dim is {self.dim}")
+            raise DimensionMismatchError(
+                f"embedder {name!r} makes {dim}-d vectors, the graph's dim is {self.dim}"
+            )
         if self._embedder is not None and self._embedder["name"] != name:
-            raise InvalidArgumentError(f"the graph was built with embedder {self._embedder['name']!r}; refusing "
-                                       f"embedder {name!r}: its vectors are not comparable")
+            raise InvalidArgumentError(
+                f"the graph was built with embedder {self._embedder['name']!r}; refusing "
+                f"embedder {name!r}: its vectors are not comparable"
+            )
         spec = spec_of(embedder)
         self._call(self._all(), "record_embedder", {s: (name, dim, spec) for s in self._all()}, read=False)
-        self._embedder = {"name": name, "dim": dim, **({"spec": spec} if spec is not None and spec != name else {})}
+        self._embedder = {
+            "name": name,
+            "dim": dim,
+            **({"spec": spec} if spec is not None and spec != name else {}),
+        }
         self._query_embedder = embedder
 
     def query_embedder(self) -> Any:
@@ -402,8 +501,11 @@ class ShardedGraph:
         under ``shard_by="key"``, where the key names its shard)."""
         if self._routing.mode == "key":
             placed = self._routing.assign(keys, [], [])[0]
-            held, _ = self._call(sorted(set(placed)), "holds",
-                                 {s: ([k for k, p in zip(keys, placed) if p == s],) for s in set(placed)})
+            held, _ = self._call(
+                sorted(set(placed)),
+                "holds",
+                {s: ([k for k, p in zip(keys, placed) if p == s],) for s in set(placed)},
+            )
             out = {}
             for shard, flags in held.items():
                 for key, ok in zip([k for k, p in zip(keys, placed) if p == shard], flags):
@@ -420,9 +522,17 @@ class ShardedGraph:
 
     # ------------------------------------------------------------------ writes
 
-    def add_nodes(self, keys: Sequence[Key], vectors: Any, *, labels: Union[str, Sequence[str], None] = None,
-                  texts: Optional[Sequence[str]] = None, tenants: Union[str, Sequence[str], None] = None,
-                  ts: Any = None, props: Optional[Sequence[Optional[dict]]] = None) -> None:
+    def add_nodes(
+        self,
+        keys: Sequence[Key],
+        vectors: Any,
+        *,
+        labels: Union[str, Sequence[str], None] = None,
+        texts: Optional[Sequence[str]] = None,
+        tenants: Union[str, Sequence[str], None] = None,
+        ts: Any = None,
+        props: Optional[Sequence[Optional[dict]]] = None,
+    ) -> None:
         """Add a batch of nodes, each to the shard the routing table names (arguments and errors
         as :meth:`vecgraph.Graph.add_nodes`). All or nothing: the batch is checked on every
         shard it touches, and no key may be on any shard already, before one shard writes.
@@ -444,30 +554,39 @@ class ShardedGraph:
         checked = _node_columns(keys, vectors, labels, texts, tenants, ts, props, self._filterable, True)
         matrix = checked[1]
         if matrix.shape != (n, self.dim):
-            raise DimensionMismatchError(f"vectors must have shape ({n}, {self.dim}) for {n} keys, got {matrix.shape}")
+            raise DimensionMismatchError(
+                f"vectors must have shape ({n}, {self.dim}) for {n} keys, got {matrix.shape}"
+            )
         if n:
             quantize(matrix, self.metric)  # NaN, inf, an all-zero row under cos: the core's checks
         seen: dict = {}
         for i, key in enumerate(keys):
             if (type(key), key) in seen:
-                raise DuplicateKeyError(f"key {key!r} is in the batch twice (rows {seen[(type(key), key)]} and {i})")
+                raise DuplicateKeyError(
+                    f"key {key!r} is in the batch twice (rows {seen[(type(key), key)]} and {i})"
+                )
             seen[(type(key), key)] = i
         label_rows = _rows(labels, n, "labels") or [""] * n
         tenant_rows = _rows(tenants, n, "tenants") or [""] * n
         text_rows = _rows(texts, n, "texts")
-        for name, rows in (("keys", keys), ("labels", label_rows), ("tenants", tenant_rows), ("texts", text_rows or [])):
+        for name, rows in (
+            ("keys", keys),
+            ("labels", label_rows),
+            ("tenants", tenant_rows),
+            ("texts", text_rows or []),
+        ):
             _check_text(rows, name)
-        columns = {"labels": label_rows, "tenants": tenant_rows, "texts": text_rows,
-                   "ts": _per_row(ts, n, "ts"), "props": None if props is None else list(props)}
+        columns = {
+            "labels": label_rows,
+            "tenants": tenant_rows,
+            "texts": text_rows,
+            "ts": _per_row(ts, n, "ts"),
+            "props": None if props is None else list(props),
+        }
         with self._lock:
             placed, domains = self._routing.assign(keys, label_rows, tenant_rows) if n else ([], {})
-            parts: dict = {}
-            for row, shard in enumerate(placed):
-                parts.setdefault(shard, []).append(row)
-            args = {}
-            for shard, rows in parts.items():
-                part = {name: _part(value, rows) for name, value in columns.items()}
-                args[shard] = ([keys[r] for r in rows], matrix[rows], part)
+            parts = _split(placed, columns, lambda rows, part: ([keys[r] for r in rows], matrix[rows], part))
+            args = {shard: made for shard, (_, made) in parts.items()}
             others = [s for s in self._all() if s not in parts] if self._routing.mode != "key" else []
             if len(parts) > 1 or others:
                 checks = {s: args[s] for s in parts}
@@ -485,9 +604,18 @@ class ShardedGraph:
         methods = {s: ("holds" if s in holds else "check_nodes") for s in args}
         return self._call(sorted(args), methods, args)
 
-    def add_edges(self, src: Sequence[Key], dst: Sequence[Key], *, rels: Union[str, Sequence[str], None] = None,
-                  weights: Any = None, ts: Any = None, texts: Optional[Sequence[str]] = None,
-                  props: Optional[Sequence[Optional[dict]]] = None, vectors: Any = None) -> None:
+    def add_edges(
+        self,
+        src: Sequence[Key],
+        dst: Sequence[Key],
+        *,
+        rels: Union[str, Sequence[str], None] = None,
+        weights: Any = None,
+        ts: Any = None,
+        texts: Optional[Sequence[str]] = None,
+        props: Optional[Sequence[Optional[dict]]] = None,
+        vectors: Any = None,
+    ) -> None:
         """Add a batch of edges (arguments as :meth:`vecgraph.Graph.add_edges`), each to the
         shard that holds both its ends. All or nothing.
 
@@ -513,7 +641,9 @@ class ShardedGraph:
             raise InvalidArgumentError(f"weights must be finite, got {weights}")
         if checked[7] is not None:
             if checked[7].shape != (n, self.dim):
-                raise DimensionMismatchError(f"edge vectors must have shape ({n}, {self.dim}), got {checked[7].shape}")
+                raise DimensionMismatchError(
+                    f"edge vectors must have shape ({n}, {self.dim}), got {checked[7].shape}"
+                )
             if n:
                 quantize(checked[7], self.metric)
         _check_text(_rows(rels, n, "rels") or [], "rels")
@@ -530,19 +660,21 @@ class ShardedGraph:
                     raise InvalidArgumentError(
                         f"edge {i}: {a!r} is on shard {sa} and {b!r} on shard {sb}; an edge joins nodes of one shard "
                         f"(this graph routes by {self._routing.mode!r}): route linked nodes together, by tenant "
-                        "(shard_by='tenant', every node of a tenant on one shard) or by a domain that holds both")
+                        "(shard_by='tenant', every node of a tenant on one shard) or by a domain that holds both"
+                    )
                 placed.append(sa)
-            columns = {"rels": _rows(rels, n, "rels"), "weights": _per_row(weights, n, "weights"),
-                       "ts": _per_row(ts, n, "ts"),
-                       "texts": _rows(texts, n, "texts"), "props": None if props is None else list(props),
-                       "vectors": None if vectors is None else np.asarray(vectors, np.float32)}
-            parts: dict = {}
-            for row, shard in enumerate(placed):
-                parts.setdefault(shard, []).append(row)
-            args = {}
-            for shard, rows in parts.items():
-                part = {name: _part(value, rows) for name, value in columns.items()}
-                args[shard] = ([src[r] for r in rows], [dst[r] for r in rows], part)
+            columns = {
+                "rels": _rows(rels, n, "rels"),
+                "weights": _per_row(weights, n, "weights"),
+                "ts": _per_row(ts, n, "ts"),
+                "texts": _rows(texts, n, "texts"),
+                "props": None if props is None else list(props),
+                "vectors": None if vectors is None else np.asarray(vectors, np.float32),
+            }
+            parts = _split(
+                placed, columns, lambda rows, part: ([src[r] for r in rows], [dst[r] for r in rows], part)
+            )
+            args = {shard: made for shard, (_, made) in parts.items()}
             self._call(sorted(parts), "add_edges", args, read=False)
 
     def delete_nodes(self, keys: Sequence[Key], *, missing_ok: bool = False) -> int:
@@ -562,7 +694,9 @@ class ShardedGraph:
             for key in keys:
                 if (type(key), key) in where:
                     parts.setdefault(where[(type(key), key)], []).append(key)
-            done, _ = self._call(sorted(parts), "delete_nodes", {s: (ks, True) for s, ks in parts.items()}, read=False)
+            done, _ = self._call(
+                sorted(parts), "delete_nodes", {s: (ks, True) for s, ks in parts.items()}, read=False
+            )
             return sum(done.values())
 
     # ------------------------------------------------------------------ reads
@@ -606,8 +740,9 @@ class ShardedGraph:
             raise TypeError(f"tenant must be a str, got {type(tenant).__name__}")
         targets = self._targets([tenant], None, None)
         with self._lock:
-            done, _ = self._call(targets, "delete_tenant", {s: (tenant, allow_default_tenant) for s in targets},
-                                 read=False)
+            done, _ = self._call(
+                targets, "delete_tenant", {s: (tenant, allow_default_tenant) for s in targets}, read=False
+            )
         return sum(done.values())
 
     def verify(self) -> list:
@@ -624,8 +759,13 @@ class ShardedGraph:
         edges, calls)], "nodes": total, "edges": total, "shard_by": mode}``."""
         found, _ = self._call(self._all(), "stats", {s: () for s in self._all()})
         per = [found[s] for s in self._all()]
-        return {"shards": per, "nodes": sum(p["nodes"] for p in per), "edges": sum(p["edges"] for p in per),
-                "shard_by": self._routing.mode, "prefix": self._routing.prefix}
+        return {
+            "shards": per,
+            "nodes": sum(p["nodes"] for p in per),
+            "edges": sum(p["edges"] for p in per),
+            "shard_by": self._routing.mode,
+            "prefix": self._routing.prefix,
+        }
 
     def checkpoint(self) -> list:
         """:meth:`vecgraph.Graph.checkpoint` on every shard, in parallel; their reports in shard order."""
@@ -636,13 +776,18 @@ class ShardedGraph:
         """fsync every shard's WAL (for ``sync`` policies other than "always")."""
         self._call(self._all(), "sync", {s: () for s in self._all()}, read=False)
 
-    def export(self, path: Union[str, os.PathLike], format: str = "parquet", *, overwrite: bool = False) -> list:
+    def export(
+        self, path: Union[str, os.PathLike], format: str = "parquet", *, overwrite: bool = False
+    ) -> list:
         """Export every shard as a snapshot (:func:`vecgraph.snapshot.export`) into
         ``path/shard-NNNN``; their reports in shard order."""
         path = os.fspath(path)
-        done, _ = self._call(self._all(), "export",
-                             {s: (os.path.join(path, f"shard-{s:04d}"), format, overwrite) for s in self._all()},
-                             read=False)
+        done, _ = self._call(
+            self._all(),
+            "export",
+            {s: (os.path.join(path, f"shard-{s:04d}"), format, overwrite) for s in self._all()},
+            read=False,
+        )
         return [done[s] for s in self._all()]
 
     def counters(self) -> list:
@@ -655,14 +800,33 @@ class ShardedGraph:
         found, _ = self._call(self._all(), "ping", {s: () for s in self._all()})
         return [found[s]["pid"] for s in self._all()]
 
-    def search(self, query: Any, k: int = 10, *, seeds: int = 8, hops: int = 2, max_visited: int = 2000,
-               rels: Optional[Sequence[str]] = None, direction: str = "both", labels: Optional[Sequence[str]] = None,
-               tenants: Optional[Sequence[str]] = None, ts_min: Optional[int] = None, ts_max: Optional[int] = None,
-               max_fanout: int = 256, hop_decay: float = 1.0, exact: bool = False, ef: Optional[int] = None,
-               where: Optional[dict] = None, since: Any = None, until: Any = None,
-               exclude_keys: Optional[Sequence[Key]] = None, domains: Optional[Sequence[str]] = None,
-               allow_partial: bool = False, timeout_s: Optional[float] = None,
-               embedder: Any = None) -> ShardedSearchResult:
+    def search(
+        self,
+        query: Any,
+        k: int = 10,
+        *,
+        seeds: int = 8,
+        hops: int = 2,
+        max_visited: int = 2000,
+        rels: Optional[Sequence[str]] = None,
+        direction: str = "both",
+        labels: Optional[Sequence[str]] = None,
+        tenants: Optional[Sequence[str]] = None,
+        ts_min: Optional[int] = None,
+        ts_max: Optional[int] = None,
+        max_fanout: int = 256,
+        hop_decay: float = 1.0,
+        exact: bool = False,
+        ef: Optional[int] = None,
+        where: Optional[dict] = None,
+        since: Any = None,
+        until: Any = None,
+        exclude_keys: Optional[Sequence[Key]] = None,
+        domains: Optional[Sequence[str]] = None,
+        allow_partial: bool = False,
+        timeout_s: Optional[float] = None,
+        embedder: Any = None,
+    ) -> ShardedSearchResult:
         """Graph-guided vector search over the shards (arguments as :meth:`vecgraph.Graph.search`;
         the semantics across shards are in the class docstring).
 
@@ -686,18 +850,57 @@ class ShardedGraph:
         from ..arguments import _count_at_least, _exclude_keys, _float_array, _search_args
 
         # Checked here, once, before any shard is called (the shards check them again).
-        for name, value, least in (("k", k, 1), ("seeds", seeds, 1), ("hops", hops, 0),
-                                   ("max_visited", max_visited, 1), ("max_fanout", max_fanout, 1)):
+        for name, value, least in (
+            ("k", k, 1),
+            ("seeds", seeds, 1),
+            ("hops", hops, 0),
+            ("max_visited", max_visited, 1),
+            ("max_fanout", max_fanout, 1),
+        ):
             _count_at_least(value, name, least)
-        k, seeds, hops = _search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants,
-                                      ts_min, ts_max, hop_decay, exact, ef, since, until)[:3]
-        vector = self._text_vector(query, embedder) if isinstance(query, str) else _float_array(query, "query", 1)
+        k, seeds, hops = _search_args(
+            k,
+            seeds,
+            hops,
+            max_visited,
+            max_fanout,
+            direction,
+            rels,
+            labels,
+            tenants,
+            ts_min,
+            ts_max,
+            hop_decay,
+            exact,
+            ef,
+            since,
+            until,
+        )[:3]
+        vector = (
+            self._text_vector(query, embedder) if isinstance(query, str) else _float_array(query, "query", 1)
+        )
         if vector.shape != (self.dim,):
             raise DimensionMismatchError(f"query must have shape ({self.dim},), got {vector.shape}")
-        p = {"k": k, "seeds": seeds, "hops": hops, "max_visited": max_visited, "rels": rels, "direction": direction,
-             "labels": labels, "tenants": tenants, "ts_min": ts_min, "ts_max": ts_max, "max_fanout": max_fanout,
-             "hop_decay": hop_decay, "exact": exact, "ef": ef, "where": where, "since": since, "until": until,
-             "exclude_keys": _exclude_keys(exclude_keys)}
+        p = {
+            "k": k,
+            "seeds": seeds,
+            "hops": hops,
+            "max_visited": max_visited,
+            "rels": rels,
+            "direction": direction,
+            "labels": labels,
+            "tenants": tenants,
+            "ts_min": ts_min,
+            "ts_max": ts_max,
+            "max_fanout": max_fanout,
+            "hop_decay": hop_decay,
+            "exact": exact,
+            "ef": ef,
+            "where": where,
+            "since": since,
+            "until": until,
+            "exclude_keys": _exclude_keys(exclude_keys),
+        }
         targets = self._targets(tenants, labels, domains)
         if not targets:
             return _merged([], k, [])
@@ -708,12 +911,19 @@ class ShardedGraph:
             return _merged(sorted(found.items()), k if hops else min(k, seeds), missing)
         # Fan-out with hops >= 1: the best seeds overall, then each walked on its own shard.
         found, missing = self._call(targets, "seeds", {s: (vector, p) for s in targets}, **opts)
-        ranked = sorted(((-float(score), shard, i, key) for shard, (keys, scores) in found.items()
-                         for i, (key, score) in enumerate(zip(keys, scores))))[: int(seeds)]
+        ranked = sorted(
+            (
+                (-float(score), shard, i, key)
+                for shard, (keys, scores) in found.items()
+                for i, (key, score) in enumerate(zip(keys, scores))
+            )
+        )[: int(seeds)]
         starts: dict = {}
         for _, shard, _, key in ranked:
             starts.setdefault(shard, []).append(key)
-        walked, more = self._call(sorted(starts), "expand", {s: (vector, p, starts[s]) for s in starts}, **opts)
+        walked, more = self._call(
+            sorted(starts), "expand", {s: (vector, p, starts[s]) for s in starts}, **opts
+        )
         return _merged(sorted(walked.items()), k, sorted(set(missing) | set(more)))
 
     def _targets(self, tenants: Any, labels: Any, domains: Any) -> list:
