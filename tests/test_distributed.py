@@ -623,3 +623,34 @@ def test_a_pickled_result_keeps_its_shards_and_delete_tenant(tmp_path):
     (tmp_path / "sg" / "routing.json").write_text(json.dumps(table))
     with pytest.raises(vg.CorruptionError, match="do not match 4 shards"):
         ShardedGraph.open(tmp_path / "sg")
+
+
+def test_upsert_replaces_in_place_places_new_keys_and_never_moves_a_node(tmp_path):
+    a, b = _two_tenants()
+    rng = np.random.default_rng(5)
+    first, second = (
+        rng.standard_normal((4, 4)).astype(np.float32),
+        rng.standard_normal((4, 4)).astype(np.float32),
+    )
+    single = vg.Graph(4, "cos")
+    with ShardedGraph.create(tmp_path / "sg", shards=2, dim=4, shard_by="tenant") as sg:
+        for g in (sg, single):
+            g.add_nodes(["x", "y"], first[:2], tenants=[a, b], texts=["old x", "old y"])
+            g.upsert_nodes(["x", "y", "z", "w"], second, texts=["new x", "new y", "new z", "new w"])
+        assert sg.get_node("x")["tenant"] == a and sg.get_node("y")["tenant"] == b  # kept
+        assert sg.get_node("z")["tenant"] == "" and sg.get_node("y")["text"] == "new y"
+        for q in rng.standard_normal((5, 4)):
+            _same(sg.search(q, k=4, exact=True, hops=0), single.search(q, k=4, exact=True, hops=0))
+        before = _trace(sg)
+        with pytest.raises(
+            vg.InvalidArgumentError, match=r"keys\[0\] 'x' is on shard \d, and its new tenant"
+        ):
+            sg.upsert_nodes(["x", "v"], second[:2], tenants=[b, a])
+        with pytest.raises(vg.InvalidArgumentError):
+            sg.upsert_nodes(
+                ["v", "y"], np.array([[1, 0, 0, 0], [np.nan, 0, 0, 0]], np.float32), tenants=[a, b]
+            )
+        assert _trace(sg) == before
+        sg.upsert_nodes(["x", "v"], second[:2], tenants=[a, b])  # the same tenant: replaced in place
+        sg.upsert_nodes(["x", "v"], second[:2], tenants=[a, b])  # a retried batch is harmless
+        assert len(sg) == 5 and sg.shard_of("v") == stable_hash(b) % 2

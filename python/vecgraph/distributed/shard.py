@@ -133,7 +133,7 @@ class Shard:
         graph = self.graph
         return [key in graph for key in keys]
 
-    def check_nodes(self, keys: list, vectors: Any, columns: dict) -> None:
+    def check_nodes(self, keys: list, vectors: Any, columns: dict, upsert: bool = False) -> None:
         """Raise what :meth:`add_nodes` would raise on this batch, writing nothing."""
         from ..errors import DuplicateKeyError
         from ..arguments import _node_columns as node_columns
@@ -160,13 +160,18 @@ class Shard:
             )
         if len(matrix):
             quantize(matrix, graph.metric)  # the core's checks of values: NaN, inf, a zero row under cos
-        for i, key in enumerate(keys):
+        for i, key in enumerate(keys if not upsert else []):
             if key in graph:
                 raise DuplicateKeyError(f"key {key!r} (row {i}) is already in shard {self.index}")
 
     def add_nodes(self, keys: list, vectors: Any, columns: dict) -> int:
         self._count("write")
         self.graph.add_nodes(keys, vectors, **columns)
+        return len(keys)
+
+    def upsert_nodes(self, keys: list, vectors: Any, columns: dict) -> int:
+        self._count("write")
+        self.graph.upsert_nodes(keys, vectors, **columns)
         return len(keys)
 
     def add_edges(self, src: list, dst: list, columns: dict) -> int:

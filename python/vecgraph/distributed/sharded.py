@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import DimensionMismatchError, DuplicateKeyError, InvalidArgumentError, NotFoundError
 from ..results import SearchResult
 from .calls import call_all, ray_module
+from .columns import _check_text, _check_timeout, _per_row, _plain_keys, _rows, _split
 from .routing import Routing
 from .shard import Shard
 
@@ -102,84 +103,6 @@ def _merged(parts: list, k: int, missing: list) -> ShardedSearchResult:
     out.missing_shards = list(missing)
     out.partial = bool(missing)
     return out
-
-
-def _rows(value: Any, n: int, name: str) -> Optional[list]:
-    """A per-row list of a column given as one value for every row or n values (None: None)."""
-    if value is None:
-        return None
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return [value] * n
-    values = list(value)
-    if len(values) != n:
-        raise ValueError(f"{name} has {len(values)} items for {n} rows")
-    return values
-
-
-def _plain_keys(keys: Any, name: str = "keys") -> list:
-    """``keys`` as a list of str and int (NumPy integers and str as Python's), else TypeError."""
-    if isinstance(keys, (str, bytes)):
-        raise TypeError(f"{name} must be a sequence of keys, got a {type(keys).__name__}")
-    out = [key.item() if isinstance(key, (np.integer, np.str_)) else key for key in keys]
-    for i, key in enumerate(out):
-        if isinstance(key, bool) or not isinstance(key, (str, int)):
-            raise TypeError(f"{name}[{i}] must be a str or an int, got {type(key).__name__}")
-    return out
-
-
-def _check_timeout(timeout_s: Any) -> float:
-    from ..arguments import _real
-
-    timeout_s = _real(timeout_s, "timeout_s")
-    if not 0 < timeout_s < float("inf"):
-        raise InvalidArgumentError(f"timeout_s must be finite and > 0 (seconds), got {timeout_s}")
-    return timeout_s
-
-
-def _check_text(values: list, name: str) -> None:
-    """Every str of ``values`` encodes as UTF-8 (no lone surrogate), and every int fits int64."""
-    for i, value in enumerate(values):
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InvalidArgumentError(
-                    f"{name}[{i}] is not valid Unicode text: a lone surrogate "
-                    f"{value[exc.start]!r} at {exc.start}"
-                ) from None
-        elif isinstance(value, int) and not -(2**63) <= value < 2**63:
-            raise InvalidArgumentError(f"{name}[{i}] must fit int64, got {value}")
-
-
-def _per_row(value: Any, n: int, name: str) -> Any:
-    """A column given as one value (kept as it is) or n values (a list, or an array kept as one)."""
-    if value is None or np.ndim(value) == 0:
-        return value
-    values = value if isinstance(value, np.ndarray) else list(value)
-    if len(values) != n:
-        raise ValueError(f"{name} has {len(values)} items for {n} rows")
-    return values
-
-
-def _split(placed: list, columns: dict, make: Callable[[list, dict], tuple]) -> dict:
-    """{shard: (its rows, make(its rows, its part of each column))} of a batch whose row i goes
-    to shard ``placed[i]``."""
-    rows_of: dict = {}
-    for row, shard in enumerate(placed):
-        rows_of.setdefault(shard, []).append(row)
-    return {
-        shard: (rows, make(rows, {name: _part(value, rows) for name, value in columns.items()}))
-        for shard, rows in rows_of.items()
-    }
-
-
-def _part(value: Any, rows: list) -> Any:
-    """The ``rows`` of a column (one value for every row stays as it is)."""
-    if isinstance(value, list):
-        return [value[r] for r in rows]
-    if isinstance(value, np.ndarray) and value.ndim >= 1:
-        return value[rows]
-    return value
 
 
 class ShardedGraph:
@@ -543,16 +466,103 @@ class ShardedGraph:
             ShardUnavailableError: a shard died during the write (see the class docstring).
             The errors of :meth:`vecgraph.Graph.add_nodes`, raised as the shard raised them.
         """
+        keys, matrix, label_rows, tenant_rows, columns = self._node_batch(
+            keys, vectors, labels, texts, tenants, ts, props
+        )
+        with self._lock:
+            placed, domains = self._routing.assign(keys, label_rows, tenant_rows) if keys else ([], {})
+            parts = _split(placed, columns, lambda rows, part: ([keys[r] for r in rows], matrix[rows], part))
+            args = {shard: made for shard, (_, made) in parts.items()}
+            others = [s for s in self._all() if s not in parts] if self._routing.mode != "key" else []
+            if len(parts) > 1 or others:
+                checks = {s: args[s] for s in parts}
+                checks.update({s: (keys,) for s in others})
+                checked_parts, _ = self._call_mixed(checks, others)
+                for shard in others:
+                    for key, held in zip(keys, checked_parts[shard]):
+                        if held:
+                            raise DuplicateKeyError(f"key {key!r} is already in the graph (on shard {shard})")
+            self._routing.record(domains)  # new domains reach the table before their nodes reach a shard
+            self._call(sorted(parts), "add_nodes", args, read=False)
+
+    def upsert_nodes(
+        self,
+        keys: Sequence[Key],
+        vectors: Any,
+        *,
+        labels: Union[str, Sequence[str], None] = None,
+        texts: Optional[Sequence[str]] = None,
+        tenants: Union[str, Sequence[str], None] = None,
+        ts: Any = None,
+        props: Optional[Sequence[Optional[dict]]] = None,
+    ) -> None:
+        """Add new keys and replace existing ones, as :meth:`vecgraph.Graph.upsert_nodes` (a node
+        already in the graph keeps its tenant unless ``tenants`` is given). A key already on a
+        shard is replaced there; a new key goes where the routing table places it. All or
+        nothing, checked as :meth:`add_nodes` checks. Retrying a write that failed with
+        :class:`ShardUnavailableError` as an upsert is safe (the same batch again).
+
+        Raises:
+            InvalidArgumentError: a key whose new tenant (``shard_by="tenant"``), label
+                (``"label"``) or domain would place it on another shard than the one that holds
+                it (delete it and add it again).
+            DuplicateKeyError: a key twice in the batch.
+            The errors of :meth:`add_nodes` otherwise.
+        """
+        keys, matrix, label_rows, tenant_rows, columns = self._node_batch(
+            keys, vectors, labels, texts, tenants, ts, props
+        )
+        if labels is None:
+            columns["labels"] = None
+        if tenants is None:
+            columns["tenants"] = None  # the nodes already there keep theirs
+        with self._lock:
+            where = self._locate(keys) if keys else {}
+            placed, domains = self._routing.assign(keys, label_rows, tenant_rows) if keys else ([], {})
+            mode = self._routing.mode
+            moves = (
+                (mode == "tenant" and tenants is not None)
+                or (mode == "label" and labels is not None)
+                or (mode == "domain" and (labels is not None or tenants is not None))
+            )
+            for i, key in enumerate(keys):
+                held = where.get((type(key), key))
+                if held is None:
+                    continue
+                if moves and placed[i] != held:
+                    raise InvalidArgumentError(
+                        f"keys[{i}] {key!r} is on shard {held}, and its new {'tenant' if mode == 'tenant' else mode} "
+                        f"would place it on shard {placed[i]}: a node does not move between shards (delete it "
+                        "and add it again)"
+                    )
+                placed[i] = held
+            if domains:  # only the domains of new keys are placed
+                fresh = {
+                    self._routing.domain_of(key, label_rows[i], tenant_rows[i])
+                    for i, key in enumerate(keys)
+                    if (type(key), key) not in where
+                }
+                domains = {d: s for d, s in domains.items() if d in fresh}
+            parts = _split(placed, columns, lambda rows, part: ([keys[r] for r in rows], matrix[rows], part))
+            args = {shard: made for shard, (_, made) in parts.items()}
+            if len(parts) > 1:
+                self._call(sorted(parts), "check_nodes", {s: (*args[s], True) for s in parts})
+            self._routing.record(domains)
+            self._call(sorted(parts), "upsert_nodes", args, read=False)
+
+    def _node_batch(
+        self, keys: Any, vectors: Any, labels: Any, texts: Any, tenants: Any, ts: Any, props: Any
+    ) -> tuple:
+        """``(keys, vectors, labels per row, tenants per row, columns)`` of a node batch, checked
+        whole here as one graph checks it (rows named as the caller gave them), so that no shard
+        writes its part of a batch another shard would refuse."""
         from ..arguments import _node_columns, quantize
 
         keys = _plain_keys(keys)
         n = len(keys)
         if isinstance(texts, str):
             raise TypeError("texts must be a list of n texts, got a str")
-        # The whole batch is checked here as one graph checks it (rows named as the caller gave
-        # them), so that no shard writes its part of a batch another shard would refuse.
-        checked = _node_columns(keys, vectors, labels, texts, tenants, ts, props, self._filterable, True)
-        matrix = checked[1]
+        matrix = _node_columns(keys, vectors, labels, texts, tenants, ts, props, self._filterable, True)[1]
         if matrix.shape != (n, self.dim):
             raise DimensionMismatchError(
                 f"vectors must have shape ({n}, {self.dim}) for {n} keys, got {matrix.shape}"
@@ -583,21 +593,7 @@ class ShardedGraph:
             "ts": _per_row(ts, n, "ts"),
             "props": None if props is None else list(props),
         }
-        with self._lock:
-            placed, domains = self._routing.assign(keys, label_rows, tenant_rows) if n else ([], {})
-            parts = _split(placed, columns, lambda rows, part: ([keys[r] for r in rows], matrix[rows], part))
-            args = {shard: made for shard, (_, made) in parts.items()}
-            others = [s for s in self._all() if s not in parts] if self._routing.mode != "key" else []
-            if len(parts) > 1 or others:
-                checks = {s: args[s] for s in parts}
-                checks.update({s: (keys,) for s in others})
-                checked_parts, _ = self._call_mixed(checks, others)
-                for shard in others:
-                    for key, held in zip(keys, checked_parts[shard]):
-                        if held:
-                            raise DuplicateKeyError(f"key {key!r} is already in the graph (on shard {shard})")
-            self._routing.record(domains)  # new domains reach the table before their nodes reach a shard
-            self._call(sorted(parts), "add_nodes", args, read=False)
+        return keys, matrix, label_rows, tenant_rows, columns
 
     def _call_mixed(self, args: dict, holds: list) -> tuple[dict, list]:
         """check_nodes on the shards that write, holds on the ``holds`` ones, in one round."""
