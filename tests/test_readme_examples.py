@@ -23,18 +23,26 @@ def readme_block(heading: str) -> str:
     return match.group(1)
 
 
-def test_the_text_in_tables_out_example_runs(tmp_path):
-    code = readme_block("## Text in, tables out")
-    before = dict(embedders._REGISTERED)
+def run_readme_block(heading: str, folder) -> tuple[dict, io.StringIO]:
+    """Run the README's block under ``heading`` in ``folder``: (its namespace, what it printed)."""
+    code = readme_block(heading)
     cwd = os.getcwd()
-    os.chdir(tmp_path)
+    os.chdir(folder)
     out = io.StringIO()
+    namespace: dict = {"__name__": "readme"}
     try:
         with contextlib.redirect_stdout(out):
-            namespace: dict = {"__name__": "readme"}
             exec(compile(code, "README.md", "exec"), namespace)
     finally:
         os.chdir(cwd)
+    return namespace, out
+
+
+def test_the_text_in_tables_out_example_runs(tmp_path):
+    before = dict(embedders._REGISTERED)
+    try:
+        namespace, out = run_readme_block("## Text in, tables out", tmp_path)
+    finally:
         embedders._REGISTERED.clear()
         embedders._REGISTERED.update(before)
     printed = out.getvalue().splitlines()

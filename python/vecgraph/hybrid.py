@@ -198,17 +198,7 @@ def _entity_channel(graph: Any, text: str, query: Optional[np.ndarray], args: tu
                     exclude: Optional[list], entity_keys: Union[bool, list], depth: int) -> tuple:
     """(keys, scores) of the entity channel, best first: by score (:func:`entity_scores`), then
     by similarity to the query vector when there is one, then by the first mention."""
-    mentions = graph._entity_index().mentions(text, args[8])  # args[8]: the tenants filter (or None)
-    if not mentions:
-        return [], []
-    if entity_keys is not True:
-        key_only = [key for m in mentions for key, via_alias in m.holders if not via_alias]
-        allowed: set = set()
-        if entity_keys and key_only:  # a list of labels whose nodes' keys are names
-            flags = graph._engine.admits(key_only, entity_keys, None, -(2**63), 2**63 - 1, None)
-            allowed = {(type(key), key) for key, ok in zip(key_only, flags) if ok}
-        mentions = [m._replace(holders=tuple(h for h in m.holders if h[1] or (type(h[0]), h[0]) in allowed))
-                    for m in mentions]
+    mentions = named_mentions(graph, text, args[8], entity_keys)  # args[8]: the tenants filter (or None)
     names = sorted({m.name for m in mentions if m.holders})
     if not names:
         return [], []
@@ -222,28 +212,66 @@ def _entity_channel(graph: Any, text: str, query: Optional[np.ndarray], args: tu
 
     specificity = name_specificity(names, frequencies)
     fire = firing_names(specificity, counted[0] if counted else 0)
-    candidates: list = []
-    seen: set = set()
-    for mention in mentions:
-        if mention.name in fire:
-            for key, _ in mention.holders:
-                if (type(key), key) not in seen:
-                    seen.add((type(key), key))
-                    candidates.append(key)
+    candidates = holder_keys(m for m in mentions if m.name in fire)
     if not candidates:
         return [], []
-    similarity: dict = {}
+    admitted, similarity = admitted_holders(graph, query, candidates, args, conditions, exclude)
+    markers = {(type(key), key) for key in admitted}
+    return ranked_entities(entity_scores(mentions, specificity, fire, admitted=markers), similarity, depth)
+
+
+def named_mentions(graph: Any, text: str, tenants: Any, entity_keys: Union[bool, list]) -> list:
+    """The :class:`vecgraph.entities.Mention` s of ``text`` in ``graph`` (holders of ``tenants``),
+    with the holders that ``entity_keys`` does not count as named by their key left out."""
+    mentions = graph._entity_index().mentions(text, tenants)
+    if entity_keys is True or not mentions:
+        return mentions
+    key_only = [key for m in mentions for key, via_alias in m.holders if not via_alias]
+    allowed: set = set()
+    if entity_keys and key_only:  # a list of labels whose nodes' keys are names
+        flags = graph._engine.admits(key_only, entity_keys, None, -(2**63), 2**63 - 1, None)
+        allowed = {(type(key), key) for key, ok in zip(key_only, flags) if ok}
+    return [m._replace(holders=tuple(h for h in m.holders if h[1] or (type(h[0]), h[0]) in allowed))
+            for m in mentions]
+
+
+def holder_keys(mentions: Any) -> list:
+    """The keys holding ``mentions``' names, each once, in order of mention."""
+    keys: list = []
+    seen: set = set()
+    for mention in mentions:
+        for key, _ in mention.holders:
+            if (type(key), key) not in seen:
+                seen.add((type(key), key))
+                keys.append(key)
+    return keys
+
+
+def admitted_holders(graph: Any, query: Optional[np.ndarray], candidates: list, args: tuple, conditions: Any,
+                     exclude: Optional[list]) -> tuple:
+    """``(the candidates that pass the filters of args and conditions and are not excluded,
+    {(type, key): similarity to query})``; the similarities are empty without a query."""
     if query is not None:
         # One core call checks the filters and the exclusions and scores each candidate.
         entity_args = (len(candidates), 0, 0, max(args[3], len(candidates))) + args[4:]
         raw = graph._engine.search(query, *entity_args, conditions, candidates, exclude)
-        similarity = {(type(key), key): float(score) for key, score in zip(raw[0], raw[1])}
-        admitted = set(similarity)
-    else:
-        flags = graph._engine.admits(candidates, args[7], args[8], args[9], args[10], conditions)
-        excluded = {(type(key), key) for key in exclude} if exclude else set()
-        admitted = {(type(key), key) for key, ok in zip(candidates, flags) if ok and (type(key), key) not in excluded}
-    return ranked_entities(entity_scores(mentions, specificity, fire, admitted=admitted), similarity, depth)
+        return list(raw[0]), {(type(key), key): float(score) for key, score in zip(raw[0], raw[1])}
+    flags = graph._engine.admits(candidates, args[7], args[8], args[9], args[10], conditions)
+    excluded = {(type(key), key) for key in exclude} if exclude else set()
+    return [key for key, ok in zip(candidates, flags) if ok and (type(key), key) not in excluded], {}
+
+
+def dense_channel(graph: Any, query: np.ndarray, args: tuple, conditions: Any, exclude: Optional[list],
+                  depth: int, dense_ef: int) -> tuple:
+    """(keys, scores) of the dense channel: the ``depth`` nearest nodes that pass the filters."""
+    raw = graph._engine.search(query, depth, max(depth, args[1]), 0, *args[3:13], dense_ef, conditions, None,
+                               exclude)
+    return raw[0], [float(x) for x in raw[1]]
+
+
+def default_dense_ef(graph: Any, depth: int) -> int:
+    """The dense channel's HNSW beam width when ``ef`` is not given (see :func:`hybrid_search`)."""
+    return max(HYBRID_MIN_EF, depth, graph._hnsw["expansion_search"])
 
 
 def ranked_entities(scored: dict, similarity: dict, depth: int) -> tuple:
@@ -379,9 +407,7 @@ def run(graph: Any, *, text: Optional[str], query: Optional[np.ndarray], k: int,
     graph_result = None
     if "dense" in runnable or "graph" in runnable:
         # The dense channel's best nodes are also the graph channel's similarity seeds.
-        dense_args = (depth, max(depth, args[1]), 0) + args[3:13] + (dense_ef,)
-        raw = engine.search(query, *dense_args, conditions, None, exclude)
-        dense_keys, dense_scores = raw[0], [float(x) for x in raw[1]]
+        dense_keys, dense_scores = dense_channel(graph, query, args, conditions, exclude, depth, dense_ef)
         if "dense" in runnable:
             lists["dense"], scores["dense"] = dense_keys, dense_scores
     normal: dict = {}  # the channels' scores on [0, 1], for the seeds' strengths and the fusion
@@ -622,7 +648,7 @@ def hybrid_search(
             f"hybrid_search got text without a vector, and the graph's embedder did not load, so the "
             f"{' and '.join(skipped)} channel{'s' if len(skipped) > 1 else ''} did not run (ran: "
             f"{', '.join(runnable)}): {unavailable}", RuntimeWarning, stacklevel=2)
-    dense_ef = ef if ef is not None else max(HYBRID_MIN_EF, depth, self._hnsw["expansion_search"])
+    dense_ef = ef if ef is not None else default_dense_ef(self, depth)
     result = run(self, text=text, query=query, k=fused_k, runnable=runnable,
                  weights=channel_weights, fusion=fusion, args=args, conditions=conditions, depth=depth,
                  dense_ef=dense_ef, exclude=exclude, entity_keys=entity_keys, graph_seeds=graph_seeds,

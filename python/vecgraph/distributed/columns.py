@@ -86,3 +86,15 @@ def _part(value: Any, rows: list) -> Any:
     if isinstance(value, np.ndarray) and value.ndim >= 1:
         return value[rows]
     return value
+
+
+def checked_search_args(*args: Any) -> tuple:
+    """:func:`vecgraph.arguments._search_args` of ``(k, seeds, hops, max_visited, max_fanout,
+    direction, rels, labels, tenants, ts_min, ts_max, hop_decay, exact, ef, since, until)``,
+    each count's least value checked first: its fast path leaves those to the core, whose
+    message, raised on a shard's call of another shape, would name another argument."""
+    from ..arguments import _count_at_least, _search_args
+
+    for name, value, least in zip(("k", "seeds", "hops", "max_visited", "max_fanout"), args[:5], (1, 1, 0, 1, 1)):
+        _count_at_least(value, name, least)
+    return _search_args(*args)

@@ -153,7 +153,8 @@ def hybrid_search(
         InvalidArgumentError: as :meth:`vecgraph.Graph.hybrid_search`.
         ShardUnavailableError: a shard did not answer in time (without ``allow_partial``).
     """
-    from ..arguments import _count, _count_at_least, _exclude_keys, _search_args
+    from ..arguments import _count, _exclude_keys
+    from .columns import checked_search_args
     from ..errors import InvalidArgumentError
 
     fusion = check_fusion(fusion)
@@ -169,31 +170,9 @@ def hybrid_search(
     depth = min(max(3 * k, 30), 100_000) if depth is None else _count(depth, "depth")
     if not 1 <= depth <= 100_000:
         raise InvalidArgumentError(f"depth must be in [1, 100,000], got {depth}")
-    for name, value, least in (
-        ("seeds", seeds, 1),
-        ("hops", hops, 0),
-        ("max_visited", max_visited, 1),
-        ("max_fanout", max_fanout, 1),
-    ):
-        _count_at_least(value, name, least)
-    _search_args(
-        depth,
-        seeds,
-        hops,
-        max_visited,
-        max_fanout,
-        direction,
-        rels,
-        labels,
-        tenants,
-        None,
-        None,
-        1.0,
-        exact,
-        ef,
-        since,
-        until,
-    )  # checked here, once, before any shard is called
+    # checked here, once, before any shard is called
+    checked_search_args(depth, seeds, hops, max_visited, max_fanout, direction, rels, labels, tenants, None, None,
+                        1.0, exact, ef, since, until)
     exclude_keys = _exclude_keys(exclude_keys)
     query = None
     if (

@@ -18,7 +18,8 @@ import numpy as np
 from ..arguments import _exclude_keys, _float_array, _where, quantize
 from ..entities import name_terms
 from ..graph import Graph
-from ..hybrid import GRAPH_HOP_DECAY, HYBRID_MIN_EF, bm25_channel
+from ..hybrid import (GRAPH_HOP_DECAY, admitted_holders, bm25_channel, default_dense_ef, dense_channel,
+                      holder_keys, named_mentions)
 from ..results import Edge, SearchResult, _node_columns
 from ..tokenizer import tokenize
 
@@ -196,30 +197,10 @@ class Shard:
     # ------------------------------------------------------------------ search
 
     def search(self, query: np.ndarray, p: dict) -> SearchResult:
-        """:meth:`vecgraph.Graph.search` with the arguments ``p``; the result carries its paths
-        and nodes (it is pickled to the coordinator)."""
+        """:meth:`vecgraph.Graph.search` with the arguments ``p`` (its keyword arguments); the
+        result carries its paths and nodes (it is pickled to the coordinator)."""
         self._count("search")
-        result = self.graph.search(
-            query,
-            p["k"],
-            seeds=p["seeds"],
-            hops=p["hops"],
-            max_visited=p["max_visited"],
-            rels=p["rels"],
-            direction=p["direction"],
-            labels=p["labels"],
-            tenants=p["tenants"],
-            ts_min=p["ts_min"],
-            ts_max=p["ts_max"],
-            max_fanout=p["max_fanout"],
-            hop_decay=p["hop_decay"],
-            exact=p["exact"],
-            ef=p["ef"],
-            where=p["where"],
-            since=p["since"],
-            until=p["until"],
-            exclude_keys=p["exclude_keys"],
-        )
+        result = self.graph.search(query, **p)
         result._node_fields()
         return result
 
@@ -266,7 +247,6 @@ class Shard:
         which of their holders pass the filters (and their similarity to the query)."""
         self._count("hybrid")
         graph = self.graph
-        engine = graph._engine
         depth = p["depth"]
         args = _search_args(graph, p, depth, p["seeds"])
         conditions = _where(p["where"], graph._filterable)
@@ -282,65 +262,30 @@ class Shard:
         }
         runnable = p["runnable"]
         if query is not None and ("dense" in runnable or "graph" in runnable):
-            dense_ef = p["ef"] or max(HYBRID_MIN_EF, depth, graph._hnsw["expansion_search"])
-            dense_args = (depth, max(depth, args[1]), 0) + args[3:13] + (dense_ef,)
-            raw = engine.search(query, *dense_args, conditions, None, exclude)
-            out["dense"] = (list(raw[0]), [float(x) for x in raw[1]])
+            out["dense"] = dense_channel(graph, query, args, conditions, exclude, depth,
+                                         p["ef"] or default_dense_ef(graph, depth))
         if text is not None and ("bm25" in runnable or "entity" in runnable or "graph" in runnable):
             terms = list(dict.fromkeys(tokenize(text)))
             mentions = []
             if "entity" in runnable or "graph" in runnable:
-                mentions = graph._entity_index().mentions(text, args[8])
-                entity_keys = p["entity_keys"]
-                if entity_keys is not True and mentions:
-                    key_only = [key for m in mentions for key, via_alias in m.holders if not via_alias]
-                    allowed: set = set()
-                    if entity_keys and key_only:
-                        flags = engine.admits(key_only, entity_keys, None, -(2**63), 2**63 - 1, None)
-                        allowed = {(type(key), key) for key, ok in zip(key_only, flags) if ok}
-                    mentions = [
-                        m._replace(
-                            holders=tuple(h for h in m.holders if h[1] or (type(h[0]), h[0]) in allowed)
-                        )
-                        for m in mentions
-                    ]
-                    mentions = [m for m in mentions if m.holders]
+                mentions = [m for m in named_mentions(graph, text, args[8], p["entity_keys"]) if m.holders]
                 for m in mentions:
                     terms.extend(t for t in name_terms(m.name) if t not in terms)
-            documents, found = graph._text_index().document_frequencies(terms) if terms else (0, [])
-            out["documents"], out["frequencies"] = documents, dict(zip(terms, found))
-            holders: list = []
-            seen: set = set()
-            for m in mentions:
-                for key, _ in m.holders:
-                    if (type(key), key) not in seen:
-                        seen.add((type(key), key))
-                        holders.append(key)
+            out["documents"], out["frequencies"] = self.text_statistics(terms, count=False)
+            holders = holder_keys(mentions)
             if holders:
-                if query is not None:
-                    entity_args = (len(holders), 0, 0, max(args[3], len(holders))) + args[4:]
-                    raw = engine.search(query, *entity_args, conditions, holders, exclude)
-                    out["similarity"] = {(type(key), key): float(s) for key, s in zip(raw[0], raw[1])}
-                    out["admitted"] = list(raw[0])
-                else:
-                    flags = engine.admits(holders, args[7], args[8], args[9], args[10], conditions)
-                    excluded = {(type(key), key) for key in exclude} if exclude else set()
-                    out["admitted"] = [
-                        key for key, ok in zip(holders, flags) if ok and (type(key), key) not in excluded
-                    ]
+                out["admitted"], out["similarity"] = admitted_holders(graph, query, holders, args, conditions,
+                                                                      exclude)
             out["mentions"] = [(m.name, m.start, m.holders) for m in mentions]
         wanted = list(out["dense"][0]) + list(out["admitted"])
         out["nodes"] = self._nodes(wanted)
         return out
 
-    def text_statistics(self, terms: list) -> tuple:
+    def text_statistics(self, terms: list, count: bool = True) -> tuple:
         """``(N, {term: n})``: this shard's texts, and how many hold each term."""
-        self._count("statistics")
-        documents, found = (
-            self.graph._text_index().document_frequencies(terms)
-            if terms
-            else (self.graph._text_index().document_frequencies([])[0], [])
-        )
+        if count:
+            self._count("statistics")
+        documents, found = self.graph._text_index().document_frequencies(terms)
         return documents, dict(zip(terms, found))
 
     def hybrid_second(

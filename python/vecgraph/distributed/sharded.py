@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import DimensionMismatchError, DuplicateKeyError, InvalidArgumentError, NotFoundError
 from ..results import SearchResult
 from .calls import call_all, ray_module
-from .columns import _check_text, _check_timeout, _per_row, _plain_keys, _rows, _split
+from .columns import _check_text, _check_timeout, _per_row, _plain_keys, _rows, _split, checked_search_args
 from .routing import Routing
 from .shard import Shard
 
@@ -843,35 +843,11 @@ class ShardedGraph:
             ShardUnavailableError: a shard did not answer in time (without ``allow_partial``).
             The errors of :meth:`vecgraph.Graph.search`, raised as the shards raised them.
         """
-        from ..arguments import _count_at_least, _exclude_keys, _float_array, _search_args
+        from ..arguments import _exclude_keys, _float_array
 
         # Checked here, once, before any shard is called (the shards check them again).
-        for name, value, least in (
-            ("k", k, 1),
-            ("seeds", seeds, 1),
-            ("hops", hops, 0),
-            ("max_visited", max_visited, 1),
-            ("max_fanout", max_fanout, 1),
-        ):
-            _count_at_least(value, name, least)
-        k, seeds, hops = _search_args(
-            k,
-            seeds,
-            hops,
-            max_visited,
-            max_fanout,
-            direction,
-            rels,
-            labels,
-            tenants,
-            ts_min,
-            ts_max,
-            hop_decay,
-            exact,
-            ef,
-            since,
-            until,
-        )[:3]
+        k, seeds, hops = checked_search_args(k, seeds, hops, max_visited, max_fanout, direction, rels, labels,
+                                             tenants, ts_min, ts_max, hop_decay, exact, ef, since, until)[:3]
         vector = (
             self._text_vector(query, embedder) if isinstance(query, str) else _float_array(query, "query", 1)
         )
