@@ -32,6 +32,8 @@ from . import embedders, hybrid, ingest, snapshot, text
 from .fusion import rrf, rrf_with_ranks
 from . import memory
 from .memory import Memory
+from . import kb
+from .kb import KnowledgeBase
 
 __version__ = "0.1.0"
 
@@ -55,6 +57,8 @@ _check_forced_isa()
 __all__ = [
     "Graph",
     "Memory",
+    "KnowledgeBase",
+    "kb",
     "memory",
     "Hit",
     "SearchResult",

@@ -17,6 +17,8 @@ Subcommands:
   eval        run your own judged queries (JSONL) through each retrieval channel and print
               recall@k, MRR@k, nDCG@k, latency and wins / losses against the best channel
   info        version, kernel ISA and the ISAs this CPU can run
+  kb          GraphRAG over documents: add files, build communities and a RAPTOR tree, ask (local,
+              global, tree)
   mcp         serve a graph folder's searches to agents over the Model Context Protocol (stdio or HTTP)
 
 Errors go to stderr as ``vecgraph <subcommand>: error: <message>``; the exit code is 1 for a
@@ -766,8 +768,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = ("checkpoint", "compact", "demo", "eval", "export", "info", "ingest", "mcp", "memory", "query",
+_COMMANDS = ("checkpoint", "compact", "demo", "eval", "export", "info", "ingest", "kb", "mcp", "memory", "query",
              "repair", "restore", "stats", "verify", "wordnet")
+
+
+def _cmd_kb(args: argparse.Namespace) -> int:
+    from .cli_kb import cmd_kb
+
+    return cmd_kb(args)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -365,6 +365,10 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     p.add_argument("--json", action="store_true", help="print every figure as one JSON object")
 
     _memory_parser(command, commands)
+    if "kb" in commands:
+        from .cli_kb import kb_parser
+
+        kb_parser(command, commands, _HelpFormatter, _examples, _int_in)
 
     p = command(
         "mcp", commands["mcp"], "serve a graph's searches to agents over the Model Context Protocol",
