@@ -3,7 +3,7 @@
 - :mod:`vecgraph.datasets.wordnet`: Princeton WordNet 3.0 as a knowledge graph (117,659
   synsets, their typed pointers as edges) with two query sets built from its usage examples.
 
-Two development data sets, built (then cached in ``~/.cache/vecgraph/datasets``) from Debian
+Three development data sets, built (then cached in ``~/.cache/vecgraph/datasets``) from Debian
 packages installed on the machine rather than shipped:
 
 - :mod:`vecgraph.datasets.manpages`: the Linux man-pages (``manpages``, ``manpages-dev``), one
@@ -11,6 +11,10 @@ packages installed on the machine rather than shipped:
   NAME summaries.
 - :mod:`vecgraph.datasets.jargon`: the Jargon File (``dict-jargon``), one node per entry, its
   ``{cross references}`` as edges, each linking entry as a leave-one-out query for its targets.
+- :mod:`vecgraph.datasets.debian_docs`: the Debian FAQ (``debian-faq``) and the Debian Reference
+  (``debian-reference-en``) as Markdown documents for :class:`vecgraph.KnowledgeBase`, with the
+  FAQ's questions (their headings taken out of the documents) as known-item queries for the
+  chunks of their answers.
 
 >>> from vecgraph.datasets import wordnet
 >>> tables = wordnet.load()
@@ -18,4 +22,4 @@ packages installed on the machine rather than shipped:
 ['edges', 'nodes', 'queries']
 """
 
-__all__ = ["jargon", "manpages", "wordnet"]
+__all__ = ["debian_docs", "jargon", "manpages", "wordnet"]
