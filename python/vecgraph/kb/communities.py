@@ -31,7 +31,6 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-import igraph
 import numpy as np
 
 from ..errors import InvalidArgumentError, _got
@@ -44,6 +43,15 @@ _RNG_LOCK = threading.Lock()
 
 
 # ------------------------------------------------------------------------------- arguments
+
+
+def _igraph() -> Any:
+    """The ``igraph`` module (imported on first use: ``import vecgraph`` works without it)."""
+    try:
+        import igraph
+    except ImportError as exc:
+        raise ImportError('communities need igraph: pip install "vecgraph[kb]"') from exc
+    return igraph
 
 
 def _int(value: Any, name: str, least: int) -> int:
@@ -132,6 +140,7 @@ def _leiden(
 ) -> np.ndarray:
     """Leiden (modularity at ``resolution``, iterated until an iteration no longer improves it)
     over a graph of ``size`` vertices; returns the membership as an int64 array."""
+    igraph = _igraph()
     graph = igraph.Graph(n=size, edges=np.column_stack([lo, hi]), directed=False)
     with _RNG_LOCK:
         igraph.set_random_number_generator(random.Random(seed))

@@ -39,13 +39,12 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.decomposition import PCA
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.mixture import GaussianMixture
-from threadpoolctl import threadpool_limits
+
+if TYPE_CHECKING:  # imported on first use: ``import vecgraph`` works without scikit-learn
+    from sklearn.mixture import GaussianMixture
 
 from ..errors import InvalidArgumentError, _got
 
@@ -141,6 +140,8 @@ class _Clusterer:
         if dims >= d:
             return x - x.mean(axis=0)
         solver = "covariance_eigh" if m >= 4 * d else "full"
+        from sklearn.decomposition import PCA
+
         return PCA(n_components=dims, svd_solver=solver, random_state=self.seed).fit_transform(x)
 
     def mixture(self, k: int, z: np.ndarray, init: GaussianMixture | None = None) -> GaussianMixture:
@@ -151,6 +152,9 @@ class _Clusterer:
                 "means_init": init.means_,
                 "precisions_init": init.precisions_,
             }
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.mixture import GaussianMixture
+
         gmm = GaussianMixture(
             n_components=k,
             covariance_type=_COVARIANCE,
@@ -341,5 +345,9 @@ def cluster(
         return [np.arange(n, dtype=np.int64)]
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     x = x / np.where(norms > 0, norms, 1.0)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError as exc:
+        raise ImportError('RAPTOR trees need scikit-learn: pip install "vecgraph[kb]"') from exc
     with threadpool_limits(limits=1, user_api="blas"):
         return _Clusterer(max_cluster_size, reduce_dim, threshold, seed, max_components, reducer).run(x)
