@@ -8,7 +8,9 @@ extractive summaries), one process on this machine's cores:
    Debian documents' own word frequencies, with package-like names drawn from a Zipf pool of
    60,000), its communities (Leiden over the entity graph), then ``local_search`` and
    ``global_search`` p50 / p99 over 300 questions (a sentence of a random chunk), next to
-   ``search(mode="hybrid")`` on the same knowledge base;
+   ``search(mode="hybrid")`` on the same knowledge base and to a baseline ``local_search`` (the
+   label filter inside the BM25 query, the entity walk after the chunks; each question runs
+   through every call in turn);
 3. RAPTOR: ``build_tree`` over the first 10,000 chunks' worth of documents.
 
     python bench/bench_kb.py                 # everything (about 10 minutes)
@@ -32,7 +34,9 @@ from typing import Any
 
 import numpy as np
 import vecgraph as vg
+from vecgraph import hybrid
 from vecgraph.datasets import debian_docs
+from vecgraph.kb import search as kb_search
 from vecgraph.kb.documents import parse_text
 
 PAGE_CHARS = 3000
@@ -160,24 +164,54 @@ def bench_search(embedder: Any, rebuild: bool) -> dict:
     runs = {
         "search (hybrid)": lambda q: kb.search(q, 10),
         "local_search": lambda q: kb.local_search(q, 10),
+        BASELINE: lambda q: baseline_local_search(kb, q),
         "global_search": lambda q: kb.global_search(q, level=0, k=5),
         "global_search level 1": lambda q: kb.global_search(q, level=1, k=5),
     }
-    for name, run in runs.items():
+    for run in runs.values():
         for q in questions[:20]:  # warm up
             run(q)
-        times = []
-        for q in questions:
+    times: dict = {name: [] for name in runs}
+    for q in questions:  # each question through every call in turn: the same load for all
+        for name, run in runs.items():
             start = time.perf_counter()
             run(q)
-            times.append(time.perf_counter() - start)
-        out[name] = percentiles(times)
+            times[name].append(time.perf_counter() - start)
+    same = sum(
+        [h.key for h in kb.local_search(q, 10).chunks] == [h.key for h in baseline_local_search(kb, q).chunks]
+        for q in questions
+    )
+    out["local_search equal to the baseline"] = f"{same}/{len(questions)}"
+    for name in runs:
+        out[name] = percentiles(times[name])
         print(
             f"{name:22} p50 {out[name]['p50_us'] / 1e3:.2f} ms  p99 {out[name]['p99_us'] / 1e3:.2f} ms",
             flush=True,
         )
+    print(f"local_search returns the baseline's chunks for {same} of {len(questions)} questions")
     kb.close()
     return out
+
+
+BASELINE = "local_search, baseline"
+
+
+def baseline_local_search(kb: Any, question: str) -> Any:
+    """``local_search`` as it ran before BM25's post-filter and the concurrent walk: the label
+    filter inside tantivy's query, the walk after the chunks."""
+    from concurrent.futures import Future
+
+    def inline(call: Any, *args: Any, **kwargs: Any) -> Future:
+        done: Future = Future()
+        done.set_result(call(*args, **kwargs))
+        return done
+
+    share, submit = hybrid.POST_FILTER_SHARE, kb_search.submit
+    hybrid.POST_FILTER_SHARE, kb_search.submit = float("inf"), inline
+    try:
+        return kb.local_search(question, 10)
+    finally:
+        hybrid.POST_FILTER_SHARE, kb_search.submit = share, submit
 
 
 def bench_raptor(embedder: Any) -> dict:

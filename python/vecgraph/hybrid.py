@@ -29,7 +29,7 @@ import math
 import numbers
 import warnings
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -67,6 +67,21 @@ def _forget_pool_after_fork() -> None:
     would never run; the next parallel search makes a new one. (Called by the fork handler
     of vecgraph.folder.)"""
     _POOL.forget(after_fork=True)
+
+
+def submit(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
+    """``call(*args, **kwargs)`` in a thread of the hybrid searches' pool (run here, and
+    returned done, while the interpreter shuts down). The call must not wait for a job of this
+    pool: a BM25 channel submitted by a search it runs could find both threads taken."""
+    try:
+        return _POOL.get().submit(call, *args, **kwargs)
+    except RuntimeError:  # the interpreter is shutting down
+        done: Future = Future()
+        try:
+            done.set_result(call(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            done.set_exception(exc)
+        return done
 
 
 def check_channels(channels: Any, weights: Any, fusion: str = "rrf") -> tuple[tuple, dict]:
@@ -329,6 +344,41 @@ def seed_strengths(dense_keys: list, dense_normal: list, entity_keys: list, enti
     return strength
 
 
+# A tenant or label filter inside the BM25 search (a conjunction in tantivy's query) costs tantivy
+# its block-max WAND: it reads every posting of the query's terms. On the 306,312 node texts of
+# bench/bench_kb.py's knowledge base (10-word questions), the 50 best chunks took 3.1 ms with the
+# label filter inside and 1.4 ms without. When the filters admit at least POST_FILTER_SHARE of the
+# texts, the search runs without them and the graph checks the candidates (engine.admits): the
+# first block of max(depth, 64) candidates, and if fewer than depth pass, the search runs again
+# with the filters inside.
+POST_FILTER_SHARE = 0.25
+
+
+class _FirstBlockShort(Exception):
+    """The candidates of the first block did not give ``depth`` admitted ones."""
+
+
+def after_search(graph: Any, text: str, depth: int, labels: Any, tenants: Any, conditions: Any,
+                 excluded: Optional[set], extra: dict) -> Optional[list]:
+    """The ``depth`` best BM25 rows for ``text`` admitted by ``labels``, ``tenants``, the where
+    ``conditions`` and ``excluded``, found by an unfiltered search whose candidates are checked
+    afterwards; None when the first block of candidates holds fewer than ``depth`` of them."""
+    engine = graph._engine
+    checked: list = []
+
+    def drops(keys: list) -> list:
+        if checked:  # a second block: the first one did not admit depth candidates
+            raise _FirstBlockShort
+        checked.append(len(keys))
+        flags = engine.admits(keys, labels, tenants, -(2**63), 2**63 - 1, conditions)
+        return [not flags[i] or (excluded is not None and (type(key), key) in excluded) for i, key in enumerate(keys)]
+
+    try:
+        return graph._bm25(text, depth, exclude_many=drops, **extra)
+    except _FirstBlockShort:
+        return None
+
+
 def bm25_channel(graph: Any, text: str, depth: int, args: tuple, conditions: Any, excluded: Optional[set],
                  statistics: Optional[tuple] = None) -> tuple:
     """(keys, scores) of the BM25 channel of :func:`run`: the ``depth`` best node texts for
@@ -346,6 +396,14 @@ def bm25_channel(graph: Any, text: str, depth: int, args: tuple, conditions: Any
         flags = engine.admits(keys, None, None, int64_min, int64_max, conditions) if conditions else None
         return [(flags is not None and not flags[i]) or (excluded is not None and (type(key), key) in excluded)
                 for i, key in enumerate(keys)]
+
+    def post_filter(labels: Any, tenants: Any, ts_min: int, ts_max: int) -> bool:
+        # not with a time window (a range filter inside costs WAND too), nor while written
+        # documents wait in memory (the delta's candidates would be a second block)
+        if (labels is None and tenants is None) or ts_min != int64_min or ts_max != int64_max:
+            return False
+        index = graph._text_index()
+        return index.unpublished == 0 and index.admitted_share(tenants=tenants, labels=labels) >= POST_FILTER_SHARE
 
     def channel() -> tuple:
         only = None
@@ -368,6 +426,11 @@ def bm25_channel(graph: Any, text: str, depth: int, args: tuple, conditions: Any
             if excluded:
                 only = [key for key in only if (type(key), key) not in excluded]
             found = graph._bm25(text, depth, keys=only, **extra)
+        elif post_filter(args[7], args[8], ts_min, ts_max):
+            found = after_search(graph, text, depth, args[7], args[8], conditions, excluded, extra)
+            if found is None:  # the first candidates were not enough: the filters go inside
+                found = graph._bm25(text, depth, tenants=args[8], labels=args[7],
+                                    exclude_many=fail_where if conditions or excluded else None, **extra)
         else:
             found = graph._bm25(text, depth, tenants=args[8], labels=args[7],
                                 ts_min=None if ts_min == int64_min else ts_min,

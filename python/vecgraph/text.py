@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import weakref
@@ -51,12 +50,13 @@ from .text_checks import (
     _encode_key,
     _encode_keys,
     _filter_names,
+    _chunks,
     _rebuild_row,
     _term,
 )
 from . import text_files
 from .text_delta import _delta_doc, _marker, delta_rows, idf_boosts
-from .text_files import _IO_ERROR, _call, _is_panic, _write
+from .text_files import _IO_ERROR, _call, _is_panic, _progress_bar, _write
 from .text_pages import _key_order, _many_flags, _top_admitted
 from .tokenizer import STOPWORDS, TOKENIZER_VERSION, normalize, tokenize  # noqa: F401 (normalize: vecgraph.text's name too)
 
@@ -106,7 +106,6 @@ SCHEMA_VERSION = text_files.SCHEMA_VERSION
 
 _WRITER_HEAP_BYTES = 64 << 20   # tantivy's indexing buffer; it needs >= 15 MB per thread
 _WRITER_THREADS = 1             # searches keep the other core
-_PROGRESS_MIN_ITEMS = 10_000
 _REBUILD_CHUNK = 4096
 _DELTA_MAX = 256               # documents written since the last publish that searches read beside it
 
@@ -793,6 +792,40 @@ class TextIndex:
         return documents, [int(searcher.doc_freq(kind, term)) + sum(term in doc.terms for doc in written)
                            for term in terms]
 
+    def admitted_share(self, *, tenants: Optional[Sequence[str]] = None, labels: Optional[Sequence[str]] = None,
+                       kind: str = "node") -> float:
+        """An estimate of the share of the published documents of ``kind`` that the tenant and
+        label filters of :meth:`search` admit: the smaller of the two fields' shares, each the
+        summed document frequencies of its values over the documents of ``kind`` (deleted and
+        replaced documents count until tantivy merges their segments away; the filters'
+        intersection may be smaller than the estimate).
+
+        Args:
+            tenants, labels: lists of str (None: that filter admits everything).
+            kind: ``"node"`` or ``"edge"``.
+
+        Returns:
+            A float in [0, 1]; 1.0 with neither filter, 0.0 when no document is of ``kind``.
+
+        Raises:
+            InvalidArgumentError: an unknown kind. Error: the index is closed.
+        """
+        kind = _check_kind(kind)
+        searcher = self._read_view()[0]
+        total = int(searcher.doc_freq("kind", kind))
+        share = 1.0
+        for field, values in (("tenant", tenants), ("label", labels)):
+            if values is not None:
+                held = sum(int(searcher.doc_freq(field, _term(value))) for value in dict.fromkeys(values))
+                share = min(share, held / total if total else 0.0)
+        return min(share, 1.0)
+
+    @property
+    def unpublished(self) -> int:
+        """Documents written since the last publish, which a search scores from memory beside
+        the published index (int >= 0)."""
+        return len(self._read_view()[1])
+
     def count(self, kind: Optional[str] = None) -> int:
         """Number of documents stored (of ``kind`` ``"node"`` / ``"edge"``; None: both)."""
         if kind is not None:
@@ -953,30 +986,3 @@ class TextIndex:
                                        "must come in LSN order (rebuild() or clear() to start over)")
         return lsn
 
-
-def _chunks(items: Iterable, size: int) -> Iterator[tuple[int, list]]:
-    chunk: list = []
-    start = 0
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield start, chunk
-            start += size
-            chunk = []
-    if chunk:
-        yield start, chunk
-
-
-def _progress_bar(progress: Optional[bool], total: Optional[int]) -> Any:
-    if progress is None:
-        try:
-            terminal = sys.stderr is not None and sys.stderr.isatty()
-        except (AttributeError, ValueError):
-            terminal = False
-        progress = terminal and (total is None or total >= _PROGRESS_MIN_ITEMS)
-    if not progress:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="text index", unit=" docs", unit_scale=True, file=sys.stderr,
-                dynamic_ncols=True, leave=False)

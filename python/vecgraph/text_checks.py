@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Optional, Union
 
 from .errors import DuplicateKeyError, InvalidArgumentError
@@ -183,3 +183,18 @@ def _doc_key(kind: str, enc: tuple[str, str]) -> str:
 
 def _decode_doc_key(doc_key: str) -> Key:
     return int(doc_key[3:]) if doc_key[1] == "i" else doc_key[3:]
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[tuple[int, list]]:
+    """(start, list) blocks of ``size`` items (the last one shorter) of a rebuild's items."""
+    chunk: list = []
+    start = 0
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield start, chunk
+            start += size
+            chunk = []
+    if chunk:
+        yield start, chunk
+

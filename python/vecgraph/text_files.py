@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import zlib
 from typing import Any, Callable, Optional
 
@@ -18,6 +19,7 @@ from .tokenizer import TOKENIZER_VERSION
 
 SCHEMA_VERSION = 3  # the layout of the folder (fields and header file): see vecgraph.text
 _META_FILE = "vecgraph-text.json"
+_PROGRESS_MIN_ITEMS = 10_000   # a rebuild of this many documents shows a bar on a terminal
 _FORMAT = "vecgraph-text"
 _UNCHECKED_FILES = frozenset({_META_FILE, _META_FILE + ".tmp", ".tantivy-writer.lock", ".tantivy-meta.lock"})
 
@@ -153,3 +155,21 @@ def _call(fn: Callable[[], Any], where: str, doing: str) -> Any:
             raise CorruptionError(f"text index {where}: {doing} failed inside tantivy ({exc}); the index "
                                   "is damaged, rebuild it") from exc
         raise
+
+
+def _progress_bar(progress: Optional[bool], total: Optional[int]) -> Any:
+    """The tqdm bar of a rebuild on stderr (None: no bar); ``progress`` None shows one on a
+    terminal for ``total`` >= _PROGRESS_MIN_ITEMS documents (or an unknown total)."""
+    if progress is None:
+        try:
+            terminal = sys.stderr is not None and sys.stderr.isatty()
+        except (AttributeError, ValueError):
+            terminal = False
+        progress = terminal and (total is None or total >= _PROGRESS_MIN_ITEMS)
+    if not progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="text index", unit=" docs", unit_scale=True, file=sys.stderr,
+                dynamic_ncols=True, leave=False)
+

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import wait
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import InvalidArgumentError, _got
+from ..hybrid import submit
 from .hooks import call_hook
 from .results import ChunkHit, CommunityHit, EntityHit, KBResult, RelationHit, SummaryHit
 
@@ -197,20 +199,17 @@ def local_search(
     filters = _filters(kb, tenant, history)
     g = kb.graph
     vector = kb.embed([question])[0]
-    # the chunks: the question's words and vector over the chunks alone (entities in the same
-    # fused list take its places and skew its normalisation: 0.742 against 0.773 recall@10 on the
-    # dev half of bench/eval_kb.py)
-    r = g.hybrid_search(question, vector=vector, k=k, channels=("dense", "bm25"), labels=[CHUNK], **filters)
-    chunk_keys, chunk_scores = list(r.keys), [float(s) for s in r.scores]
-    entity_keys: list = []
-    entity_scores: list = []
     relation_types = list(kb.config().get("relation_types", []))
+    walk = None
     if entities or mention_chunks:
         # One walk: from the entities the question names (entity channel) and the nodes nearest
         # its vector, over mentions and typed relations (graph channel, scored by similarity to
         # the question): the entities around the question, and the chunks that mention the named
-        # ones. Each node expands at most max_fanout edges, however many chunks mention it.
-        e = g.hybrid_search(
+        # ones. Each node expands at most max_fanout edges, however many chunks mention it. It
+        # runs in a second thread while the chunks are found (the engine and tantivy release the
+        # GIL).
+        walk = submit(
+            g.hybrid_search,
             question,
             vector=vector,
             k=entities + mention_chunks + k,
@@ -223,6 +222,22 @@ def local_search(
             graph_scoring="similarity",
             **filters,
         )
+    # the chunks: the question's words and vector over the chunks alone (entities in the same
+    # fused list take its places and skew its normalisation: 0.742 against 0.773 recall@10 on the
+    # dev half of bench/eval_kb.py)
+    try:
+        r = g.hybrid_search(
+            question, vector=vector, k=k, channels=("dense", "bm25"), labels=[CHUNK], **filters
+        )
+    except BaseException:
+        if walk is not None:
+            wait([walk])  # no walk left running after the call returns
+        raise
+    e = walk.result() if walk is not None else None
+    chunk_keys, chunk_scores = list(r.keys), [float(s) for s in r.scores]
+    entity_keys: list = []
+    entity_scores: list = []
+    if e is not None:
         extra: list = []
         named = {hit.key for hit in e if hit.ranks.get("entity") is not None}
         places = min(mention_chunks, k // 5)
@@ -430,11 +445,7 @@ def tree_search(
     question, k, branch = _question(question), _count(k, "k", 1), _count(branch, "branch", 1)
     if strategy not in TREE_STRATEGIES:
         raise InvalidArgumentError(f"strategy must be one of {TREE_STRATEGIES}, got {strategy!r}")
-    if (
-        isinstance(climb_below, bool)
-        or not isinstance(climb_below, (int, float))
-        or math.isnan(climb_below)
-    ):
+    if isinstance(climb_below, bool) or not isinstance(climb_below, (int, float)) or math.isnan(climb_below):
         raise TypeError(f"climb_below must be a number (a cosine), got {_got(climb_below)}")
     kb._warn_stale("tree")
     filters = _filters(kb, tenant, history)
