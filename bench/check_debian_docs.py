@@ -9,7 +9,8 @@ markdown-it-py's parser). Needs ``apt-get install debian-faq debian-reference-en
 from __future__ import annotations
 
 import collections
-import hashlib
+import os
+import sys
 
 import pytest
 from markdown_it import MarkdownIt
@@ -17,20 +18,8 @@ from selectolax.lexbor import LexborHTMLParser
 from vecgraph.datasets import debian_docs
 from vecgraph.datasets.debian_docs import Question, count_words, normalise, section_text
 
-
-def expected_split(qid: str) -> str:
-    value = int.from_bytes(hashlib.blake2b(qid.encode("utf-8"), digest_size=8).digest(), "big")
-    return "test" if value & 1 else "dev"
-
-
-def markdown_headings(text: str) -> list:
-    """(level, text) of each heading, as markdown-it-py's CommonMark parser (with tables) reads them."""
-    tokens = MarkdownIt("commonmark").enable("table").parse(text)
-    return [
-        (int(token.tag[1]), tokens[i + 1].content)
-        for i, token in enumerate(tokens)
-        if token.type == "heading_open"
-    ]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests"))
+from test_debian_docs import expected_split, markdown_headings  # noqa: E402 (the converter tests' own)
 
 
 # ====================================================================== the installed packages

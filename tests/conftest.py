@@ -6,11 +6,13 @@ Test modules import these with ``from conftest import ...`` (pytest puts tests/ 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
+import pytest
 
 # The tests' graphs are small: without these they would find seeds by an exact scan
 # (vecgraph.FULL_SCAN_MAX_NODES, and FILTER_SCAN_MAX_NODES for filtered searches) and never
@@ -116,3 +118,21 @@ def snapshot(g: vg.Graph, query: Any, **kwargs: Any) -> tuple:
     res = g.search(query, exact=True, **kwargs)
     return (len(g), g.count_edges, tuple(res.keys), res.scores.tobytes(), tuple(res.hops.tolist()),
             tuple(tuple(p) for p in edge_tuples(res.paths)))
+
+
+@pytest.fixture()
+def waits(monkeypatch):
+    """The delays vecgraph.remote's retries wait, recorded instead of slept."""
+    from vecgraph import remote
+
+    delays: list = []
+    monkeypatch.setattr(remote, "_sleep", delays.append)
+    return delays
+
+
+def closed_port_url() -> str:
+    """An http://127.0.0.1:PORT/v1 URL where nothing listens now: connections are refused."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"

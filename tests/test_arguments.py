@@ -227,3 +227,18 @@ def test_a_none_weight_is_refused_naming_its_row_and_adds_no_edge():
     assert g.count_edges == 0
     g.add_edges(["a"], ["b"], weights=None)
     assert [e.weight for e in g.neighbors("a")] == [1.0]
+
+
+def test_finite_reals_converts_real_arrays_and_names_the_first_bad_row():
+    from vecgraph.arguments import _finite_reals
+
+    out = _finite_reals(np.array([[1, 2], [3, 4]], np.int32), "v")
+    assert out.dtype == np.float64 and out.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert _finite_reals([], "v").shape == (0,) and _finite_reals(np.zeros((0, 3)), "v").shape == (0, 3)
+    with pytest.raises(vg.InvalidArgumentError, match=r"^weight must be finite, got nan in edge 2$"):
+        _finite_reals([0.5, 1.0, float("nan"), float("inf")], "weight", "edge")
+    with pytest.raises(vg.InvalidArgumentError, match=r"^v must be finite, got -inf in row 1$"):
+        _finite_reals([[1.0, 2.0], [0.0, -np.inf]], "v")
+    for bad in (np.array([True, False]), np.array([1 + 2j]), np.array(["a"]), np.array([None], object)):
+        with pytest.raises(TypeError, match=f"v must hold real numbers, got dtype {bad.dtype}"):
+            _finite_reals(bad, "v")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -14,6 +13,8 @@ import vecgraph as vg
 from vecgraph import remote
 from vecgraph.errors import InvalidArgumentError
 from vecgraph.llm import OpenAIChat, RemoteError, chat_from_env
+
+from conftest import closed_port_url
 
 ENV_VARS = (
     "OPENAI_BASE_URL",
@@ -166,20 +167,6 @@ def stub(monkeypatch):
         yield state
 
 
-@pytest.fixture()
-def waits(monkeypatch):
-    """The delays retries wait, recorded instead of slept."""
-    delays: list = []
-    monkeypatch.setattr(remote, "_sleep", delays.append)
-    return delays
-
-
-def _closed_port_url() -> str:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
-
 
 # ------------------------------------------------------------------ requests and replies
 
@@ -328,7 +315,7 @@ def test_the_key_is_never_in_errors_or_repr(stub, waits):
 
 
 def test_a_refused_connection_is_retried_then_reported(waits):
-    url = _closed_port_url()
+    url = closed_port_url()
     with pytest.raises(RemoteError) as e:
         OpenAIChat("m", base_url=url, max_retries=1, backoff_s=0.01)(USER)
     assert f"POST {url}/chat/completions (model 'm'): cannot connect:" in str(e.value)
@@ -391,7 +378,7 @@ def test_constructor_arguments_are_checked(stub):
 
 
 def test_base_url_and_key_from_the_environment_vecgraph_variables_first(stub, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", _closed_port_url())
+    monkeypatch.setenv("OPENAI_BASE_URL", closed_port_url())
     monkeypatch.setenv("VECGRAPH_LLM_BASE_URL", stub.url)
     monkeypatch.setenv("OPENAI_API_KEY", "openai-key")
     chat = OpenAIChat("m")

@@ -11,7 +11,6 @@ import hashlib
 import json
 import math
 import re
-import socket
 import sys
 import threading
 import types
@@ -28,6 +27,8 @@ from vecgraph.errors import DimensionMismatchError, InvalidArgumentError
 from vecgraph.remote import HTTPReranker, OpenAIEmbedder, RemoteError, openai_from_env
 from vecgraph.rerankers import rerank
 from vecgraph.sentence_transformers_models import MINILM_NAME, SentenceTransformerEmbedder, minilm
+
+from conftest import closed_port_url
 
 DIM = 8
 ENV_VARS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "VECGRAPH_EMBEDDINGS_BASE_URL",
@@ -179,20 +180,6 @@ def stub(monkeypatch):
         yield state
 
 
-@pytest.fixture()
-def waits(monkeypatch):
-    """The delays retries wait, recorded instead of slept."""
-    delays: list = []
-    monkeypatch.setattr(remote, "_sleep", delays.append)
-    return delays
-
-
-def _closed_port_url() -> str:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"  # nothing listens there now: connections are refused
-
 
 # ------------------------------------------------------------------ OpenAIEmbedder: replies
 
@@ -236,7 +223,7 @@ def test_the_api_key_is_sent_as_a_bearer_header_and_never_shown(stub):
 
 
 def test_base_url_and_key_from_the_environment_vecgraph_variables_first(stub, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", _closed_port_url())
+    monkeypatch.setenv("OPENAI_BASE_URL", closed_port_url())
     monkeypatch.setenv("VECGRAPH_EMBEDDINGS_BASE_URL", stub.url)
     monkeypatch.setenv("OPENAI_API_KEY", "openai-key")
     OpenAIEmbedder("m", dim=DIM)(["a"])
@@ -324,7 +311,7 @@ def test_a_reply_slower_than_timeout_s_is_retried_then_refused(stub, waits):
 
 
 def test_a_refused_connection_is_retried_then_reported(waits):
-    url = _closed_port_url()
+    url = closed_port_url()
     with pytest.raises(RemoteError) as e:
         OpenAIEmbedder("m", dim=DIM, base_url=url, max_retries=2, backoff_s=0.1)(["a"])
     message = str(e.value)
@@ -639,7 +626,7 @@ def test_http_reranker_retries_and_reports_like_the_embedder(stub, waits, monkey
     with pytest.raises(InvalidArgumentError, match="documents_field must be 'documents' or 'texts'"):
         HTTPReranker("rr", base_url=stub.url, documents_field="docs")
     with pytest.raises(RemoteError, match="cannot connect"):
-        HTTPReranker("rr", base_url=_closed_port_url(), max_retries=0)("q", ["x"])
+        HTTPReranker("rr", base_url=closed_port_url(), max_retries=0)("q", ["x"])
 
 
 # ------------------------------------------------------------------ sentence-transformers embedders

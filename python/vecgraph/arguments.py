@@ -511,6 +511,27 @@ def _where(where: Any, filterable: dict) -> Optional[list]:
     return conditions
 
 
+def _finite_reals(values: Any, name: str, unit: str = "row") -> np.ndarray:
+    """``values`` as a float64 array of the same shape (the caller checks the shape).
+
+    Raises:
+        TypeError: a dtype that is not real numbers (bool, complex, text, object).
+        InvalidArgumentError: NaN or infinity, naming the first ``unit`` (a row of a 2-D
+            array, an item of a 1-D one) that holds it.
+    """
+    array = np.asarray(values)
+    if array.size and (array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.number)
+                       or np.issubdtype(array.dtype, np.complexfloating)):
+        raise TypeError(f"{name} must hold real numbers, got dtype {array.dtype}")
+    array = array.astype(np.float64, copy=False)
+    finite = np.isfinite(array)
+    if not finite.all():
+        at = int(np.flatnonzero(~finite.reshape(len(array), -1).all(axis=1))[0]) if array.ndim else 0
+        bad = array[at] if array.ndim == 1 else array[at][~finite[at]][0]
+        raise InvalidArgumentError(f"{name} must be finite, got {bad} in {unit} {at}")
+    return array
+
+
 def _count(value: Any, name: str) -> int:
     """An int argument that must fit int64 (the core's integer type)."""
     if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:

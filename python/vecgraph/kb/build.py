@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, _got
+from ..arguments import _count_at_least
+from ..errors import _got
 from .communities import community_key, leiden_levels, level_centrality
 from .extract import stable_hash
 from .hooks import call_hook, check_text
@@ -58,18 +59,7 @@ def _tenants(kb: KnowledgeBase, tenant: str | None, label: str) -> list:
         if not isinstance(tenant, str):
             raise TypeError(f"tenant must be a str or None, got {_got(tenant)}")
         return [tenant]
-    tenants = set()
-    for key in kb.graph.keys(labels=[label]):
-        tenants.add(kb.graph.get_node(key, vector=False)["tenant"])
-    return sorted(tenants)
-
-
-def _positive(value: Any, name: str, least: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {_got(value)}")
-    if value < least:
-        raise InvalidArgumentError(f"{name} must be >= {least}, got {value}")
-    return value
+    return sorted(set(kb.graph.nodes(labels=[label], columns=["tenant"]).column("tenant").to_pylist()))
 
 
 def entity_graph(kb: KnowledgeBase, tenant: str) -> tuple[list, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -148,8 +138,8 @@ def build_communities(
         ImportError: igraph is not installed (``pip install "vecgraph[kb]"``).
     """
     start = time.perf_counter()
-    _positive(max_levels, "max_levels"), _positive(max_cluster_size, "max_cluster_size", 2)
-    _positive(summary_tokens, "summary_tokens", 20), _positive(min_size, "min_size")
+    _count_at_least(max_levels, "max_levels", 1), _count_at_least(max_cluster_size, "max_cluster_size", 2)
+    _count_at_least(summary_tokens, "summary_tokens", 20), _count_at_least(min_size, "min_size", 1)
     g = kb.graph
     report = CommunityReport()
     for t in _tenants(kb, tenant, ENTITY):
@@ -321,8 +311,8 @@ def build_tree(
         :class:`TreeReport`.
     """
     start = time.perf_counter()
-    _positive(max_cluster_size, "max_cluster_size", 2), _positive(summary_tokens, "summary_tokens", 20)
-    _positive(max_levels, "max_levels")
+    _count_at_least(max_cluster_size, "max_cluster_size", 2), _count_at_least(summary_tokens, "summary_tokens", 20)
+    _count_at_least(max_levels, "max_levels", 1)
     g = kb.graph
     report = TreeReport()
     tops: dict = {}

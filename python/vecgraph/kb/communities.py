@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import _count_at_least, _finite_reals
 from ..errors import InvalidArgumentError, _got
 
 __all__ = ["centrality", "community_key", "leiden_levels", "level_centrality"]
@@ -54,14 +55,6 @@ def _igraph() -> Any:
     return igraph
 
 
-def _int(value: Any, name: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {_got(value)}")
-    if value < least:
-        raise InvalidArgumentError(f"{name} must be >= {least}, got {value}")
-    return int(value)
-
-
 def _vertex_array(values: Any, name: str, n: int) -> np.ndarray:
     array = np.asarray(values)
     if array.ndim != 1:
@@ -80,7 +73,7 @@ def _vertex_array(values: Any, name: str, n: int) -> np.ndarray:
 
 def _checked(n: Any, src: Any, dst: Any, weight: Any) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     """Checks an edge list; returns ``(n, src, dst, w)`` as int64, int64, float64 arrays."""
-    n = _int(n, "n", 0)
+    n = _count_at_least(n, "n", 0)
     src = _vertex_array(src, "src", n)
     dst = _vertex_array(dst, "dst", n)
     if src.shape != dst.shape:
@@ -93,18 +86,7 @@ def _checked(n: Any, src: Any, dst: Any, weight: Any) -> tuple[int, np.ndarray, 
             raise InvalidArgumentError(
                 f"weight must be a 1-D array of one weight per edge ({src.size}), got shape {w.shape}"
             )
-        if w.size and (
-            w.dtype == np.bool_
-            or not np.issubdtype(w.dtype, np.number)
-            or np.issubdtype(w.dtype, np.complexfloating)
-        ):
-            raise TypeError(f"weight must hold real numbers, got dtype {w.dtype}")
-        w = w.astype(np.float64, copy=False)
-        if w.size and not np.isfinite(w).all():
-            raise InvalidArgumentError(
-                f"weight must be finite, got {w[~np.isfinite(w)][0]} at edge "
-                f"{int(np.flatnonzero(~np.isfinite(w))[0])}"
-            )
+        w = _finite_reals(w, "weight", "edge")
         if w.size and (w < 0).any():
             raise InvalidArgumentError(
                 f"weight must be >= 0, got {w[w < 0][0]} at edge {int(np.flatnonzero(w < 0)[0])}"
@@ -272,9 +254,9 @@ def leiden_levels(
             negative ``seed``.
     """
     n, lo, hi, w = _edges(n, src, dst, weight)
-    max_levels = _int(max_levels, "max_levels", 1)
-    max_cluster_size = _int(max_cluster_size, "max_cluster_size", 1)
-    seed = _int(seed, "seed", 0)
+    max_levels = _count_at_least(max_levels, "max_levels", 1)
+    max_cluster_size = _count_at_least(max_cluster_size, "max_cluster_size", 1)
+    seed = _count_at_least(seed, "seed", 0)
     if isinstance(resolution, bool) or not isinstance(resolution, numbers.Real):
         raise TypeError(f"resolution must be a float, got {_got(resolution)}")
     resolution = float(resolution)
@@ -316,7 +298,7 @@ def community_key(level: int, member_keys: Iterable[Any]) -> str:
         TypeError: ``level`` not an int, or ``member_keys`` a str / not iterable.
         InvalidArgumentError: a negative ``level``, or no members.
     """
-    level = _int(level, "level", 0)
+    level = _count_at_least(level, "level", 0)
     if isinstance(member_keys, (str, bytes)) or not isinstance(member_keys, Iterable):
         raise TypeError(f"member_keys must be an iterable of keys, got {_got(member_keys)}")
     reprs = set()

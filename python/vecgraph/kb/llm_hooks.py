@@ -37,6 +37,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..arguments import _count_at_least
 from ..errors import InvalidArgumentError, _got, _short
 from .hooks import Extraction, check_extraction, check_text
 
@@ -126,13 +127,7 @@ def _check_chat(chat: Any) -> Callable[..., str]:
 
 
 def _positive(value: Any, label: str, optional: bool = False) -> int | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{label} must be an int{' or None' if optional else ''}, got {type(value).__name__}")
-    if value < 1:
-        raise InvalidArgumentError(f"{label} must be >= 1, got {value}")
-    return value
+    return None if value is None and optional else _count_at_least(value, label, 1)
 
 
 def _ask(chat: Callable[..., str], messages: list[dict], **options: Any) -> str:

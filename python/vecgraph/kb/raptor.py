@@ -46,6 +46,7 @@ import numpy as np
 if TYPE_CHECKING:  # imported on first use: ``import vecgraph`` works without scikit-learn
     from sklearn.mixture import GaussianMixture
 
+from ..arguments import _count_at_least, _finite_reals
 from ..errors import InvalidArgumentError, _got
 
 __all__ = ["BIC_SAMPLE_ROWS", "cluster"]
@@ -63,31 +64,13 @@ _REG_COVAR = 1e-6  # scikit-learn's default
 # ------------------------------------------------------------------------------- arguments
 
 
-def _int(value: Any, name: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {_got(value)}")
-    if value < least:
-        raise InvalidArgumentError(f"{name} must be >= {least}, got {value}")
-    return int(value)
-
-
 def _vectors(values: Any) -> np.ndarray:
     array = np.asarray(values)
     if array.ndim != 2:
         raise InvalidArgumentError(f"vectors must be a 2-D array (n, d), got shape {array.shape}")
-    if array.size and (
-        array.dtype == np.bool_
-        or not np.issubdtype(array.dtype, np.number)
-        or np.issubdtype(array.dtype, np.complexfloating)
-    ):
-        raise TypeError(f"vectors must hold real numbers, got dtype {array.dtype}")
     if array.shape[0] and array.shape[1] == 0:
         raise InvalidArgumentError(f"vectors must have at least one column, got shape {array.shape}")
-    array = array.astype(np.float64, copy=False)
-    if array.size and not np.isfinite(array).all():
-        row = int(np.flatnonzero(~np.isfinite(array).all(axis=1))[0])
-        raise InvalidArgumentError(f"vectors must be finite, got NaN or infinity in row {row}")
-    return array
+    return _finite_reals(array, "vectors")
 
 
 # ------------------------------------------------------------------------------- stages
@@ -317,12 +300,12 @@ def cluster(
         ImportError: ``reducer="umap"`` and umap-learn is not installed.
     """
     x = _vectors(vectors)
-    max_cluster_size = _int(max_cluster_size, "max_cluster_size", 1)
-    reduce_dim = _int(reduce_dim, "reduce_dim", 1)
-    seed = _int(seed, "seed", 0)
+    max_cluster_size = _count_at_least(max_cluster_size, "max_cluster_size", 1)
+    reduce_dim = _count_at_least(reduce_dim, "reduce_dim", 1)
+    seed = _count_at_least(seed, "seed", 0)
     if seed >= 2**32:
         raise InvalidArgumentError(f"seed must be < 2**32, got {seed}")
-    max_components = _int(max_components, "max_components", 1)
+    max_components = _count_at_least(max_components, "max_components", 1)
     if threshold is not None:
         if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
             raise TypeError(f"threshold must be None or a float, got {_got(threshold)}")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..arguments import _count_at_least
 from ..errors import InvalidArgumentError, _got
 from ..hybrid import submit
 from .hooks import call_hook
@@ -40,14 +41,6 @@ def _question(question: Any) -> str:
     if not question.strip():
         raise InvalidArgumentError("question must hold text, got an empty str")
     return question
-
-
-def _count(value: Any, name: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {_got(value)}")
-    if value < least:
-        raise InvalidArgumentError(f"{name} must be >= {least}, got {value}")
-    return int(value)
 
 
 def _filters(kb: KnowledgeBase, tenant: str | None, history: bool) -> dict:
@@ -111,7 +104,7 @@ def search(
     Raises:
         InvalidArgumentError: an empty question, k < 1, an unknown mode.
     """
-    question, k = _question(question), _count(k, "k", 1)
+    question, k = _question(question), _count_at_least(k, "k", 1)
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
     filters = _filters(kb, tenant, history)
@@ -191,9 +184,9 @@ def local_search(
     Source: the local search of Edge et al., "From Local to Global: A Graph RAG Approach to
     Query-Focused Summarization" (2024), over vecgraph's fused graph-guided search.
     """
-    question, k = _question(question), _count(k, "k", 1)
-    entities, communities = _count(entities, "entities", 0), _count(communities, "communities", 0)
-    hops, mention_chunks = _count(hops, "hops", 0), _count(mention_chunks, "mention_chunks", 0)
+    question, k = _question(question), _count_at_least(k, "k", 1)
+    entities, communities = _count_at_least(entities, "entities", 0), _count_at_least(communities, "communities", 0)
+    hops, mention_chunks = _count_at_least(hops, "hops", 0), _count_at_least(mention_chunks, "mention_chunks", 0)
     if hops > 3:
         raise InvalidArgumentError(f"hops must be <= 3, got {hops}")
     filters = _filters(kb, tenant, history)
@@ -356,7 +349,7 @@ def global_search(
             (run :meth:`KnowledgeBase.build_communities`).
         HookError: the map hook raised or returned something else than ``(str, number)``.
     """
-    question, k, level = _question(question), _count(k, "k", 1), _count(level, "level", 0)
+    question, k, level = _question(question), _count_at_least(k, "k", 1), _count_at_least(level, "level", 0)
     if map is not None and not callable(map):
         raise TypeError(f"map must be callable, got {_got(map)}")
     filters = _filters(kb, tenant, True)
@@ -442,7 +435,7 @@ def tree_search(
         InvalidArgumentError: an empty question, k < 1, an unknown strategy, or no tree built
             for "top_down".
     """
-    question, k, branch = _question(question), _count(k, "k", 1), _count(branch, "branch", 1)
+    question, k, branch = _question(question), _count_at_least(k, "k", 1), _count_at_least(branch, "branch", 1)
     if strategy not in TREE_STRATEGIES:
         raise InvalidArgumentError(f"strategy must be one of {TREE_STRATEGIES}, got {strategy!r}")
     if isinstance(climb_below, bool) or not isinstance(climb_below, (int, float)) or math.isnan(climb_below):
@@ -484,9 +477,13 @@ def tree_search(
         scores = _scores(kb, frontier, vector)
         order = np.argsort(-scores, kind="stable")
         if not str(frontier[0]).startswith("summary:"):  # the chunks: the answer
-            keep = [frontier[i] for i in order if _current(g, frontier[i], history)][:k]
-            keep_scores = _scores(kb, keep, vector)
-            result.chunks = chunk_hits(kb, keep, keep_scores)
+            keep: list = []  # the best k current ones (every chunk is, while no status filter is needed)
+            for i in order:
+                if filters["where"] is None or _current(g, frontier[i], history):
+                    keep.append(i)
+                    if len(keep) == k:
+                        break
+            result.chunks = chunk_hits(kb, [frontier[i] for i in keep], [float(scores[i]) for i in keep])
             break
         chosen = [frontier[i] for i in order[:branch]]
         passed.extend((key, float(scores[i])) for key, i in zip(chosen, order[:branch]))

@@ -190,6 +190,7 @@ class KnowledgeBase:
         self._sync_each_call = sync_each_call
         self._names_loaded = False
         self._history: bool | None = None  # whether any document was ever not current
+        self._config: dict | None = None  # the ~kb node's props, read once (written by _set_config)
         self._names: Any = None  # vecgraph.entities.EntityIndex of the entities' names
 
     search = _search.search
@@ -345,8 +346,12 @@ class KnowledgeBase:
         return np.full((n, self.graph.dim), 1.0 / math.sqrt(self.graph.dim), np.float32)
 
     def config(self) -> dict:
-        """The knowledge base's own record (node ``~kb``): format, tree levels, what is stale."""
-        return dict(self.graph.get_node(CONFIG_KEY, vector=False)["props"] or {})
+        """The knowledge base's own record (node ``~kb``): format, tree levels, what is stale.
+
+        Read from the graph once per handle; the knowledge base's own writes keep it current."""
+        if self._config is None:
+            self._config = dict(self.graph.get_node(CONFIG_KEY, vector=False)["props"] or {})
+        return dict(self._config)
 
     def has_history(self) -> bool:
         """Whether any document was ever written with, or set to, a status other than
@@ -361,7 +366,10 @@ class KnowledgeBase:
             self._history = True
 
     def _set_config(self, **values: Any) -> None:
-        self.graph.update_nodes([CONFIG_KEY], props=[dict(self.config(), **values)])
+        config = dict(self.config(), **values)
+        self._config = None  # read again after a write that failed part way
+        self.graph.update_nodes([CONFIG_KEY], props=[config])
+        self._config = config
 
     def _changed(self) -> None:
         """Documents changed: communities and the RAPTOR tree built before no longer cover them."""

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arguments import _finite_reals
 from ..errors import InvalidArgumentError, _got
 
 __all__ = ["centroid_summary", "community_summary", "split_sentences"]
@@ -218,15 +219,7 @@ def centroid_summary(
             f"sentence_vectors must be a 2-D array with one row per sentence "
             f"({len(sentences)}), got shape {vectors.shape}"
         )
-    if vectors.size and (
-        vectors.dtype == np.bool_
-        or not np.issubdtype(vectors.dtype, np.number)
-        or np.issubdtype(vectors.dtype, np.complexfloating)
-    ):
-        raise TypeError(f"sentence_vectors must hold real numbers, got dtype {vectors.dtype}")
-    vectors = vectors.astype(np.float64, copy=False)
-    if vectors.size and not np.isfinite(vectors).all():
-        raise InvalidArgumentError("sentence_vectors must be finite, got NaN or infinity")
+    vectors = _finite_reals(vectors, "sentence_vectors")
     if isinstance(max_sentences_similarity, bool) or not isinstance(max_sentences_similarity, numbers.Real):
         raise TypeError(f"max_sentences_similarity must be a float, got {_got(max_sentences_similarity)}")
     if not 0.0 < float(max_sentences_similarity) <= 1.0:
