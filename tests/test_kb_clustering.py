@@ -614,3 +614,33 @@ def test_community_summary_budget_and_cjk():
         community_summary("T", ["a"], [], max_tokens=5, count_tokens=words)
     with pytest.raises(TypeError, match="title"):
         community_summary(None, [], [], max_tokens=5, count_tokens=words)
+
+
+def joins_cost(text: str) -> int:
+    """A token counter on which joining costs more than the parts: each space counts twice."""
+    return len(text.split()) + 2 * text.count(" ")
+
+
+def test_summaries_keep_the_budget_when_joining_costs_tokens_and_never_repeat_a_sentence():
+    entities = [("Acme", 3.0), ("Bob", 2.0), ("Carol", 1.0)]
+    sentences = ["Acme hired Bob.", "Carol left Acme.", "Acme hired Bob.", "Bob met Carol.", "Bob sold Acme."]
+    for budget in range(40):
+        out = community_summary("Acme", entities, sentences, max_tokens=budget, count_tokens=joins_cost)
+        assert joins_cost(out) <= budget
+        body = out.split("\n")[-1] if budget >= 10 else ""
+        assert body.count("Acme hired Bob.") <= 1
+    # with room for all, each distinct sentence once: the cover (Acme+Bob, then Carol: the first of
+    # two ties), then the rest by weighted mentions (Bob sold Acme 5, Bob met Carol 3)
+    out = community_summary("Acme", entities, sentences, max_tokens=200, count_tokens=joins_cost)
+    assert out.split("\n") == [
+        "Acme",
+        "Entities: Acme, Bob, Carol",
+        "Acme hired Bob. Carol left Acme. Bob sold Acme. Bob met Carol.",
+    ]
+    vectors = np.eye(5)
+    for budget in range(30):
+        out = centroid_summary(sentences, vectors, max_tokens=budget, count_tokens=joins_cost)
+        assert joins_cost(out) <= budget
+    # all equally central (orthogonal rows): document order; "Acme hired Bob." costs 3 + 2 * 2 = 7
+    assert centroid_summary(sentences, vectors, max_tokens=6, count_tokens=joins_cost) == ""
+    assert centroid_summary(sentences, vectors, max_tokens=7, count_tokens=joins_cost) == "Acme hired Bob."

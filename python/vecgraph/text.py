@@ -627,7 +627,10 @@ class TextIndex:
             tenants, labels: admit only documents of these tenants / labels (a str or an
                 iterable of str; None: all). Applied inside the search together with the
                 match, so a filter that admits few documents still returns all of those that
-                match.
+                match. A filter inside the query costs tantivy its block-max WAND (every
+                posting of the query's terms is read); for one that admits most documents,
+                ``exclude_many`` over an unfiltered search is cheaper (see
+                :meth:`admitted_share` and vecgraph.hybrid.POST_FILTER_SHARE).
             ts_min, ts_max: admit only documents with ``ts_min <= ts <= ts_max`` (ints,
                 microseconds; None: unbounded).
             kind: ``"node"`` or ``"edge"``.

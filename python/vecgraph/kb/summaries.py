@@ -195,7 +195,8 @@ def centroid_summary(
         sentence_vectors: ``(m, d)`` array of real numbers, finite: one vector per sentence
             (a zero vector has cosine 0 to everything).
         max_tokens: the budget (int >= 0): the sum of ``count_tokens`` over the taken
-            sentences stays within it.
+            sentences stays within it, and so does the count of the joined summary (the
+            last taken are dropped until it does).
         count_tokens: ``str -> int >= 0``, the caller's token counter.
         max_sentences_similarity: the cosine similarity (float in ``(0, 1]``) from which a
             sentence counts as a near duplicate of one already taken; 1.0 skips only vectors
@@ -246,7 +247,11 @@ def centroid_summary(
         if tokens <= left:
             taken.append(int(i))
             left -= tokens
-    return " ".join(sentences[i].strip() for i in sorted(taken))
+    while True:  # joined, the sentences can count a few tokens more than apart: drop the last taken
+        summary = " ".join(sentences[i].strip() for i in sorted(taken))
+        if not taken or _count(count_tokens, summary) <= max_tokens:
+            return summary
+        taken.pop()
 
 
 # ------------------------------------------------------------------------------- community
@@ -287,7 +292,10 @@ def community_summary(
     A sentence mentions an entity when the name occurs in it case-insensitively as a whole
     word (for a name starting or ending with a CJK character, anywhere on that side). Every
     piece is added only when its tokens fit in what is left of ``max_tokens`` (a sentence
-    that does not fit is passed over; the entity line drops names until it fits).
+    that does not fit is passed over; the entity line drops names until it fits). The joined
+    report is counted once more, and the last pieces are dropped while it is over (a token
+    counter may count joined pieces higher than apart). A sentence that occurs more than once
+    (overlapping chunks) is a candidate once.
 
     Args:
         title: the report's title (str).
@@ -372,7 +380,11 @@ def community_summary(
 
     chosen: list[int] = []
     covered: set[int] = set()
-    open_sentences = [s for s in range(len(sentences)) if sentences[s].strip()]
+    first_of: dict[str, int] = {}  # a sentence repeated (overlapping chunks) is a candidate once
+    for s in range(len(sentences)):
+        if sentences[s].strip():
+            first_of.setdefault(sentences[s].strip(), s)
+    open_sentences = sorted(first_of.values())
     while True:
         best, best_gain = -1, -1.0
         for s in open_sentences:
@@ -393,6 +405,11 @@ def community_summary(
         if fits(s):
             chosen.append(s)
             left -= tokens_of[s]
-    if chosen:
-        lines.append(" ".join(sentences[s].strip() for s in chosen))
-    return "\n".join(lines)
+    while True:  # joined, the pieces can count a few tokens more than apart: drop the last ones
+        report = "\n".join(lines + ([" ".join(sentences[s].strip() for s in chosen)] if chosen else []))
+        if not report or _count(count_tokens, report) <= max_tokens:
+            return report
+        if chosen:
+            chosen.pop()
+        else:
+            lines.pop()
