@@ -395,3 +395,29 @@ def test_a_huge_line_and_a_pipe(tmp_path, docs):
         ]
         with pytest.raises(InvalidArgumentError, match="pipe.md is not a regular file"):
             kb.add_documents(docs / "pipe.md", progress=False)
+
+
+def test_entities_no_chunk_mentions_any_more_are_removed(tmp_path):
+    """Replacing the only document that names an entity deletes it (and its names); an entity
+    another document still names stays; naming it again makes it anew."""
+
+    def extractor(text):
+        return Extraction(
+            entities=tuple(vg.kb.Entity(n) for n in ("Zephyr Gateway", "Orion Store") if n in text)
+        )
+
+    zephyr, orion = entity_key("", "Zephyr Gateway"), entity_key("", "Orion Store")
+    with open_kb(tmp_path / "kb.vg", extractor=extractor) as kb:
+        kb.add_text("# A\n\nThe Zephyr Gateway calls the Orion Store.", source="a")
+        kb.add_text("# B\n\nThe Orion Store keeps orders.", source="b")
+        assert zephyr in kb.graph and orion in kb.graph
+        report = kb.add_text("# A\n\nThe gateway was retired.", source="a")  # a changed: replaced
+        assert report.replaced == ["a"] and report.entities_removed == 1
+        assert zephyr not in kb.graph and orion in kb.graph  # b still names the Orion Store
+        assert [e.src for e in kb.graph.neighbors(orion, rels=["mentions"], direction="in")] == [
+            k for k in kb.graph.keys(labels=["chunk"]) if k.startswith("doc:0::1:b@")
+        ]
+        assert kb.resolver.resolve("", "Zephyr Gateway") == (None, None)
+        assert zephyr not in {e.key for e in kb.local_search("Zephyr Gateway", k=2).entities}
+        report = kb.add_text("# C\n\nThe Zephyr Gateway is back.", source="c")
+        assert report.entities == 1 and report.entities_removed == 0 and zephyr in kb.graph

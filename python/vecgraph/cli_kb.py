@@ -135,6 +135,7 @@ def cmd_kb(args: argparse.Namespace) -> int:
                 "entities": report.entities,
                 "mentions": report.mentions,
                 "merges": len(report.merges),
+                "entities_removed": report.entities_removed,
             }
             if args.json:
                 _print_json(out)
@@ -142,7 +143,8 @@ def cmd_kb(args: argparse.Namespace) -> int:
                 print(
                     f"added {len(report.added)}, replaced {len(report.replaced)}, unchanged "
                     f"{len(report.unchanged)} documents; {report.chunks} chunks, {report.entities} new entities, "
-                    f"{report.mentions} mentions, {len(report.merges)} merges"
+                    f"{report.mentions} mentions, {len(report.merges)} merges, "
+                    f"{report.entities_removed} entities removed (no chunk names them any more)"
                 )
                 for path, why in report.skipped:
                     print(f"skipped {path}: {why}")

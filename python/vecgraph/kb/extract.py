@@ -254,6 +254,16 @@ class EntityResolver:
             return None, None
         return table[match], Merge(name, table[match], "fuzzy", round(score, 2), tenant)
 
+    def forget(self, keys: Iterable[str]) -> None:
+        """Drops every name of the entities ``keys`` (deleted), in every tenant."""
+        gone = set(keys)
+        for tenant, table in self._names.items():
+            dropped = {norm for norm, key in table.items() if key in gone}
+            for norm in dropped:
+                del table[norm]
+            for bucket in self._buckets.get(tenant, {}).values():
+                bucket[:] = [norm for norm in bucket if norm not in dropped]
+
     def known(self, tenant: str) -> dict:
         """``{normalised name: key}`` of ``tenant``."""
         return dict(self._names.get(tenant, {}))

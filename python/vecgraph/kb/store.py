@@ -128,6 +128,8 @@ class AddReport:
             existing entity under another spelling (:class:`vecgraph.kb.extract.Merge`).
         extractor_failures: ``(chunk key, reason)`` of the chunks whose extraction the
             extractor hook gave up on (its ``failures``), skipped.
+        entities_removed: entities deleted because no chunk mentions them any more (every
+            chunk that did was replaced).
     """
 
     added: list = field(default_factory=list)
@@ -140,6 +142,7 @@ class AddReport:
     relations: int = 0
     merges: list = field(default_factory=list)
     extractor_failures: list = field(default_factory=list)
+    entities_removed: int = 0
 
 
 @dataclass
@@ -689,9 +692,11 @@ class KnowledgeBase:
                 self._write_entities(new_entities)
             report.entities += len(new_entities)
             self._write_merges(report.merges, new_entities)
+            mentioned: set = set()  # the entities the replaced chunks mentioned
             for one in prepared:
                 bar.update(1)
-                self._write_document(one, name_to_key, report)
+                self._write_document(one, name_to_key, report, mentioned)
+            self._remove_orphans(mentioned, report)
         finally:
             bar.close()
         failures = getattr(self.extractor, "failures", None)
@@ -730,7 +735,23 @@ class KnowledgeBase:
             self.graph.add_aliases(key, [m.name for m in found])
             self._names.add(key, [m.name for m in found], tenant=node["tenant"])
 
-    def _write_document(self, one: _Prepared, name_to_key: dict, report: AddReport) -> None:
+    def _remove_orphans(self, mentioned: set, report: AddReport) -> None:
+        """Deletes the entities of ``mentioned`` that no chunk mentions any more (with their
+        relations; from the name matcher and the resolver too)."""
+        g = self.graph
+        orphans = sorted(
+            key for key in mentioned if key in g and not g.neighbors(key, rels=[MENTIONS], direction="in")
+        )
+        if not orphans:
+            return
+        g.delete_nodes(orphans)
+        self._names.forget(orphans)
+        forget = getattr(self.resolver, "forget", None)
+        if callable(forget):
+            forget(orphans)
+        report.entities_removed += len(orphans)
+
+    def _write_document(self, one: _Prepared, name_to_key: dict, report: AddReport, mentioned: set) -> None:
         from ..entities import normalize_name
 
         g, doc, key, tenant = self.graph, one.document, one.key, one.tenant
@@ -743,6 +764,8 @@ class KnowledgeBase:
             if isinstance(k, str) and k.startswith(key + "#")
         ]
         if one.replaces or old:
+            for chunk_key in old:
+                mentioned.update(edge.dst for edge in g.neighbors(chunk_key, rels=[MENTIONS]))
             g.delete_nodes([key] + old, missing_ok=True)
         (report.replaced if one.replaces else report.added).append(doc.source)
         meta = one.meta
