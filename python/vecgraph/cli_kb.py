@@ -142,7 +142,8 @@ def cmd_kb(args: argparse.Namespace) -> int:
             else:
                 print(
                     f"added {len(report.added)}, replaced {len(report.replaced)}, unchanged "
-                    f"{len(report.unchanged)} documents; {report.chunks} chunks, {report.entities} new entities, "
+                    f"{len(report.unchanged)} documents; {report.chunks} chunks, "
+                    f"{report.entities} new entities, "
                     f"{report.mentions} mentions, {len(report.merges)} merges, "
                     f"{report.entities_removed} entities removed (no chunk names them any more)"
                 )

@@ -213,7 +213,7 @@ def _write_communities(
     g = kb.graph
     names: dict = {}
     texts, props = [], []
-    made: dict = {}  # members -> (title, summary, ranked): a community carried down unchanged is summarised once
+    made: dict = {}  # members -> (title, summary, ranked): a community carried down is summarised once
     for key in fresh:
         level, members, parent, central = new[key]
         order = np.argsort(-central, kind="stable").tolist()
@@ -311,7 +311,8 @@ def build_tree(
         :class:`TreeReport`.
     """
     start = time.perf_counter()
-    _count_at_least(max_cluster_size, "max_cluster_size", 2), _count_at_least(summary_tokens, "summary_tokens", 20)
+    _count_at_least(max_cluster_size, "max_cluster_size", 2)
+    _count_at_least(summary_tokens, "summary_tokens", 20)
     _count_at_least(max_levels, "max_levels", 1)
     g = kb.graph
     report = TreeReport()

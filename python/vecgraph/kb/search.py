@@ -185,8 +185,10 @@ def local_search(
     Query-Focused Summarization" (2024), over vecgraph's fused graph-guided search.
     """
     question, k = _question(question), _count_at_least(k, "k", 1)
-    entities, communities = _count_at_least(entities, "entities", 0), _count_at_least(communities, "communities", 0)
-    hops, mention_chunks = _count_at_least(hops, "hops", 0), _count_at_least(mention_chunks, "mention_chunks", 0)
+    entities = _count_at_least(entities, "entities", 0)
+    communities = _count_at_least(communities, "communities", 0)
+    hops = _count_at_least(hops, "hops", 0)
+    mention_chunks = _count_at_least(mention_chunks, "mention_chunks", 0)
     if hops > 3:
         raise InvalidArgumentError(f"hops must be <= 3, got {hops}")
     filters = _filters(kb, tenant, history)
@@ -435,7 +437,8 @@ def tree_search(
         InvalidArgumentError: an empty question, k < 1, an unknown strategy, or no tree built
             for "top_down".
     """
-    question, k, branch = _question(question), _count_at_least(k, "k", 1), _count_at_least(branch, "branch", 1)
+    question, k = _question(question), _count_at_least(k, "k", 1)
+    branch = _count_at_least(branch, "branch", 1)
     if strategy not in TREE_STRATEGIES:
         raise InvalidArgumentError(f"strategy must be one of {TREE_STRATEGIES}, got {strategy!r}")
     if isinstance(climb_below, bool) or not isinstance(climb_below, (int, float)) or math.isnan(climb_below):
