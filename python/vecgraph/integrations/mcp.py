@@ -13,7 +13,10 @@ Tools:
     search, hybrid_search, get_node, neighbors, stats; and when the folder holds a memory store
     (:class:`vecgraph.Memory`: a graph declaring the store's filterable properties) also
     remember, recall, card and forget. With ``read_only`` the folder is opened read-only and no
-    tool writes: remember and forget are not offered (card builds without storing).
+    tool writes: remember and forget are not offered (card builds without storing). When it
+    holds a knowledge base (:class:`vecgraph.KnowledgeBase`, found the same way) also the
+    read-only kb_search, kb_local_search, kb_global_search and kb_tree_search, each returning
+    the search's result as plain data and as a ``context`` for a prompt within a token budget.
 
 Transports:
     stdio (the default: the client starts ``vecgraph mcp FOLDER`` as a subprocess and speaks
@@ -24,8 +27,9 @@ Transports:
 Text queries are embedded by the embedder given (``--embedder SPEC``, which must be the one the
 graph recorded) or else the recorded one (:meth:`vecgraph.Graph.query_embedder`). When the graph
 records none, or the recorded one does not load here (its package missing, its module failing),
-the server still starts (saying why on stderr): ``search`` then needs a vector and
-``hybrid_search`` answers text by its BM25 and entity channels.
+the server still starts (saying why on stderr): ``search`` then needs a vector,
+``hybrid_search`` answers text by its BM25 and entity channels and the kb tools fail naming why
+(:meth:`vecgraph.KnowledgeBase.open` needs its embedder).
 
 Errors (vecgraph's, bad or unknown arguments, a key not in the graph) come back as MCP tool
 errors (a result with ``isError`` and the message); the server keeps serving. The folder is
@@ -46,6 +50,8 @@ import re
 import signal
 import stat
 import sys
+import threading
+import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -57,6 +63,7 @@ from .. import __version__, embedders, storage
 from ..arguments import _INT64_MAX, _INT64_MIN
 from ..errors import DimensionMismatchError, Error, InvalidArgumentError, NotFoundError
 from ..formatting import _walk
+from ..kb.store import FILTERABLE as KB_FILTERABLE
 from ..memory.store import FILTERABLE as MEMORY_FILTERABLE
 
 try:
@@ -71,12 +78,15 @@ except ImportError as _exc:  # pragma: no cover - exercised only without the SDK
     raise ImportError(f"vecgraph.integrations.mcp needs the MCP Python SDK (mcp >= 2): "
                       f'pip install "vecgraph[mcp]" ({_exc})') from _exc
 
-__all__ = ["MAX_K", "MAX_TEXT_CHARS", "VecgraphTools", "build_server", "open_folder", "parse_http", "serve"]
+__all__ = ["MAX_K", "MAX_TEXT_CHARS", "MAX_TOKENS", "VecgraphTools", "build_server", "open_folder",
+           "parse_http", "serve"]
 
 #: The most results one tool call returns (an agent's context is the limit, not the engine).
 MAX_K = 1000
 #: The most characters of one str argument (a query, a memory, a key, a name).
 MAX_TEXT_CHARS = 100_000
+#: The largest token budget of a kb tool's ``context``.
+MAX_TOKENS = 100_000
 
 _CANONICAL_INT = re.compile(r"-?[1-9][0-9]*|0")  # ASCII decimal, no sign on 0, no leading zeros
 
@@ -124,6 +134,22 @@ KindsArg = Annotated[list[Str] | None, Field(description="only these kinds (null
 SupersededArg = Annotated[bool, Field(description="also versions that a newer memory replaced")]
 RefreshArg = Annotated[bool, Field(description="build it again from the current memories")]
 ConfirmArg = Annotated[StrictBool, Field(description="true, to erase: the erasure cannot be undone")]
+ModeArg = Annotated[Literal["hybrid", "dense", "bm25"], Field(description=(
+    "hybrid (dense and BM25, fused), dense (nearest chunk vectors) or bm25 (BM25 over chunk texts)"))]
+TenantArg = Annotated[Str | None, Field(description='only this tenant (null: every tenant; "": the default)')]
+HistoryArg = Annotated[StrictBool, Field(
+    description='also chunks of documents whose status is not "current"')]
+BudgetArg = Annotated[int, Field(strict=True, ge=1, le=MAX_TOKENS, description=(
+    f"token budget of `context` (Llama 2 tokens, 1 to {MAX_TOKENS:,})"))]
+EntitiesArg = Annotated[int, Field(strict=True, ge=0, le=MAX_K, description="entities wanted (0 to 1,000)")]
+KBHopsArg = Annotated[int, Field(strict=True, ge=0, le=3, description="levels of edges walked (0 to 3)")]
+CommunitiesArg = Annotated[int, Field(strict=True, ge=0, le=MAX_K,
+                                      description="communities wanted (0 to 1,000)")]
+LevelArg = Annotated[int, Field(strict=True, ge=0, le=_INT64_MAX,
+                                description="community level (0: the coarsest)")]
+StrategyArg = Annotated[Literal["collapsed", "top_down", "bottom_up"], Field(description=(
+    "collapsed (chunks and summaries of every level in one search), top_down (from the tree's top "
+    "level down to the chunks) or bottom_up (the chunks, and the summaries above them when they score low)"))]
 
 # Results are plain JSON objects (``dict[str, Any]``; each tool's description names their fields).
 # A detailed output schema would make the SDK's client check every result against it with
@@ -176,6 +202,46 @@ def _tool_errors() -> Iterator[None]:
         raise ToolError(_message(exc)) from exc
 
 
+class _Warnings:
+    """The warnings each thread raises while it runs a kb call, for that call's result. The warnings
+    module's filters and ``showwarning`` are process-wide and ``catch_warnings`` is not thread-safe,
+    so concurrent calls share one capture: the first sets it up, the last undoes it."""
+
+    lock = threading.Lock()
+    users = 0
+    saved: Any = None
+    local = threading.local()
+
+    @classmethod
+    def _show(cls, show: Callable, message: Any, *args: Any, **kwargs: Any) -> None:
+        caught = getattr(cls.local, "caught", None)
+        if caught is None:  # another thread's warning
+            show(message, *args, **kwargs)
+        elif str(message) not in caught:
+            caught.append(str(message))
+
+    @classmethod
+    @contextmanager
+    def caught(cls) -> Iterator[list]:
+        """The messages (str) of the warnings raised in this thread meanwhile, each once."""
+        with cls.lock:
+            if cls.users == 0:
+                cls.saved = warnings.catch_warnings()
+                cls.saved.__enter__()
+                warnings.simplefilter("always")  # shown at each call (and never raised)
+                warnings.showwarning = functools.partial(cls._show, warnings.showwarning)
+            cls.users += 1
+        cls.local.caught = caught = []
+        try:
+            yield caught
+        finally:
+            cls.local.caught = None
+            with cls.lock:
+                cls.users -= 1
+                if cls.users == 0:
+                    cls.saved.__exit__(None, None, None)
+
+
 def _doc(method: Any) -> str:
     return inspect.cleandoc(method.__doc__ or "")
 
@@ -203,14 +269,16 @@ def _times(condition: Any, where: str) -> Any:
 
 
 class VecgraphTools:
-    """The tools over one open graph (and the memory store it holds, if any).
+    """The tools over one open graph (and the memory store or knowledge base it holds, if any).
 
-    Each tool is a sync function (the SDK runs it in a worker thread); the graph and the memory
-    store are thread-safe for these calls.
+    Each tool is a sync function (the SDK runs it in a worker thread); the graph, the memory
+    store and the knowledge base are thread-safe for these calls.
 
     Args:
         graph: an open :class:`vecgraph.Graph`.
         memory: the :class:`vecgraph.Memory` whose graph ``graph`` is, or None.
+        kb: the :class:`vecgraph.KnowledgeBase` whose graph ``graph`` is, or None (the kb tools
+            then fail, naming ``embedder_error`` when given).
         embedder: embeds query texts (checked against the graph's recorded embedder at each
             call), or None: ``search`` then needs a vector and ``hybrid_search`` runs the BM25
             and entity channels on text alone.
@@ -219,10 +287,11 @@ class VecgraphTools:
             recorded.
     """
 
-    def __init__(self, graph: Any, *, memory: Any = None, embedder: Any = None,
+    def __init__(self, graph: Any, *, memory: Any = None, kb: Any = None, embedder: Any = None,
                  embedder_error: str | None = None) -> None:
         self.graph = graph
         self.memory = memory
+        self.kb = kb
         self.embedder = embedder
         self.embedder_error = None if embedder is not None else embedder_error
 
@@ -372,13 +441,15 @@ class VecgraphTools:
         """The graph's counts (nodes, edges, labels, tenants, rels, deleted nodes and edges),
         configuration (dim, metric, HNSW parameters), memory per structure in bytes, its folder,
         whether it is open read-only, its embedder, the one text queries are embedded with (null:
-        none, and query_embedder_error says why when the graph records one) and whether it is a
-        memory store."""
+        none, and query_embedder_error says why when the graph records one), whether it is a
+        memory store, and knowledge_base: a knowledge base's nodes per label (null for another
+        graph, or a knowledge base that did not open)."""
         with _tool_errors():
             stats = _plain(self.graph.stats())
             stats.update(path=self.graph.path, read_only=self.graph.read_only, embedder=self.graph.embedder,
                          query_embedder=None if self.embedder is None else self.embedder.name,
-                         query_embedder_error=self.embedder_error, memory_store=self.memory is not None)
+                         query_embedder_error=self.embedder_error, memory_store=self.memory is not None,
+                         knowledge_base=None if self.kb is None else _plain(self.kb.stats()))
             return stats
 
     # -------------------------------------------------------------- memory tools
@@ -426,6 +497,69 @@ class VecgraphTools:
                                            "with confirm true to do so")
             return _plain(self.memory.forget(user).to_dict())
 
+    # -------------------------------------------------------------- knowledge-base tools
+
+    def _kb_call(self, tool: str, max_tokens: int, question: str, **kwargs: Any) -> dict[str, Any]:
+        """``kb.<search>(question, **kwargs)`` as a kb tool returns it (``tool`` is ``kb_<search>``):
+        :meth:`KBResult.to_dict`, its ``context`` within ``max_tokens``, and ``warnings`` (the
+        messages of the warnings raised, such as communities older than the documents) if any."""
+        with _tool_errors():
+            if self.kb is None:
+                if self.embedder_error is not None:
+                    raise self._no_embedder(tool)
+                raise InvalidArgumentError(f"{tool} needs the knowledge base of the graph at "
+                                           f"{self.graph.path}, which the server was not given")
+            with _Warnings.caught() as caught:
+                result = getattr(self.kb, tool[3:])(question, **kwargs)
+                out = _plain(result.to_dict())
+                out["context"] = result.to_context(max_tokens=max_tokens)
+            if caught:
+                out["warnings"] = caught
+            return out
+
+    def kb_search(self, question: QuestionArg, k: KArg = 10, mode: ModeArg = "hybrid",
+                  tenant: TenantArg = None, history: HistoryArg = False, max_tokens: BudgetArg = 2000,
+                  ) -> dict[str, Any]:
+        """The k document chunks best for a question: hybrid (dense and BM25, fused), dense or bm25.
+        Returns question, mode, chunks (best first: key, score, text, prefix, source, version, date,
+        status, title, heading_path), empty entities, relations, communities and summaries; `context`:
+        the chunks as cited sources ([n] [source version | date | status] Title > Heading, then the
+        text) within max_tokens; and `warnings` if the knowledge base raised any. Chunks of current
+        documents only, unless history."""
+        return self._kb_call("kb_search", max_tokens, question, k=k, mode=mode, tenant=tenant,
+                             history=history)
+
+    def kb_local_search(self, question: QuestionArg, k: KArg = 10, entities: EntitiesArg = 10,
+                        hops: KBHopsArg = 2, communities: CommunitiesArg = 3, tenant: TenantArg = None,
+                        history: HistoryArg = False, max_tokens: BudgetArg = 2000) -> dict[str, Any]:
+        """GraphRAG local search: the k chunks that answer a question, the entities it names and those
+        around them (walks of up to `hops` edges), their relations and their communities. Returns
+        question, mode "local", chunks (as kb_search gives them), entities (key, name, type,
+        description, score), relations (source, target, type, description, weight), communities
+        (key, level, title, summary, score, size), empty summaries; `context`: all of it for a prompt
+        within max_tokens; and `warnings` if any."""
+        return self._kb_call("kb_local_search", max_tokens, question, k=k, entities=entities, hops=hops,
+                             communities=communities, tenant=tenant, history=history)
+
+    def kb_global_search(self, question: QuestionArg, level: LevelArg = 0, k: KArg = 5,
+                         tenant: TenantArg = None, max_tokens: BudgetArg = 2000) -> dict[str, Any]:
+        """GraphRAG global search, for questions about the whole collection: the k community summaries
+        of a level (0: the coarsest) best for the question. Returns question, mode "global",
+        communities (key, level, title, summary, score, size), the other lists empty; `context`: the
+        summaries for a prompt within max_tokens; and `warnings` if any (e.g. documents changed since
+        the communities were built). Fails for a level the knowledge base has not built."""
+        return self._kb_call("kb_global_search", max_tokens, question, level=level, k=k, tenant=tenant)
+
+    def kb_tree_search(self, question: QuestionArg, k: KArg = 10, strategy: StrategyArg = "collapsed",
+                       tenant: TenantArg = None, history: HistoryArg = False, max_tokens: BudgetArg = 2000,
+                       ) -> dict[str, Any]:
+        """RAPTOR search over the knowledge base's summary tree. Returns question, mode "tree",
+        chunks (as kb_search gives them), summaries (key, level, text, score), the other lists empty;
+        `context`: them for a prompt within max_tokens; and `warnings` if any (e.g. documents changed
+        since the tree was built). top_down fails when no tree was built."""
+        return self._kb_call("kb_tree_search", max_tokens, question, k=k, strategy=strategy, tenant=tenant,
+                             history=history)
+
 
 # ------------------------------------------------------------------ the server
 
@@ -446,13 +580,17 @@ class _Server(MCPServer):
         return await super().call_tool(name, arguments, context)
 
 
-def build_server(graph: Any, *, memory: Any = None, embedder: Any = None, embedder_error: str | None = None,
-                 name: str = "vecgraph") -> MCPServer:
+def build_server(graph: Any, *, memory: Any = None, kb: Any = None, embedder: Any = None,
+                 embedder_error: str | None = None, name: str = "vecgraph") -> MCPServer:
     """An :class:`mcp.server.mcpserver.MCPServer` with the tools over ``graph`` (see the module).
 
     Args:
-        graph: an open :class:`vecgraph.Graph` (``memory.graph`` for a memory store).
+        graph: an open :class:`vecgraph.Graph` (``memory.graph`` for a memory store, ``kb.graph``
+            for a knowledge base).
         memory: the :class:`vecgraph.Memory` holding ``graph``, or None: no memory tools.
+        kb: the :class:`vecgraph.KnowledgeBase` holding ``graph``, or None: the kb tools are
+            offered only when ``graph`` declares a knowledge base's filterable properties (its
+            embedder did not load, see :func:`open_folder`), and fail naming ``embedder_error``.
         embedder: embeds query texts, or None (see :class:`VecgraphTools`).
         embedder_error: why the graph's recorded embedder did not load, or None.
         name: the server's name in the MCP handshake.
@@ -461,8 +599,9 @@ def build_server(graph: Any, *, memory: Any = None, embedder: Any = None, embedd
         The server, not yet running (``run_stdio_async``, ``run_streamable_http_async`` or
         ``streamable_http_app`` serve it). It does not close ``graph``.
     """
-    tools = VecgraphTools(graph, memory=memory, embedder=embedder, embedder_error=embedder_error)
-    kind = "memory store" if memory is not None else "graph"
+    tools = VecgraphTools(graph, memory=memory, kb=kb, embedder=embedder, embedder_error=embedder_error)
+    is_kb = memory is None and (kb is not None or _declares(graph.filterable, KB_FILTERABLE))
+    kind = "memory store" if memory is not None else "knowledge base" if is_kb else "graph"
     if embedder is not None:
         about_text = f"Text queries are embedded with {embedder.name}. "
     else:
@@ -472,7 +611,9 @@ def build_server(graph: Any, *, memory: Any = None, embedder: Any = None, embedd
         f"A vecgraph {kind} ({len(graph):,} nodes, {graph.count_edges:,} edges, dim {graph.dim}"
         f"{', read-only' if graph.read_only else ''}). " + about_text
         + ("recall answers questions from a user's memories; card gives a user's overview. "
-           if memory is not None else ""))
+           if memory is not None else "")
+        + ("kb_search, kb_local_search (entities and relations), kb_global_search (community summaries) and "
+           "kb_tree_search (RAPTOR) answer questions from its documents. " if is_kb else ""))
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     chosen: list[tuple[Callable, ToolAnnotations]] = [
         (method, reads) for method in (tools.search, tools.hybrid_search, tools.get_node, tools.neighbors,
@@ -487,6 +628,9 @@ def build_server(graph: Any, *, memory: Any = None, embedder: Any = None, embedd
         if not graph.read_only:
             chosen.append((tools.forget, ToolAnnotations(read_only_hint=False, destructive_hint=True,
                                                          idempotent_hint=True, open_world_hint=False)))
+    if is_kb:
+        chosen += [(method, reads) for method in (tools.kb_search, tools.kb_local_search,
+                                                  tools.kb_global_search, tools.kb_tree_search)]
     made = []
     for method, hints in chosen:
         tool = Tool.from_function(method, name=method.__name__, description=_doc(method), annotations=hints)
@@ -497,11 +641,12 @@ def build_server(graph: Any, *, memory: Any = None, embedder: Any = None, embedd
     return server
 
 
-def _is_memory_store(manifest: dict) -> bool:
-    """Whether a folder's MANIFEST is a memory store's: it declares the filterable properties
-    :meth:`vecgraph.Memory.open` creates and checks (vecgraph.memory.store.FILTERABLE)."""
-    declared = manifest.get("filterable") or {}
-    return all(declared.get(name) == kind for name, kind in MEMORY_FILTERABLE.items())
+def _declares(declared: dict | None, filterable: dict) -> bool:
+    """Whether a graph declaring the filterable properties ``declared`` (its MANIFEST's) is a
+    memory store's or a knowledge base's: it declares those that :meth:`vecgraph.Memory.open`
+    or :meth:`vecgraph.KnowledgeBase.open` creates and checks (``filterable``: their FILTERABLE)."""
+    declared = declared or {}
+    return all(declared.get(name) == kind for name, kind in filterable.items())
 
 
 def _load_embedder(manifest: dict, folder: str, embedder: Any) -> Any:
@@ -539,7 +684,7 @@ def _manifest(folder: str) -> dict:
 
 
 def open_folder(folder: str, *, read_only: bool = False, embedder: Any = None) -> tuple:
-    """Open the graph (or memory store) in ``folder`` for the server.
+    """Open the graph (or memory store, or knowledge base) in ``folder`` for the server.
 
     Args:
         folder: an existing graph folder (never created here).
@@ -550,23 +695,38 @@ def open_folder(folder: str, *, read_only: bool = False, embedder: Any = None) -
             :meth:`vecgraph.Graph.query_embedder`).
 
     Returns:
-        (graph, memory or None, embedder or None, embedder_error or None); close ``memory`` (or
-        ``graph`` when it is None). With ``embedder`` None and a recorded embedder that does not
-        load here, the folder still opens: the embedder is None and ``embedder_error`` (one line)
-        says why and how to make it load.
+        (graph, store, embedder or None, embedder_error or None): ``store`` is the
+        :class:`vecgraph.Memory` of a memory store, the :class:`vecgraph.KnowledgeBase` of a
+        knowledge base, or None; close it (or ``graph`` when it is None). With ``embedder`` None
+        and a recorded embedder that does not load here, the folder still opens: the embedder is
+        None and ``embedder_error`` (one line) says why and how to make it load; a knowledge base
+        then opens as its graph alone (``store`` None), as :meth:`vecgraph.KnowledgeBase.open`
+        needs the embedder.
 
     Raises:
         FileNotFoundError: the folder holds no graph. CorruptionError: a MANIFEST that is lost
         or unreadable. InvalidArgumentError / DimensionMismatchError: an ``embedder`` that does
-        not fit the graph. And as :meth:`vecgraph.Graph.open`.
+        not fit the graph. And as :meth:`vecgraph.Graph.open` and :meth:`vecgraph.KnowledgeBase.open`.
     """
     from ..graph import Graph
+    from ..kb import KnowledgeBase
     from ..memory import Memory
 
     folder = os.fspath(folder)
     manifest = _manifest(folder)
     given = None if embedder is None else _load_embedder(manifest, folder, embedder)
-    memory = Memory.open(folder, embedder=given, read_only=read_only) if _is_memory_store(manifest) else None
+    memory = failed = None
+    if _declares(manifest.get("filterable"), MEMORY_FILTERABLE):
+        memory = Memory.open(folder, embedder=given, read_only=read_only)
+    elif _declares(manifest.get("filterable"), KB_FILTERABLE):
+        try:
+            kb = KnowledgeBase.open(folder, embedder="auto" if given is None else given, read_only=read_only)
+        except Exception as exc:  # its recorded embedder may fail to load in any way
+            if given is not None or not manifest.get("embedder"):
+                raise
+            failed = exc  # the graph alone, if that was the embedder (seen below), else raised
+        else:
+            return kb.graph, kb, kb.embedder, None
     graph = memory.graph if memory is not None else Graph.open(folder, read_only=read_only)
     if given is not None or graph.embedder is None:
         return graph, memory, given, None
@@ -575,6 +735,9 @@ def open_folder(folder: str, *, read_only: bool = False, embedder: Any = None) -
     except Exception as exc:  # noqa: BLE001 - any failure of the embedder's own code, at its import too
         why = str(exc) if isinstance(exc, Error) else f"{type(exc).__name__}: {exc}"
         return graph, memory, None, " ".join(why.split())
+    if failed is not None:
+        graph.close()
+        raise failed
     if memory is not None:
         memory.embedder = loaded  # as Memory.open(embedder="auto") would have loaded it
     return graph, memory, loaded, None
@@ -727,8 +890,8 @@ def serve(folder: str, *, http: tuple[str, int] | None = None, read_only: bool =
           embedder: Any = None) -> int | None:
     """Open ``folder`` and serve it until the client goes away (stdio: stdin or stdout closed) or
     the process is interrupted (Ctrl-C, SIGTERM: the calls running then finish first); then close
-    it. Prints what it serves, a line saying why text queries get no dense channel when the
-    recorded embedder does not load, and the stop, on stderr.
+    it. Prints what it serves, a line saying why text queries get no dense channel (and the kb
+    tools fail) when the recorded embedder does not load, and the stop, on stderr.
 
     Args:
         folder: the graph folder (see :func:`open_folder`).
@@ -742,30 +905,36 @@ def serve(folder: str, *, http: tuple[str, int] | None = None, read_only: bool =
     Raises:
         As :func:`open_folder`; OSError when the port cannot be bound.
     """
-    graph, memory, query_embedder, embedder_error = open_folder(folder, read_only=read_only, embedder=embedder)
+    from ..kb import KnowledgeBase
+
+    graph, store, query_embedder, embedder_error = open_folder(folder, read_only=read_only, embedder=embedder)
+    kb = store if isinstance(store, KnowledgeBase) else None
+    memory = None if kb is not None else store
     stopper = _Stopper()
     # Until the folder is closed a signal only asks the server to stop (uvicorn, serving HTTP,
     # handles both itself meanwhile and raises them again once it has stopped).
     previous = {sig: signal.signal(sig, stopper.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         try:
-            server = build_server(graph, memory=memory, embedder=query_embedder, embedder_error=embedder_error)
+            server = build_server(graph, memory=memory, kb=kb, embedder=query_embedder,
+                                  embedder_error=embedder_error)
             where = "stdio" if http is None else f"http://{http[0]}:{http[1]}/mcp"
             names = [tool.name for tool in anyio.run(server.list_tools)]
             mode = ", read-only" if read_only else ""
             print(f"vecgraph mcp: serving {graph.path} ({len(graph):,} nodes{mode}) on {where}; tools: "
                   f"{', '.join(names)}", file=sys.stderr, flush=True)
             if embedder_error is not None:
-                print(f"vecgraph mcp: text queries get no dense channel (search takes a vector, hybrid_search "
-                      f"runs bm25 and entity): {embedder_error}; or pass --embedder SPEC",
-                      file=sys.stderr, flush=True)
+                kb_off = ", and the kb tools fail" if "kb_search" in names else ""
+                print(f"vecgraph mcp: text queries get no dense channel (search takes a vector, "
+                      f"hybrid_search runs bm25 and entity){kb_off}: {embedder_error}; "
+                      "or pass --embedder SPEC", file=sys.stderr, flush=True)
             if http is None:
                 anyio.run(stopper.run, functools.partial(_run_stdio, server))
             else:
                 anyio.run(stopper.run, functools.partial(server.run_streamable_http_async, host=http[0],
                                                          port=http[1]))
         finally:
-            (memory if memory is not None else graph).close()
+            (store if store is not None else graph).close()
             print(f"vecgraph mcp: stopped; {graph.path} closed", file=sys.stderr, flush=True)
     finally:
         for signum, handler in previous.items():
