@@ -6,6 +6,8 @@ filtered search; documents written but not yet published are never read by it.""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import vecgraph as vg
@@ -122,34 +124,111 @@ def test_post_filter_equals_the_filtered_search_and_the_reference(monkeypatch, f
         assert calls["found"] > 0  # the post-filter answered some of them itself
 
 
-def test_a_short_first_block_falls_back_to_the_filtered_search(monkeypatch):
-    """ "note" holds a tenth of the texts: the first 64 candidates of a common word cannot give
-    50 notes, so the search runs again with the filter inside; the result is the same."""
+def test_two_pages_without_enough_admitted_fall_back_to_the_filtered_search(monkeypatch):
+    """ "note" holds a tenth of 400 texts: the whole ranking of a common word fits the two pages
+    (815 rows for 50), so the post-filter answers; "rare" holds 20 of 3,000: the two pages of
+    525 rows hold about 4 of them, fewer than 10, so the search runs again with the filter
+    inside. Both results equal the filtered search's."""
     g = build()
     calls = count_calls(monkeypatch)
     inside = bm25(g, "alpha beta gamma", 50, 2.0, monkeypatch, labels=["note"])
     after = bm25(g, "alpha beta gamma", 50, 0.0, monkeypatch, labels=["note"])
     assert after == inside
     assert [key for key, _ in after] == reference(g, "alpha beta gamma", 50, labels=["note"])
-    assert calls == {"found": 0, "short": 1}
+    assert calls == {"found": 1, "short": 0}
+    rng = np.random.default_rng(2)
+    n = 3000
+    big = vg.Graph(dim=4)
+    big.add_nodes(
+        list(range(n)),
+        rng.normal(size=(n, 4)).astype(np.float32),
+        texts=[" ".join(rng.choice(WORDS, size=6)) for _ in range(n)],
+        labels=["rare" if i % 150 == 0 else "common" for i in range(n)],
+    )
+    text_index(big).flush()
+    inside = bm25(big, "alpha", 10, 2.0, monkeypatch, labels=["rare"])
+    after = bm25(big, "alpha", 10, 0.0, monkeypatch, labels=["rare"])
+    assert after == inside and len(after) == 10
+    assert calls == {"found": 1, "short": 1}
 
 
-def test_the_share_decides_and_unpublished_writes_skip_the_post_filter(monkeypatch):
+def test_the_share_decides_and_unpublished_writes_are_read_too(monkeypatch):
     g = build()
     calls = count_calls(monkeypatch)
     bm25(g, "alpha", 10, hybrid.POST_FILTER_SHARE, monkeypatch, labels=["chunk"])  # ~70 % of texts
     assert calls == {"found": 1, "short": 0}
     bm25(g, "alpha", 10, hybrid.POST_FILTER_SHARE, monkeypatch, labels=["note"])  # ~10 %
     assert calls == {"found": 1, "short": 0}
-    # a write the index holds in memory: the filtered search reads it, the post-filter is not tried
-    g.add_nodes(
-        ["new"], np.ones((1, 8), np.float32), labels="chunk", texts=["alpha alpha alpha"], tenants="t1"
-    )
-    assert text_index(g).unpublished == 1
+    # writes the index holds in memory (not yet published): scored beside the index, checked alike
+    one = np.ones((1, 8), np.float32)
+    g.add_nodes(["new"], one, labels="chunk", texts=["alpha alpha alpha"], tenants="t1")
+    g.add_nodes(["other"], one, labels="note", texts=["alpha alpha alpha"], tenants="t1")
     got = bm25(g, "alpha", 10, 0.0, monkeypatch, labels=["chunk"])
-    assert calls == {"found": 1, "short": 0}
-    assert got[0][0] == "new"
+    assert calls == {"found": 2, "short": 0}
+    assert got[0][0] == "new" and "other" not in [key for key, _ in got]
+    assert got == bm25(g, "alpha", 10, 2.0, monkeypatch, labels=["chunk"])
     assert [key for key, _ in got] == reference(g, "alpha", 10, labels=["chunk"])
+
+
+def test_a_write_during_the_search_sends_it_to_the_filtered_plan(monkeypatch):
+    """The candidates are scored by the index's view and checked against the graph's: a write
+    between the two (here: node n0..n9 relabelled while the index is searched) must not mix
+    them; the search runs again with the filters inside, on the state after the write."""
+    g = build()
+    calls = count_calls(monkeypatch)
+    search = g._bm25
+    wrote: list = []
+
+    def writing(text, depth, **kw):
+        if not wrote:
+            g.update_nodes([f"n{i}" for i in range(10)], labels=["note"] * 10)
+            wrote.append(True)
+        return search(text, depth, **kw)
+
+    monkeypatch.setattr(g, "_bm25", writing)
+    got = bm25(g, "alpha beta", 20, 0.0, monkeypatch, labels=["chunk"])
+    assert calls == {"found": 0, "short": 1}
+    assert [key for key, _ in got] == reference(g, "alpha beta", 20, labels=["chunk"])
+    assert not {f"n{i}" for i in range(10)} & {key for key, _ in got}
+    # a writer holding the lock (between its graph write and its index write): not tried at all
+    held, release = threading.Event(), threading.Event()
+
+    def writer():
+        with g._text_lock:
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    held.wait(10)
+    try:
+        assert hybrid.after_search(g, "alpha", 10, ["chunk"], None, None, None, {}) is None
+    finally:
+        release.set()
+        thread.join(10)
+    assert hybrid.after_search(g, "alpha", 10, ["chunk"], None, None, None, {}) is not None
+
+
+def test_a_tie_group_larger_than_a_page_breaks_ties_by_key_as_the_filtered_search_does(monkeypatch):
+    """8,000 equal texts (one score), inserted in shuffled key order, half of them labelled A:
+    the admitted 4,000 fit one page of the filtered search and come in key order; the
+    unfiltered ranking's tie group (8,000) is longer than a page, so the post-filter must not
+    answer."""
+    rng = np.random.default_rng(5)
+    keys = rng.permutation(8000).tolist()
+    g = vg.Graph(dim=2)
+    g.add_nodes(
+        keys,
+        np.ones((8000, 2), np.float32),
+        texts=["same words"] * 8000,
+        labels=["A" if key % 2 == 0 else "B" for key in keys],
+    )
+    text_index(g).flush()
+    calls = count_calls(monkeypatch)
+    after = bm25(g, "words", 5, 0.0, monkeypatch, labels=["A"])
+    assert [key for key, _ in after] == [0, 2, 4, 6, 8]
+    assert after == bm25(g, "words", 5, 2.0, monkeypatch, labels=["A"])
+    assert calls == {"found": 0, "short": 1}
 
 
 def test_admitted_share_counts_labels_and_tenants():

@@ -421,3 +421,30 @@ def test_entities_no_chunk_mentions_any_more_are_removed(tmp_path):
         assert zephyr not in {e.key for e in kb.local_search("Zephyr Gateway", k=2).entities}
         report = kb.add_text("# C\n\nThe Zephyr Gateway is back.", source="c")
         assert report.entities == 1 and report.entities_removed == 0 and zephyr in kb.graph
+
+
+def test_a_resolver_without_forget_does_not_resolve_to_a_deleted_entity(tmp_path):
+    """A resolver hook with only add/resolve keeps the names of an entity that was removed (no
+    chunk names it any more); naming it again makes the entity anew instead of an edge to a
+    deleted node."""
+
+    class Plain:
+        def __init__(self):
+            self.inner = EntityResolver()
+
+        def add(self, tenant, key, names):
+            self.inner.add(tenant, key, names)
+
+        def resolve(self, tenant, name):
+            return self.inner.resolve(tenant, name)
+
+    def extractor(text):
+        return Extraction(entities=tuple(vg.kb.Entity(n) for n in ("Zorblax",) if n in text))
+
+    with open_kb(tmp_path / "kb.vg", extractor=extractor, resolver=Plain()) as kb:
+        kb.add_text("# A\n\nZorblax runs here.", source="a")
+        assert kb.add_text("# A\n\nNothing runs here.", source="a").entities_removed == 1
+        report = kb.add_text("# B\n\nZorblax is back.", source="b")
+        assert report.entities == 1 and entity_key("", "Zorblax") in kb.graph
+        chunk = [k for k in kb.graph.keys(labels=["chunk"]) if k.startswith("doc:0::1:b@")][0]
+        assert [e.dst for e in kb.graph.neighbors(chunk, rels=["mentions"])] == [entity_key("", "Zorblax")]

@@ -274,6 +274,11 @@ def test_searches_check_their_arguments_and_warn_when_stale(kb):
     kb.build_tree(max_cluster_size=4)
     with pytest.raises(TypeError, match="climb_below"):
         kb.tree_search("x", strategy="bottom_up", climb_below="x")
+    with pytest.raises(InvalidArgumentError, match="^tenant 'nobody' has no RAPTOR tree: run build_tree"):
+        kb.tree_search("x", strategy="top_down", tenant="nobody")
+    with pytest.raises(InvalidArgumentError, match=r"must be <= 100,000 .*got 10 \+ 99,990 \+ 2$"):
+        kb.local_search("x", k=10, entities=99_990, mention_chunks=2)
+    assert len(kb.local_search("x", k=10, entities=99_988, mention_chunks=2).chunks) >= 1
     kb.add_text("# More\n\nThe ledger-db moved.", source="more")
     with pytest.warns(RuntimeWarning, match="build_communities"):
         kb.global_search("topics")

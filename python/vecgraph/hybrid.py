@@ -346,37 +346,45 @@ def seed_strengths(dense_keys: list, dense_normal: list, entity_keys: list, enti
 
 # A tenant or label filter inside the BM25 search (a conjunction in tantivy's query) costs tantivy
 # its block-max WAND: it reads every posting of the query's terms. On the 306,312 node texts of
-# bench/bench_kb.py's knowledge base (10-word questions), the 50 best chunks took 3.1 ms with the
-# label filter inside and 1.4 ms without. When the filters admit at least POST_FILTER_SHARE of the
-# texts, the search runs without them and the graph checks the candidates (engine.admits): the
-# first block of max(depth, 64) candidates, and if fewer than depth pass, the search runs again
-# with the filters inside.
+# bench/bench_kb.py's knowledge base (10-word questions), the 30 best chunks took 2.55-3.24 ms with
+# the label filter inside and 1.09 ms without. When the filters admit at least POST_FILTER_SHARE of
+# the texts, the search runs without them and the graph checks the candidates (engine.admits),
+# reading at most two pages of the ranking (max_rows); when they do not hold depth admitted ones,
+# or a write changed the graph meanwhile, the search runs again with the filters inside.
 POST_FILTER_SHARE = 0.25
-
-
-class _FirstBlockShort(Exception):
-    """The candidates of the first block did not give ``depth`` admitted ones."""
 
 
 def after_search(graph: Any, text: str, depth: int, labels: Any, tenants: Any, conditions: Any,
                  excluded: Optional[set], extra: dict) -> Optional[list]:
     """The ``depth`` best BM25 rows for ``text`` admitted by ``labels``, ``tenants``, the where
     ``conditions`` and ``excluded``, found by an unfiltered search whose candidates are checked
-    afterwards; None when the first block of candidates holds fewer than ``depth`` of them."""
-    engine = graph._engine
-    checked: list = []
+    afterwards; None when two pages of the ranking hold fewer than ``depth`` of them, or
+    when a write may have changed texts or filters while it ran (the candidates are scored by
+    the index's view and checked against the graph's: the two must be of one state)."""
+    from .text import MaxRowsReached
+
+    engine, lock = graph._engine, graph._text_lock
+    # Writes that change texts, labels, tenants or props hold _text_lock across the graph's write
+    # and the index's; each write moves the LSN. No writer at the start and the same LSN at the
+    # end: the index's view and the graph's checks saw one state.
+    if not lock.acquire(blocking=False):
+        return None
+    lock.release()
+    lsn = engine.last_lsn()
 
     def drops(keys: list) -> list:
-        if checked:  # a second block: the first one did not admit depth candidates
-            raise _FirstBlockShort
-        checked.append(len(keys))
         flags = engine.admits(keys, labels, tenants, -(2**63), 2**63 - 1, conditions)
-        return [not flags[i] or (excluded is not None and (type(key), key) in excluded) for i, key in enumerate(keys)]
+        return [not flags[i] or (excluded is not None and (type(key), key) in excluded)
+                for i, key in enumerate(keys)]
 
     try:
-        return graph._bm25(text, depth, exclude_many=drops, **extra)
-    except _FirstBlockShort:
+        # the first page of vecgraph.text_pages._top_admitted (the first block of max(depth, 64)
+        # candidates and the rows a page holds back) and a second one four times as large
+        first_page = max(depth, 64) - 1 + depth + max(depth, 32)
+        found = graph._bm25(text, depth, exclude_many=drops, max_rows=5 * first_page, **extra)
+    except MaxRowsReached:
         return None
+    return found if engine.last_lsn() == lsn else None
 
 
 def bm25_channel(graph: Any, text: str, depth: int, args: tuple, conditions: Any, excluded: Optional[set],
@@ -398,12 +406,10 @@ def bm25_channel(graph: Any, text: str, depth: int, args: tuple, conditions: Any
                 for i, key in enumerate(keys)]
 
     def post_filter(labels: Any, tenants: Any, ts_min: int, ts_max: int) -> bool:
-        # not with a time window (a range filter inside costs WAND too), nor while written
-        # documents wait in memory (the delta's candidates would be a second block)
+        # not with a time window: a range filter inside the query costs WAND too
         if (labels is None and tenants is None) or ts_min != int64_min or ts_max != int64_max:
             return False
-        index = graph._text_index()
-        return index.unpublished == 0 and index.admitted_share(tenants=tenants, labels=labels) >= POST_FILTER_SHARE
+        return graph._text_index().admitted_share(tenants=tenants, labels=labels) >= POST_FILTER_SHARE
 
     def channel() -> tuple:
         only = None

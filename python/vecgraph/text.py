@@ -57,10 +57,10 @@ from .text_checks import (
 from . import text_files
 from .text_delta import _delta_doc, _marker, delta_rows, idf_boosts
 from .text_files import _IO_ERROR, _call, _is_panic, _progress_bar, _write
-from .text_pages import _key_order, _many_flags, _top_admitted
+from .text_pages import MaxRowsReached, _key_order, _many_flags, _top_admitted
 from .tokenizer import STOPWORDS, TOKENIZER_VERSION, normalize, tokenize  # noqa: F401 (normalize: vecgraph.text's name too)
 
-__all__ = ["tokenize", "TextIndex", "STOPWORDS", "TOKENIZER_VERSION", "SCHEMA_VERSION"]
+__all__ = ["tokenize", "TextIndex", "MaxRowsReached", "STOPWORDS", "TOKENIZER_VERSION", "SCHEMA_VERSION"]
 
 Key = Union[str, int]
 
@@ -612,6 +612,7 @@ class TextIndex:
         exclude_many: Optional[Callable[[list], Sequence[bool]]] = None,
         keys: Optional[Iterable[Key]] = None,
         statistics: Optional[tuple] = None,
+        max_rows: Optional[int] = None,
     ) -> list[tuple[Key, float]]:
         """The ``k`` documents that best match ``text`` by BM25, best first.
 
@@ -648,6 +649,10 @@ class TextIndex:
             statistics: ``(N, {term: n})``: score idf with these corpus figures instead of the
                 index's own (a shard scoring as the whole sharded graph would: N and n summed
                 over the shards' :meth:`document_frequencies`; see :func:`idf_boosts`).
+            max_rows: read at most this many rows of the published index's ranking (int >= 1;
+                None: as many as it takes); when the ``k`` admitted are not among them,
+                :class:`MaxRowsReached` is raised. For a caller that has a cheaper plan to
+                fall back on (vecgraph.hybrid's post-filter).
 
         Returns:
             ``[(key, score), ...]``, at most ``k``, never padded. Ties (equal scores) break by
@@ -660,9 +665,11 @@ class TextIndex:
             TypeError: arguments of the wrong type; ``exclude`` returning anything but a bool
             (``numpy.bool_`` counts as one), ``exclude_many`` returning anything but a sequence
             of them. ValueError: ``exclude_many`` returning another number of flags than keys.
-            InvalidArgumentError: ``k < 1``, an unknown kind, a ts bound outside int64.
-            Error: the index is closed.
+            InvalidArgumentError: ``k < 1``, an unknown kind, a ts bound outside int64,
+            ``max_rows < 1``. Error: the index is closed. MaxRowsReached: see ``max_rows``.
         """
+        if max_rows is not None and _check_int(max_rows, "max_rows") < 1:
+            raise InvalidArgumentError(f"max_rows must be >= 1, got {max_rows}")
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         _check_unicode(text, "text")
@@ -743,7 +750,7 @@ class TextIndex:
         # tantivy sizes its collector by the page: never more than the documents there are
         most = max(1, int(searcher.num_docs))
         if not written:
-            return _top_admitted(page, key_of, k, most, exclude, exclude_many)
+            return _top_admitted(page, key_of, k, most, exclude, exclude_many, max_rows)
         # Documents written since the last publish: their published versions (replaced or
         # deleted since) are skipped, and the delta's are scored here and merged in.
         changed = {(marker[1], marker[2]) for marker in written}
@@ -754,7 +761,7 @@ class TextIndex:
                 flags = [a or b for a, b in zip(flags, _many_flags(exclude_many, keys))]
             return flags
 
-        rows = _top_admitted(page, key_of, k, most, exclude, skip)
+        rows = _top_admitted(page, key_of, k, most, exclude, skip, max_rows)
         admitted: Any = True
         if key_terms is not None:
             admitted = {marker[1:] for marker in (_marker(kind, doc_key) for doc_key in doc_keys)}
@@ -822,12 +829,6 @@ class TextIndex:
                 held = sum(int(searcher.doc_freq(field, _term(value))) for value in dict.fromkeys(values))
                 share = min(share, held / total if total else 0.0)
         return min(share, 1.0)
-
-    @property
-    def unpublished(self) -> int:
-        """Documents written since the last publish, which a search scores from memory beside
-        the published index (int >= 0)."""
-        return len(self._read_view()[1])
 
     def count(self, kind: Optional[str] = None) -> int:
         """Number of documents stored (of ``kind`` ``"node"`` / ``"edge"``; None: both)."""

@@ -22,12 +22,19 @@ _FIRST_PAGE_MIN = 32           # a search fetches k + max(k, 32) hits first
 _TIE_BLOCK = 4096              # rows of a page that one tie group fills (see _ranked_pages)
 
 
+class MaxRowsReached(Exception):
+    """A search given ``max_rows`` (:meth:`vecgraph.text.TextIndex.search`) would have to read
+    more of the index's ranking than that to find its ``k`` admitted rows."""
+
+
 def _top_admitted(page: Callable[[int, int], list], key_of: Callable[[Any], Key], k: int, most: int,
                   exclude: Optional[Callable[[Key], bool]],
-                  exclude_many: Optional[Callable[[list], Sequence[bool]]]) -> list:
+                  exclude_many: Optional[Callable[[list], Sequence[bool]]],
+                  max_rows: Optional[int] = None) -> list:
     """The first ``k`` (key, score) rows of the ranking that ``exclude`` and ``exclude_many``
     admit (see TextIndex.search), best first; ``page``, ``key_of`` and ``most`` as for
-    :func:`_ranked_pages`."""
+    :func:`_ranked_pages`. With ``max_rows``, MaxRowsReached is raised rather than read more
+    rows of the ranking than that (see :func:`_ranked_pages`)."""
     # Candidates are checked in blocks: one at a time with ``exclude`` alone (it is called
     # on no candidate past the k-th admitted), growing blocks with ``exclude_many``.
     if exclude_many is None:
@@ -41,7 +48,9 @@ def _top_admitted(page: Callable[[int, int], list], key_of: Callable[[Any], Key]
     # The first page holds the first block and max(k, 32) more rows (a page yields only the
     # rows scored above its last one, and a second page fetches four times as many).
     first_page = block_size - 1 + k + max(k, _FIRST_PAGE_MIN)
-    rows = _ranked_pages(page, key_of, min(first_page, most), most)
+    if max_rows is not None:
+        first_page = min(first_page, max_rows)
+    rows = _ranked_pages(page, key_of, min(first_page, most), most, max_rows)
     if drops is None:
         return list(itertools.islice(rows, k))
     out: list = []
@@ -109,7 +118,7 @@ def _admit_block(block: list, drops: Callable[[list], Sequence[bool]], out: list
 
 
 def _ranked_pages(page: Callable[[int, int], list], key_of: Callable[[Any], Key], limit: int,
-                  most: int) -> Iterator[tuple[Key, float]]:
+                  most: int, max_rows: Optional[int] = None) -> Iterator[tuple[Key, float]]:
     """(key, score) of every match, best first, ties by key (see TextIndex.search).
 
     ``page(limit, offset)`` returns (score, address) pairs ordered by score only (ties in the
@@ -121,7 +130,10 @@ def _ranked_pages(page: Callable[[int, int], list], key_of: Callable[[Any], Key]
     documents of the index, and at most _TIE_BLOCK unless the first page was larger). The last
     page (fewer rows than asked, or ``most`` asked) yields everything. A page that one tie group
     fills is yielded in key order and the next page starts after it: a tie group larger than a
-    page is ordered by key within each page, the pages in the index's order.
+    page is ordered by key within each page, the pages in the index's order. With ``max_rows``,
+    MaxRowsReached is raised instead of fetching a page that would end past that many rows, or
+    of yielding a tie group that fills a page (so every tie group yielded is whole, in key
+    order).
     """
     offset = 0
     while True:
@@ -146,9 +158,13 @@ def _ranked_pages(page: Callable[[int, int], list], key_of: Callable[[Any], Key]
             i = j
         if final:
             return
-        if count == 0 and limit >= _TIE_BLOCK:  # one tie group fills the page: key order within it
+        if count == 0 and limit >= _TIE_BLOCK:
+            if max_rows is not None:
+                raise MaxRowsReached  # one tie group fills the page: key order within it
             for key in sorted((key_of(address) for _, address in rows), key=_key_order):
                 yield key, last
             count = len(rows)
         offset += count
         limit = min(limit * 4, most, max(limit, _TIE_BLOCK))
+        if max_rows is not None and offset + limit > max_rows:
+            raise MaxRowsReached

@@ -33,6 +33,7 @@ STRUCTURE = ("part_of", "next", "mentions", "member_of", "summarizes")
 # graph 0.25 and entity 4).
 MAX_MENTIONS_READ = 256  # chunks read per named entity for the chunks that mention it
 LOCAL_WEIGHTS = {"dense": 1.0, "bm25": 1.0, "graph": 0.1, "entity": 1.0}
+MAX_RESULTS = 100_000  # the most results one hybrid search returns (vecgraph.hybrid)
 
 
 def _question(question: Any) -> str:
@@ -179,7 +180,8 @@ def local_search(
         :class:`KBResult` with ``chunks``, ``entities``, ``relations`` and ``communities``.
 
     Raises:
-        InvalidArgumentError: an empty question, bad counts.
+        InvalidArgumentError: an empty question, bad counts (``k + entities + mention_chunks``
+            at most 100,000).
 
     Source: the local search of Edge et al., "From Local to Global: A Graph RAG Approach to
     Query-Focused Summarization" (2024), over vecgraph's fused graph-guided search.
@@ -189,6 +191,11 @@ def local_search(
     communities = _count_at_least(communities, "communities", 0)
     hops = _count_at_least(hops, "hops", 0)
     mention_chunks = _count_at_least(mention_chunks, "mention_chunks", 0)
+    if k + entities + mention_chunks > MAX_RESULTS:
+        raise InvalidArgumentError(
+            f"k + entities + mention_chunks must be <= {MAX_RESULTS:,} (the walk's results), got "
+            f"{k:,} + {entities:,} + {mention_chunks:,}"
+        )
     if hops > 3:
         raise InvalidArgumentError(f"hops must be <= 3, got {hops}")
     filters = _filters(kb, tenant, history)
@@ -473,7 +480,8 @@ def tree_search(
         return result
     top = kb.tree_levels(tenant=tenant)
     if top == 0:
-        raise InvalidArgumentError("the knowledge base has no RAPTOR tree: run build_tree() first")
+        whose = "the knowledge base has" if tenant is None else f"tenant {tenant!r} has"
+        raise InvalidArgumentError(f"{whose} no RAPTOR tree: run build_tree() first")
     frontier = g.keys(labels=[SUMMARY], where={"level": top}, tenants=filters["tenants"])
     passed: list = []
     while frontier:

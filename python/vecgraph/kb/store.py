@@ -668,6 +668,8 @@ class KnowledgeBase:
                 selected.update((t, norm) for norm in select(offered, texts))
         for (tenant, norm), (count, entity, name) in proposed.items():
             key, merge = self.resolver.resolve(tenant, name)
+            if key is not None and key not in new_entities and key not in self.graph:
+                key, merge = None, None  # an entity deleted since (a resolver without forget())
             if key is None:
                 chosen = count >= min_mentions if selected is None else (tenant, norm) in selected
                 if not chosen and (tenant, norm) not in relation_ok:
