@@ -249,3 +249,25 @@ def test_admitted_share_counts_labels_and_tenants():
     assert index.admitted_share(tenants=["q"]) == pytest.approx(0.4)
     assert index.admitted_share(labels=["x"], tenants=["q"]) == pytest.approx(0.4)  # the smaller share
     assert index.admitted_share(labels=["x"], kind="edge") == 0.0  # no edge texts
+
+
+def test_text_search_max_rows_reads_no_further_than_it_says():
+    from vecgraph.text import MaxRowsReached, TextIndex
+
+    index = TextIndex()
+    try:
+        index.rebuild(
+            [(i, f"alpha {'beta ' * (i % 50)}", "", "x", 0) for i in range(300)], lsn=1, progress=False
+        )
+        full = index.search("beta", 10)
+        assert index.search("beta", 10, max_rows=200) == full  # 49 distinct scores: one page holds them
+        odd = lambda keys: [key % 2 == 0 for key in keys]  # noqa: E731 - admits odd keys only
+        assert index.search("beta", 5, exclude_many=odd, max_rows=200) == index.search(
+            "beta", 5, exclude_many=odd
+        )
+        with pytest.raises(MaxRowsReached):  # admitting one key in 300: past any 200 rows
+            index.search("beta", 5, exclude_many=lambda keys: [key != 1 for key in keys], max_rows=200)
+        with pytest.raises(vg.InvalidArgumentError, match="max_rows must be >= 1, got 0"):
+            index.search("beta", 5, max_rows=0)
+    finally:
+        index.close()
