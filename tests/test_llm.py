@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import vecgraph as vg
@@ -15,6 +15,7 @@ from vecgraph.errors import InvalidArgumentError
 from vecgraph.llm import OpenAIChat, RemoteError, chat_from_env
 
 from conftest import closed_port_url
+from stub_http import send_json, served
 
 ENV_VARS = (
     "OPENAI_BASE_URL",
@@ -114,16 +115,7 @@ def _handler(stub: ChatStub) -> type:
                 status, headers, payload = 404, {}, b'{"error": {"message": "no such route"}}'
             else:
                 status, headers, payload = stub.answer(body, action)
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-            except OSError:  # the client timed out and closed the connection
-                pass
+            send_json(self, status, headers, payload)
 
         def log_message(self, *args: object) -> None:
             pass
@@ -131,28 +123,13 @@ def _handler(stub: ChatStub) -> type:
     return Handler
 
 
-class QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:  # a client that hung up
-        pass
-
-
 @contextlib.contextmanager
 def serving():
     """A ChatStub served on 127.0.0.1 (a port of its own) while the block runs; its ``url`` ends
     in ``/v1``."""
     state = ChatStub()
-    server = QuietServer(("127.0.0.1", 0), _handler(state))
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with served(state, _handler(state)):
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 def clear_env(monkeypatch) -> None:

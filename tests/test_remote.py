@@ -16,7 +16,7 @@ import threading
 import types
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +29,7 @@ from vecgraph.rerankers import rerank
 from vecgraph.sentence_transformers_models import MINILM_NAME, SentenceTransformerEmbedder, minilm
 
 from conftest import closed_port_url
+from stub_http import send_json, served
 
 DIM = 8
 ENV_VARS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "VECGRAPH_EMBEDDINGS_BASE_URL",
@@ -110,16 +111,7 @@ def _handler(stub: Stub) -> type:
                 status, headers, payload = 200, {}, json.dumps(action[1](reply)).encode()
             else:
                 status, headers, payload = stub.answer(path, body)
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-            except OSError:  # the client timed out and closed the connection
-                pass
+            send_json(self, status, headers, payload)
 
         def do_GET(self) -> None:  # recorded, refused: the API is POST only
             with stub.lock:
@@ -146,28 +138,12 @@ def _handler(stub: Stub) -> type:
     return Handler
 
 
-class QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:  # a client that hung up: not the test's concern
-        pass
-
-
 @contextlib.contextmanager
 def serving():
     """A Stub served on 127.0.0.1 (a port of its own) while the block runs."""
     state = Stub()
-    server = QuietServer(("127.0.0.1", 0), _handler(state))
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with served(state, _handler(state), on_stop=state.stop.set):
         yield state
-    finally:
-        state.stop.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 @pytest.fixture()

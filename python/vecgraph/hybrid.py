@@ -354,6 +354,21 @@ def seed_strengths(dense_keys: list, dense_normal: list, entity_keys: list, enti
 POST_FILTER_SHARE = 0.25
 
 
+def failing(engine: Any, labels: Any, tenants: Any, conditions: Any,
+            excluded: Optional[set]) -> Callable[[list], list]:
+    """The ``exclude_many`` of a BM25 search: True for each key the graph's ``labels``,
+    ``tenants`` and where ``conditions`` refuse (one engine call per block of candidates; a call
+    per key cost ~10 µs), or that ``excluded`` holds (markers ``(type(key), key)``)."""
+    check = labels is not None or tenants is not None or bool(conditions)
+
+    def drops(keys: list) -> list:
+        flags = engine.admits(keys, labels, tenants, -(2**63), 2**63 - 1, conditions) if check else None
+        return [(flags is not None and not flags[i])
+                or (excluded is not None and (type(key), key) in excluded) for i, key in enumerate(keys)]
+
+    return drops
+
+
 def after_search(graph: Any, text: str, depth: int, labels: Any, tenants: Any, conditions: Any,
                  excluded: Optional[set], extra: dict) -> Optional[list]:
     """The ``depth`` best BM25 rows for ``text`` admitted by ``labels``, ``tenants``, the where
@@ -361,7 +376,7 @@ def after_search(graph: Any, text: str, depth: int, labels: Any, tenants: Any, c
     afterwards; None when two pages of the ranking hold fewer than ``depth`` of them, or
     when a write may have changed texts or filters while it ran (the candidates are scored by
     the index's view and checked against the graph's: the two must be of one state)."""
-    from .text import MaxRowsReached
+    from .text_pages import MaxRowsReached, first_page_rows
 
     engine, lock = graph._engine, graph._text_lock
     # Writes that change texts, labels, tenants or props hold _text_lock across the graph's write
@@ -371,17 +386,10 @@ def after_search(graph: Any, text: str, depth: int, labels: Any, tenants: Any, c
         return None
     lock.release()
     lsn = engine.last_lsn()
-
-    def drops(keys: list) -> list:
-        flags = engine.admits(keys, labels, tenants, -(2**63), 2**63 - 1, conditions)
-        return [not flags[i] or (excluded is not None and (type(key), key) in excluded)
-                for i, key in enumerate(keys)]
-
-    try:
-        # the first page of vecgraph.text_pages._top_admitted (the first block of max(depth, 64)
-        # candidates and the rows a page holds back) and a second one four times as large
-        first_page = max(depth, 64) - 1 + depth + max(depth, 32)
-        found = graph._bm25(text, depth, exclude_many=drops, max_rows=5 * first_page, **extra)
+    drops = failing(engine, labels, tenants, conditions, excluded)
+    try:  # the first page and a second one four times as large
+        found = graph._bm25(text, depth, exclude_many=drops, max_rows=5 * first_page_rows(depth, True),
+                            **extra)
     except MaxRowsReached:
         return None
     return found if engine.last_lsn() == lsn else None
@@ -398,13 +406,6 @@ def bm25_channel(graph: Any, text: str, depth: int, args: tuple, conditions: Any
     int64_min, int64_max = -(2**63), 2**63 - 1
     extra = {} if statistics is None else {"statistics": statistics}
 
-    def fail_where(keys: list) -> list:
-        # Only the where conditions and the exclusions: the BM25 search applies tenants, labels and
-        # the time window itself. One call per block of candidates (a call per key cost ~10 µs).
-        flags = engine.admits(keys, None, None, int64_min, int64_max, conditions) if conditions else None
-        return [(flags is not None and not flags[i]) or (excluded is not None and (type(key), key) in excluded)
-                for i, key in enumerate(keys)]
-
     def post_filter(labels: Any, tenants: Any, ts_min: int, ts_max: int) -> bool:
         # not with a time window: a range filter inside the query costs WAND too
         if (labels is None and tenants is None) or ts_min != int64_min or ts_max != int64_max:
@@ -412,7 +413,7 @@ def bm25_channel(graph: Any, text: str, depth: int, args: tuple, conditions: Any
         return graph._text_index().admitted_share(tenants=tenants, labels=labels) >= POST_FILTER_SHARE
 
     def channel() -> tuple:
-        only = None
+        only = found = None
         if conditions:
             # A where that admits few nodes is applied inside the BM25 search as the list of
             # their keys (about 5 µs a key); checking ranked candidates instead reads about
@@ -434,14 +435,12 @@ def bm25_channel(graph: Any, text: str, depth: int, args: tuple, conditions: Any
             found = graph._bm25(text, depth, keys=only, **extra)
         elif post_filter(args[7], args[8], ts_min, ts_max):
             found = after_search(graph, text, depth, args[7], args[8], conditions, excluded, extra)
-            if found is None:  # the first candidates were not enough: the filters go inside
-                found = graph._bm25(text, depth, tenants=args[8], labels=args[7],
-                                    exclude_many=fail_where if conditions or excluded else None, **extra)
-        else:
+        if found is None:  # the filters inside the search; where and exclusions on its candidates
             found = graph._bm25(text, depth, tenants=args[8], labels=args[7],
                                 ts_min=None if ts_min == int64_min else ts_min,
                                 ts_max=None if ts_max == int64_max else ts_max,
-                                exclude_many=fail_where if conditions or excluded else None, **extra)
+                                exclude_many=failing(engine, None, None, conditions, excluded)
+                                if conditions or excluded else None, **extra)
         return [key for key, _ in found], [float(score) for _, score in found]
 
     return channel()

@@ -45,9 +45,7 @@ def _top_admitted(page: Callable[[int, int], list], key_of: Callable[[Any], Key]
         drops = lambda keys: [d or _one_flag(exclude, key)  # noqa: E731
                               for key, d in zip(keys, _many_flags(exclude_many, keys))]
     block_size = 1 if exclude_many is None else max(k, 64)
-    # The first page holds the first block and max(k, 32) more rows (a page yields only the
-    # rows scored above its last one, and a second page fetches four times as many).
-    first_page = block_size - 1 + k + max(k, _FIRST_PAGE_MIN)
+    first_page = first_page_rows(k, exclude_many is not None)
     if max_rows is not None:
         first_page = min(first_page, max_rows)
     rows = _ranked_pages(page, key_of, min(first_page, most), most, max_rows)
@@ -66,6 +64,14 @@ def _top_admitted(page: Callable[[int, int], list], key_of: Callable[[Any], Key]
     if block:
         _admit_block(block, drops, out, k)
     return out
+
+
+def first_page_rows(k: int, checked_in_blocks: bool) -> int:
+    """Rows of the first page :func:`_top_admitted` asks the index for: its first block of
+    candidates (``max(k, 64)`` with ``exclude_many``, else 1) and ``k + max(k, 32)`` more (a
+    page yields only the rows scored above its last one, and a second page fetches four times
+    as many)."""
+    return (max(k, 64) if checked_in_blocks else 1) - 1 + k + max(k, _FIRST_PAGE_MIN)
 
 
 def _key_order(key: Key) -> tuple:

@@ -694,7 +694,7 @@ class KnowledgeBase:
                 self._write_entities(new_entities)
             report.entities += len(new_entities)
             self._write_merges(report.merges, new_entities)
-            mentioned: set = set()  # the entities the replaced chunks mentioned
+            mentioned: set = set()  # the entities the replaced chunks mentioned and no new one does
             for one in prepared:
                 bar.update(1)
                 self._write_document(one, name_to_key, report, mentioned)
@@ -844,6 +844,8 @@ class KnowledgeBase:
             props=[dict(meta, **filt)],
         )
         g.add_edges(src, dst, rels=rels, weights=weights, texts=edge_texts)
+        # an entity a new chunk mentions is no orphan: only the others are checked after the batch
+        mentioned.difference_update(d for d, rel in zip(dst, rels) if rel == MENTIONS)
         for a, found in described.items():  # the descriptions, readable with the entity
             props = dict(g.get_node(a, vector=False)["props"] or {})
             props["relations"] = dict(props.get("relations") or {}, **found)
